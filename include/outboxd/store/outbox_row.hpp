@@ -1,0 +1,122 @@
+#pragma once
+
+// Value types of the outbox storage contract: what is staged, what a claim returns,
+// how a claim is scoped and how an outcome is addressed. Plain data, no I/O.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace outboxd::store {
+
+using Clock = std::chrono::system_clock;
+using TimePoint = Clock::time_point;
+
+// Routing identity a row gets when the writer names none.
+inline constexpr std::string_view kDefaultRoute = "default";
+
+enum class Status { pending, claimed, done, failed, cancelled };
+
+// Canonical lowercase token stored in the `status` column.
+[[nodiscard]] std::string_view to_string(Status status) noexcept;
+// Throws DecodeError naming the token when it is not one of the five.
+[[nodiscard]] Status parse_status(std::string_view token);
+
+// `workflow_id + ':' + ordinal`: the key the database fills in when a writer leaves it null.
+[[nodiscard]] std::string dispatch_key_for(std::string_view workflow_id, std::int64_t ordinal);
+
+// One row to stage. Optional fields take the table's defaults.
+struct NewRow {
+    std::string workflow_id;
+    std::int64_t ordinal = 0;
+    std::string activity_type;
+    std::string input_json = "null";  // JSON text, handed to workers verbatim
+    std::optional<std::string> dispatch_key;  // default: dispatch_key_for(workflow_id, ordinal)
+    std::optional<std::string> run_id;
+    std::string namespace_name{kDefaultRoute};
+    std::string task_queue{kDefaultRoute};
+    std::optional<std::string> node;
+    std::optional<TimePoint> visible_after;  // default: the database's now()
+    std::int32_t attempt = 0;  // finished attempts so far; only re-staging tools set it
+};
+
+// A row as the store reads it back.
+struct OutboxRow {
+    std::int64_t id = 0;
+    std::string dispatch_key;
+    std::string workflow_id;
+    std::int64_t ordinal = 0;
+    std::optional<std::string> run_id;
+    std::string namespace_name;
+    std::string task_queue;
+    std::optional<std::string> node;
+    std::string activity_type;
+    std::string input_json;
+    Status status = Status::pending;
+    std::int32_t attempt = 0;
+    TimePoint visible_after;
+    std::optional<TimePoint> claimed_at;
+    std::optional<std::string> claimed_by;
+    std::int64_t claim_token = 0;  // 0 unless claimed
+    std::optional<std::string> last_error;
+    TimePoint created_at;
+    std::optional<TimePoint> finished_at;
+    std::int32_t shard = 0;
+};
+
+// Restricts a claim to the rows one worker pool can run.
+//
+// `node` is the pool's node label, not an exact-match row filter: a row is in scope when
+// it is unpinned (row.node empty) or pinned to this label. A pool without a label serves
+// only unpinned rows. `activity_types` empty means any activity type.
+struct ClaimScope {
+    std::string namespace_name{kDefaultRoute};
+    std::string task_queue{kDefaultRoute};
+    std::optional<std::string> node;
+    std::vector<std::string> activity_types;
+
+    // The same predicate the claim SQL applies, for in-memory routing decisions.
+    [[nodiscard]] bool admits(const OutboxRow& row) const;
+
+    friend bool operator==(const ClaimScope&, const ClaimScope&) = default;
+};
+
+// Identifies one claim of one row; outcome writes apply only while it still matches.
+struct ClaimRef {
+    std::int64_t id = 0;
+    std::int64_t token = 0;
+
+    friend bool operator==(const ClaimRef&, const ClaimRef&) = default;
+};
+
+// What happened to a claimed row.
+struct Outcome {
+    enum class Kind {
+        done,    // -> done
+        retry,   // -> pending, attempt + 1, visible after now() + delay
+        fail,    // -> failed (dead letter), attempt + 1
+    };
+    ClaimRef ref;
+    Kind kind = Kind::done;
+    std::chrono::milliseconds delay{0};  // retry only; 0 re-arms for immediate re-claim
+    std::string error;                   // retry and fail: kept as last_error
+
+    static Outcome done(ClaimRef ref) { return {ref, Kind::done, {}, {}}; }
+    static Outcome retry(ClaimRef ref, std::chrono::milliseconds delay, std::string error) {
+        return {ref, Kind::retry, delay, std::move(error)};
+    }
+    static Outcome fail(ClaimRef ref, std::string error) {
+        return {ref, Kind::fail, {}, std::move(error)};
+    }
+};
+
+// Result of staging a batch.
+struct AppendResult {
+    std::size_t staged = 0;
+    std::size_t duplicates = 0;
+};
+
+}  // namespace outboxd::store

@@ -1,0 +1,138 @@
+#pragma once
+
+// The outbox storage contract on PostgreSQL.
+//
+// Thread affinity: an OutboxStore owns one database connection and is used by one thread
+// at a time (libpqxx connections are single-threaded worlds). Run one per DB thread.
+//
+// Errors: every method may throw UnavailableError (connection lost; the next call
+// reconnects), ConflictError (transient; retry) or StoreError. Input the store refuses is a
+// ValidationError thrown before anything changes. Expected outcomes are return values.
+//
+// Time: every instant that several nodes compare (visibility, claim age, lease expiry) is
+// taken from the database clock inside the statement; callers pass durations, not instants.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "outboxd/store/outbox_row.hpp"
+#include "outboxd/store/shard_ranges.hpp"
+
+namespace outboxd::store {
+
+class PgSession;
+
+// Who is claiming and over which shards. A claim touches only rows whose shard is both in
+// `ranges` and leased to `incarnation` in shard_leases with an unexpired lease (database
+// clock, checked inside the claim statement). A node narrows `ranges` to stop claiming on a
+// range before it hands the lease over.
+struct Owner {
+    std::string incarnation;
+    ShardRanges ranges = ShardRanges::all();
+};
+
+struct DeadLetter {
+    std::string dispatch_key;
+    std::string workflow_id;
+    std::string namespace_name;
+    std::string task_queue;
+    std::string activity_type;
+    std::int32_t attempt = 0;
+    std::optional<std::string> last_error;
+    std::optional<TimePoint> failed_at;
+};
+
+class OutboxStore {
+public:
+    // Connects lazily on first use; `database_url` is a libpq string or URI.
+    explicit OutboxStore(std::string database_url);
+    ~OutboxStore();
+    OutboxStore(const OutboxStore&) = delete;
+    OutboxStore& operator=(const OutboxStore&) = delete;
+
+    // --- staging ---------------------------------------------------------------------
+    // Stages `rows` in one statement; rows whose dispatch_key exists are duplicates and
+    // change nothing. Atomic: a row that fails validation rejects the whole batch with a
+    // ValidationError naming its index.
+    AppendResult append(std::span<const NewRow> rows);
+
+    // --- claims (one round trip each) -------------------------------------------------
+    // Claims up to `limit` due pending rows of any route, oldest visible_after first.
+    std::vector<OutboxRow> claim(const Owner& owner, std::int32_t limit);
+    // Claims up to `limit` due pending rows inside `scope`.
+    std::vector<OutboxRow> claim_scoped(const Owner& owner, const ClaimScope& scope,
+                                        std::int32_t limit);
+    // Both skip rows of paused workflows inside the statement, so held rows never take
+    // a slot of the LIMIT.
+
+    // --- outcomes (fenced by the claim) -----------------------------------------------
+    // Applies each outcome only if its row is still claimed under the same claim token.
+    // Returns, per input, whether it applied (false: stale, re-armed, cancelled or gone).
+    std::vector<bool> record_outcomes(std::span<const Outcome> outcomes);
+    bool complete(ClaimRef ref);
+    bool retry(ClaimRef ref, std::chrono::milliseconds delay, std::string_view error);
+    bool fail(ClaimRef ref, std::string_view error);
+
+    // --- reconciliation ---------------------------------------------------------------
+    // Claimed rows in `ranges` claimed more than `older_than` ago, oldest first. Read-only.
+    std::vector<OutboxRow> list_stale_claimed(const ShardRanges& ranges,
+                                              std::chrono::milliseconds older_than,
+                                              std::int32_t limit);
+    // Re-arms exactly those rows (on shards leased to `owner`) to pending, visible now,
+    // attempt preserved, claim cleared. Returns the re-armed rows.
+    std::vector<OutboxRow> rearm_stale_claimed(const Owner& owner,
+                                               std::chrono::milliseconds older_than,
+                                               std::int32_t limit);
+    // Re-arms rows on the owner's leased shards claimed by an incarnation that has no live
+    // heartbeat (younger than `liveness`) in dispatcher_nodes. Attempt preserved.
+    std::vector<OutboxRow> rearm_orphaned(const Owner& owner, std::chrono::milliseconds liveness,
+                                          std::int32_t limit);
+    // Workflow ids with a pending or claimed row in `ranges`.
+    std::vector<std::string> list_unsettled_workflow_ids(const ShardRanges& ranges);
+    // Settles every pending or claimed row of the workflow to cancelled; returns the keys.
+    std::vector<std::string> cancel_workflow(std::string_view workflow_id);
+
+    // --- counts and probes (scoped to `ranges`) ----------------------------------------
+    std::int64_t count_inflight(std::string_view namespace_name, const ShardRanges& ranges);
+    std::int64_t count_claimed(std::string_view namespace_name, const ShardRanges& ranges);
+    // One grouped query; exactly one entry per requested namespace (0 when none).
+    std::map<std::string, std::int64_t> count_claimed_by_namespace(
+        std::span<const std::string> namespaces, const ShardRanges& ranges);
+    // Both counts for every namespace with live rows, in one grouped query.
+    struct NamespaceCounts {
+        std::int64_t inflight = 0;
+        std::int64_t claimed = 0;
+    };
+    std::map<std::string, NamespaceCounts> count_live_by_namespace(const ShardRanges& ranges);
+    // Distinct (namespace, task_queue, node) of due pending rows; activity_types empty.
+    std::vector<ClaimScope> pending_routes(const ShardRanges& ranges);
+
+    // --- lookups ----------------------------------------------------------------------
+    std::optional<OutboxRow> find(std::string_view dispatch_key);
+
+    // --- tenant controls --------------------------------------------------------------
+    // Returns false when the workflow was already paused / not paused.
+    bool pause_workflow(std::string_view workflow_id);
+    bool resume_workflow(std::string_view workflow_id);
+    bool is_paused(std::string_view workflow_id);
+    std::vector<DeadLetter> list_dead_letters(std::optional<std::string_view> namespace_name,
+                                              std::int32_t limit);
+    // failed -> pending, attempt 0, visible now. False when the key is not a dead letter.
+    bool requeue_dead_letter(std::string_view dispatch_key);
+
+    // --- retention --------------------------------------------------------------------
+    // Deletes up to `limit` rows finished more than `older_than` ago; returns how many.
+    std::int64_t delete_finished(std::chrono::milliseconds older_than, std::int32_t limit);
+
+private:
+    std::unique_ptr<PgSession> session_;
+};
+
+}  // namespace outboxd::store

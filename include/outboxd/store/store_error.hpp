@@ -1,0 +1,56 @@
+#pragma once
+
+// Errors the store reports. Expected outcomes (not found, duplicate, stale claim) are
+// values, never exceptions; these are for operations that cannot complete.
+
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace outboxd::store {
+
+// Base of every store failure.
+class StoreError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Caller input the store refuses before touching the database (or that a constraint
+// refused). `row_index` names the offending row of a batch.
+class ValidationError : public StoreError {
+public:
+    ValidationError(std::string message, std::optional<std::size_t> row_index = std::nullopt)
+        : StoreError(std::move(message)), row_index_(row_index) {}
+    [[nodiscard]] std::optional<std::size_t> row_index() const noexcept { return row_index_; }
+
+private:
+    std::optional<std::size_t> row_index_;
+};
+
+// A stored value the store cannot decode (e.g. an unknown status token).
+class DecodeError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
+// The database cannot be reached or the connection broke; the operation may be retried
+// on a fresh connection. Whether it took effect is unknown.
+class UnavailableError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
+// A transient conflict (serialization failure, deadlock): retry the operation.
+class ConflictError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
+// A migration failed or does not match what was applied before.
+class MigrationError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
+}  // namespace outboxd::store

@@ -1,0 +1,156 @@
+#include "outboxd/store/cluster_store.hpp"
+
+#include <array>
+#include <map>
+
+#include "pg_session.hpp"
+
+namespace outboxd::store {
+namespace {
+
+constexpr Statement kRegisterNode{"cluster_register_node", R"SQL(
+INSERT INTO dispatcher_nodes (node_id, incarnation, advertise_url)
+VALUES ($1, $2, $3)
+ON CONFLICT (node_id) DO UPDATE
+SET incarnation = EXCLUDED.incarnation, advertise_url = EXCLUDED.advertise_url,
+    started_at = now(), heartbeat_at = now(), draining = false)SQL"};
+
+constexpr Statement kHeartbeat{"cluster_heartbeat", R"SQL(
+UPDATE dispatcher_nodes SET heartbeat_at = now(), draining = $2
+WHERE incarnation = $1 RETURNING node_id)SQL"};
+
+constexpr Statement kDeregister{"cluster_deregister",
+    "DELETE FROM dispatcher_nodes WHERE incarnation = $1"};
+
+constexpr Statement kLiveNodes{"cluster_live_nodes", R"SQL(
+SELECT n.node_id, n.incarnation, n.advertise_url, n.draining,
+       coalesce(array_agg(l.shard ORDER BY l.shard) FILTER (WHERE l.shard IS NOT NULL), '{}')::text
+FROM dispatcher_nodes n
+LEFT JOIN shard_leases l ON l.owner = n.incarnation AND l.expires_at > now()
+WHERE n.heartbeat_at > now() - $1 * interval '1 millisecond'
+GROUP BY n.node_id, n.incarnation, n.advertise_url, n.draining
+ORDER BY n.node_id)SQL"};
+
+constexpr Statement kAcquireShards{"cluster_acquire_shards", R"SQL(
+UPDATE shard_leases
+SET epoch = CASE WHEN owner IS DISTINCT FROM $1 THEN epoch + 1 ELSE epoch END,
+    owner = $1, expires_at = now() + $3 * interval '1 millisecond'
+WHERE shard <@ $2::int4multirange
+  AND (owner IS NULL OR owner = $1 OR expires_at <= now())
+RETURNING shard)SQL"};
+
+constexpr Statement kRenewShards{"cluster_renew_shards", R"SQL(
+UPDATE shard_leases SET expires_at = now() + $2 * interval '1 millisecond'
+WHERE owner = $1 RETURNING shard)SQL"};
+
+constexpr Statement kReleaseShards{"cluster_release_shards", R"SQL(
+UPDATE shard_leases SET owner = NULL, expires_at = '-infinity'
+WHERE owner = $1 AND shard <@ $2::int4multirange)SQL"};
+
+constexpr Statement kHeldShards{"cluster_held_shards",
+    "SELECT shard FROM shard_leases WHERE owner = $1 AND expires_at > now()"};
+
+constexpr std::array kClusterStatements{kRegisterNode, kHeartbeat,     kDeregister,
+                                        kLiveNodes,    kAcquireShards, kRenewShards,
+                                        kReleaseShards, kHeldShards};
+
+ShardRanges shards_of(const pqxx::result& result) {
+    std::vector<std::int32_t> shards;
+    shards.reserve(result.size());
+    for (const auto& r : result) shards.push_back(r[0].as<std::int32_t>());
+    return ShardRanges::from_shards(shards);
+}
+
+// Parses the text form of an int[] ("{1,2,3}").
+ShardRanges shards_of_array(std::string_view text) {
+    std::vector<std::int32_t> shards;
+    std::int32_t value = 0;
+    bool in_number = false;
+    for (const char c : text) {
+        if (c >= '0' && c <= '9') {
+            value = value * 10 + (c - '0');
+            in_number = true;
+        } else if (in_number) {
+            shards.push_back(value);
+            value = 0;
+            in_number = false;
+        }
+    }
+    return ShardRanges::from_shards(shards);
+}
+
+std::int64_t millis(std::chrono::milliseconds d) { return d.count(); }
+
+}  // namespace
+
+ClusterStore::ClusterStore(std::string database_url)
+    : session_(std::make_unique<PgSession>(std::move(database_url), kClusterStatements)) {}
+
+ClusterStore::~ClusterStore() = default;
+
+void ClusterStore::register_node(std::string_view node_id, std::string_view incarnation,
+                                 std::string_view advertise_url) {
+    session_->transact(kRegisterNode.name, [&](pqxx::work& tx) {
+        tx.exec_prepared(std::string{kRegisterNode.name}, std::string{node_id},
+                         std::string{incarnation}, std::string{advertise_url});
+    });
+}
+
+bool ClusterStore::heartbeat(std::string_view incarnation, bool draining) {
+    return session_->transact(kHeartbeat.name, [&](pqxx::work& tx) {
+        return !tx.exec_prepared(std::string{kHeartbeat.name}, std::string{incarnation}, draining)
+                    .empty();
+    });
+}
+
+void ClusterStore::deregister(std::string_view incarnation) {
+    session_->transact(kDeregister.name, [&](pqxx::work& tx) {
+        tx.exec_prepared(std::string{kDeregister.name}, std::string{incarnation});
+    });
+}
+
+std::vector<NodeRecord> ClusterStore::live_nodes(std::chrono::milliseconds ttl) {
+    return session_->transact(kLiveNodes.name, [&](pqxx::work& tx) {
+        std::vector<NodeRecord> nodes;
+        for (const auto& r : tx.exec_prepared(std::string{kLiveNodes.name}, millis(ttl))) {
+            nodes.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
+                             r[2].as<std::string>(), r[3].as<bool>(),
+                             shards_of_array(r[4].c_str())});
+        }
+        return nodes;
+    });
+}
+
+ShardRanges ClusterStore::acquire_shards(std::string_view incarnation, const ShardRanges& ranges,
+                                         std::chrono::milliseconds ttl) {
+    if (ranges.empty()) return {};
+    return session_->transact(kAcquireShards.name, [&](pqxx::work& tx) {
+        return shards_of(tx.exec_prepared(std::string{kAcquireShards.name},
+                                          std::string{incarnation}, ranges.to_multirange(),
+                                          millis(ttl)));
+    });
+}
+
+ShardRanges ClusterStore::renew_shards(std::string_view incarnation,
+                                       std::chrono::milliseconds ttl) {
+    return session_->transact(kRenewShards.name, [&](pqxx::work& tx) {
+        return shards_of(
+            tx.exec_prepared(std::string{kRenewShards.name}, std::string{incarnation}, millis(ttl)));
+    });
+}
+
+void ClusterStore::release_shards(std::string_view incarnation, const ShardRanges& ranges) {
+    if (ranges.empty()) return;
+    session_->transact(kReleaseShards.name, [&](pqxx::work& tx) {
+        tx.exec_prepared(std::string{kReleaseShards.name}, std::string{incarnation},
+                         ranges.to_multirange());
+    });
+}
+
+ShardRanges ClusterStore::held_shards(std::string_view incarnation) {
+    return session_->transact(kHeldShards.name, [&](pqxx::work& tx) {
+        return shards_of(tx.exec_prepared(std::string{kHeldShards.name}, std::string{incarnation}));
+    });
+}
+
+}  // namespace outboxd::store

@@ -1,0 +1,44 @@
+#include "outboxd/store/outbox_row.hpp"
+
+#include <algorithm>
+
+#include "outboxd/store/store_error.hpp"
+
+namespace outboxd::store {
+
+std::string_view to_string(Status status) noexcept {
+    switch (status) {
+        case Status::pending: return "pending";
+        case Status::claimed: return "claimed";
+        case Status::done: return "done";
+        case Status::failed: return "failed";
+        case Status::cancelled: return "cancelled";
+    }
+    return "pending";
+}
+
+Status parse_status(std::string_view token) {
+    for (const Status status :
+         {Status::pending, Status::claimed, Status::done, Status::failed, Status::cancelled}) {
+        if (to_string(status) == token) return status;
+    }
+    throw DecodeError("unknown outbox status '" + std::string{token} + "'");
+}
+
+std::string dispatch_key_for(std::string_view workflow_id, std::int64_t ordinal) {
+    std::string key{workflow_id};
+    key += ':';
+    key += std::to_string(ordinal);
+    return key;
+}
+
+bool ClaimScope::admits(const OutboxRow& row) const {
+    if (row.namespace_name != namespace_name || row.task_queue != task_queue) return false;
+    // Unpinned rows are servable by any pool; a pinned row only by a pool with its label.
+    if (row.node && row.node != node) return false;
+    return activity_types.empty() ||
+           std::find(activity_types.begin(), activity_types.end(), row.activity_type) !=
+               activity_types.end();
+}
+
+}  // namespace outboxd::store

@@ -1,0 +1,192 @@
+#pragma once
+
+// Every statement the outbox store runs, as a named constant. The name keys the prepared
+// statement and the store's error messages.
+
+#include <array>
+
+#include "pg_codec.hpp"
+#include "pg_session.hpp"
+
+namespace outboxd::store::sql {
+
+// Columns read back for an OutboxRow, in decode_row's order.
+#define OUTBOXD_ROW_COLUMNS                                                         \
+    "o.id, o.dispatch_key, o.workflow_id, o.ordinal, o.run_id, o.namespace,"       \
+    " o.task_queue, o.node, o.activity_type, o.input::text, o.status, o.attempt, " \
+    OUTBOXD_SQL_MICROS("o.visible_after") ", "                                     \
+    OUTBOXD_SQL_MICROS("o.claimed_at") ", o.claimed_by, o.claim_token,"            \
+    " o.last_error, "                                                              \
+    OUTBOXD_SQL_MICROS("o.created_at") ", "                                        \
+    OUTBOXD_SQL_MICROS("o.finished_at") ", o.shard"
+
+// Shards in range $2 leased to incarnation $1 with an unexpired lease, by the database
+// clock, evaluated inside the statement that uses it.
+#define OUTBOXD_LEASED_SHARDS                                                          \
+    "leased AS MATERIALIZED ("                                                        \
+    "  SELECT coalesce(array_agg(l.shard), '{}') AS shards FROM shard_leases l"       \
+    "  WHERE l.owner = $1 AND l.expires_at > now() AND l.shard <@ $2::int4multirange)"
+
+#define OUTBOXD_CLAIMABLE                                                              \
+    "o.status = 'pending' AND o.visible_after <= now()"                               \
+    " AND o.shard = ANY ((SELECT shards FROM leased)::int[])"                                \
+    " AND NOT EXISTS (SELECT 1 FROM paused_workflows p WHERE p.workflow_id = o.workflow_id)"
+
+#define OUTBOXD_CLAIM_UPDATE                                                           \
+    "UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"    \
+    " claim_token = (SELECT value FROM token)"                                         \
+    " FROM picked WHERE o.id = picked.id RETURNING " OUTBOXD_ROW_COLUMNS
+
+#define OUTBOXD_CLEAR_CLAIM "claimed_at = NULL, claimed_by = NULL, claim_token = NULL"
+
+inline constexpr Statement kAppend{"outbox_append", R"SQL(
+INSERT INTO outbox (dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
+                    activity_type, input, attempt, visible_after)
+SELECT coalesce(t.dispatch_key, t.workflow_id || ':' || t.ordinal), t.workflow_id, t.ordinal,
+       t.run_id, t.namespace, t.task_queue, t.node, t.activity_type, t.input::jsonb, t.attempt,
+       coalesce('epoch'::timestamptz + t.visible_after_us * interval '1 microsecond', now())
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::text[], $9::text[], $10::int[], $11::bigint[]) WITH ORDINALITY
+     AS t(dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
+          activity_type, input, attempt, visible_after_us, n)
+ORDER BY t.n
+ON CONFLICT (dispatch_key) DO NOTHING
+RETURNING dispatch_key)SQL"};
+
+inline constexpr Statement kClaim{"outbox_claim",
+    "WITH " OUTBOXD_LEASED_SHARDS ","
+    " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value),"
+    " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
+    "   ORDER BY o.visible_after, o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED) "
+    OUTBOXD_CLAIM_UPDATE};
+
+// $3 namespace, $4 task_queue, $5 node label (NULL: unpinned rows only), $6 activity
+// types (empty: any), $7 limit.
+inline constexpr Statement kClaimScoped{"outbox_claim_scoped",
+    "WITH " OUTBOXD_LEASED_SHARDS ","
+    " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value),"
+    " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
+    "   AND o.namespace = $3 AND o.task_queue = $4 AND (o.node IS NULL OR o.node = $5)"
+    "   AND (cardinality($6::text[]) = 0 OR o.activity_type = ANY ($6::text[]))"
+    "   ORDER BY o.visible_after, o.id LIMIT $7 FOR UPDATE OF o SKIP LOCKED) "
+    OUTBOXD_CLAIM_UPDATE};
+
+// One statement for a batch of outcomes; each applies only while its claim token matches.
+inline constexpr Statement kRecordOutcomes{"outbox_record_outcomes", R"SQL(
+UPDATE outbox o SET
+    status = CASE t.kind WHEN 'done' THEN 'done' WHEN 'retry' THEN 'pending' ELSE 'failed' END,
+    attempt = CASE t.kind WHEN 'done' THEN o.attempt ELSE o.attempt + 1 END,
+    visible_after = CASE t.kind WHEN 'retry' THEN now() + t.delay_ms * interval '1 millisecond'
+                                ELSE o.visible_after END,
+    last_error = CASE t.kind WHEN 'done' THEN o.last_error ELSE t.error END,
+    finished_at = CASE t.kind WHEN 'retry' THEN NULL ELSE now() END,
+    claimed_at = NULL, claimed_by = NULL, claim_token = NULL
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
+     AS t(id, token, kind, delay_ms, error)
+WHERE o.id = t.id AND o.claim_token = t.token AND o.status = 'claimed'
+RETURNING t.id, t.token)SQL"};
+
+// $1 ranges, $2 age in ms, $3 limit.
+inline constexpr Statement kListStaleClaimed{"outbox_list_stale_claimed",
+    "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o"
+    " WHERE o.status = 'claimed' AND o.claimed_at < now() - $2 * interval '1 millisecond'"
+    "   AND o.shard <@ $1::int4multirange"
+    " ORDER BY o.claimed_at, o.id LIMIT $3"};
+
+#define OUTBOXD_REARM_UPDATE                                                           \
+    "UPDATE outbox o SET status = 'pending', visible_after = now(), " OUTBOXD_CLEAR_CLAIM \
+    " FROM picked WHERE o.id = picked.id RETURNING " OUTBOXD_ROW_COLUMNS
+
+// $1 owner, $2 ranges, $3 age in ms, $4 limit.
+inline constexpr Statement kRearmStaleClaimed{"outbox_rearm_stale_claimed",
+    "WITH " OUTBOXD_LEASED_SHARDS ","
+    " picked AS (SELECT o.id FROM outbox o"
+    "   WHERE o.status = 'claimed' AND o.claimed_at < now() - $3 * interval '1 millisecond'"
+    "     AND o.shard = ANY ((SELECT shards FROM leased)::int[])"
+    "   ORDER BY o.claimed_at, o.id LIMIT $4 FOR UPDATE OF o SKIP LOCKED) "
+    OUTBOXD_REARM_UPDATE};
+
+// $1 owner, $2 ranges, $3 liveness window in ms, $4 limit.
+inline constexpr Statement kRearmOrphaned{"outbox_rearm_orphaned",
+    "WITH " OUTBOXD_LEASED_SHARDS ","
+    " live AS MATERIALIZED (SELECT incarnation FROM dispatcher_nodes"
+    "   WHERE heartbeat_at > now() - $3 * interval '1 millisecond'),"
+    " picked AS (SELECT o.id FROM outbox o"
+    "   WHERE o.status = 'claimed' AND o.claimed_by <> $1"
+    "     AND o.claimed_by NOT IN (SELECT incarnation FROM live)"
+    "     AND o.shard = ANY ((SELECT shards FROM leased)::int[])"
+    "   ORDER BY o.claimed_at, o.id LIMIT $4 FOR UPDATE OF o SKIP LOCKED) "
+    OUTBOXD_REARM_UPDATE};
+
+inline constexpr Statement kListUnsettledWorkflows{"outbox_list_unsettled_workflows", R"SQL(
+SELECT DISTINCT workflow_id FROM outbox
+WHERE status IN ('pending', 'claimed') AND shard <@ $1::int4multirange
+ORDER BY workflow_id)SQL"};
+
+inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
+    "UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
+    " WHERE workflow_id = $1 AND status IN ('pending', 'claimed') RETURNING dispatch_key"};
+
+inline constexpr Statement kCountInflight{"outbox_count_inflight", R"SQL(
+SELECT count(*) FROM outbox
+WHERE namespace = $1 AND status IN ('pending', 'claimed') AND shard <@ $2::int4multirange)SQL"};
+
+inline constexpr Statement kCountClaimed{"outbox_count_claimed", R"SQL(
+SELECT count(*) FROM outbox
+WHERE namespace = $1 AND status = 'claimed' AND shard <@ $2::int4multirange)SQL"};
+
+inline constexpr Statement kCountClaimedByNamespace{"outbox_count_claimed_by_namespace", R"SQL(
+SELECT namespace, count(*) FROM outbox
+WHERE status = 'claimed' AND namespace = ANY ($1::text[]) AND shard <@ $2::int4multirange
+GROUP BY namespace)SQL"};
+
+inline constexpr Statement kCountLiveByNamespace{"outbox_count_live_by_namespace", R"SQL(
+SELECT namespace, count(*), count(*) FILTER (WHERE status = 'claimed') FROM outbox
+WHERE status IN ('pending', 'claimed') AND shard <@ $1::int4multirange
+GROUP BY namespace)SQL"};
+
+inline constexpr Statement kPendingRoutes{"outbox_pending_routes", R"SQL(
+SELECT DISTINCT o.namespace, o.task_queue, o.node FROM outbox o
+WHERE o.status = 'pending' AND o.visible_after <= now() AND o.shard <@ $1::int4multirange
+  AND NOT EXISTS (SELECT 1 FROM paused_workflows p WHERE p.workflow_id = o.workflow_id)
+ORDER BY 1, 2, 3)SQL"};
+
+inline constexpr Statement kFind{"outbox_find",
+    "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.dispatch_key = $1"};
+
+inline constexpr Statement kPauseWorkflow{"outbox_pause_workflow", R"SQL(
+INSERT INTO paused_workflows (workflow_id) VALUES ($1)
+ON CONFLICT (workflow_id) DO NOTHING RETURNING workflow_id)SQL"};
+
+inline constexpr Statement kResumeWorkflow{"outbox_resume_workflow",
+    "DELETE FROM paused_workflows WHERE workflow_id = $1 RETURNING workflow_id"};
+
+inline constexpr Statement kIsPaused{"outbox_is_paused",
+    "SELECT 1 FROM paused_workflows WHERE workflow_id = $1"};
+
+inline constexpr Statement kListDeadLetters{"outbox_list_dead_letters",
+    "SELECT dispatch_key, workflow_id, namespace, task_queue, activity_type, attempt,"
+    " last_error, " OUTBOXD_SQL_MICROS("finished_at") " FROM outbox"
+    " WHERE status = 'failed' AND ($1::text IS NULL OR namespace = $1)"
+    " ORDER BY finished_at DESC, id DESC LIMIT $2"};
+
+inline constexpr Statement kRequeueDeadLetter{"outbox_requeue_dead_letter", R"SQL(
+UPDATE outbox SET status = 'pending', attempt = 0, visible_after = now(), finished_at = NULL
+WHERE dispatch_key = $1 AND status = 'failed' RETURNING id)SQL"};
+
+// Dead letters are kept until requeued or removed by an operator: retention never
+// deletes a row nobody has looked at.
+inline constexpr Statement kDeleteFinished{"outbox_delete_finished", R"SQL(
+DELETE FROM outbox WHERE id IN (
+    SELECT id FROM outbox
+    WHERE status IN ('done', 'cancelled') AND finished_at < now() - $1 * interval '1 millisecond'
+    ORDER BY finished_at LIMIT $2))SQL"};
+
+inline constexpr std::array kOutboxStatements{
+    kAppend, kClaim, kClaimScoped, kRecordOutcomes, kListStaleClaimed, kRearmStaleClaimed,
+    kRearmOrphaned, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
+    kCountClaimedByNamespace, kCountLiveByNamespace, kPendingRoutes, kFind, kPauseWorkflow,
+    kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,
+};
+
+}  // namespace outboxd::store::sql

@@ -1,0 +1,361 @@
+#include "outboxd/store/outbox_store.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "outbox_sql.hpp"
+#include "outboxd/store/store_error.hpp"
+#include "pg_codec.hpp"
+#include "pg_session.hpp"
+#include "row_validation.hpp"
+
+namespace outboxd::store {
+namespace {
+
+std::int64_t millis(std::chrono::milliseconds duration) { return duration.count(); }
+
+OutboxRow decode_row(const pqxx::row& r) {
+    OutboxRow row;
+    row.id = r[0].as<std::int64_t>();
+    row.dispatch_key = r[1].as<std::string>();
+    row.workflow_id = r[2].as<std::string>();
+    row.ordinal = r[3].as<std::int64_t>();
+    row.run_id = pg::optional_text(r[4]);
+    row.namespace_name = r[5].as<std::string>();
+    row.task_queue = r[6].as<std::string>();
+    row.node = pg::optional_text(r[7]);
+    row.activity_type = r[8].as<std::string>();
+    row.input_json = r[9].as<std::string>();
+    row.status = parse_status(r[10].c_str());
+    row.attempt = r[11].as<std::int32_t>();
+    row.visible_after = pg::from_micros(r[12].as<std::int64_t>());
+    row.claimed_at = pg::optional_instant(r[13]);
+    row.claimed_by = pg::optional_text(r[14]);
+    row.claim_token = r[15].is_null() ? 0 : r[15].as<std::int64_t>();
+    row.last_error = pg::optional_text(r[16]);
+    row.created_at = pg::from_micros(r[17].as<std::int64_t>());
+    row.finished_at = pg::optional_instant(r[18]);
+    row.shard = r[19].as<std::int32_t>();
+    return row;
+}
+
+// Claims come back from UPDATE … RETURNING in no particular order; hand them out in
+// claim order.
+std::vector<OutboxRow> decode_claimed(const pqxx::result& result) {
+    std::vector<OutboxRow> rows;
+    rows.reserve(result.size());
+    for (const auto& r : result) rows.push_back(decode_row(r));
+    std::sort(rows.begin(), rows.end(), [](const OutboxRow& a, const OutboxRow& b) {
+        return std::tie(a.visible_after, a.id) < std::tie(b.visible_after, b.id);
+    });
+    return rows;
+}
+
+std::vector<std::string> decode_texts(const pqxx::result& result) {
+    std::vector<std::string> texts;
+    texts.reserve(result.size());
+    for (const auto& r : result) texts.push_back(r[0].as<std::string>());
+    return texts;
+}
+
+void check_limit(std::int32_t limit) {
+    if (limit < 0) throw ValidationError("limit must be >= 0, got " + std::to_string(limit));
+}
+
+std::string_view outcome_kind(Outcome::Kind kind) {
+    switch (kind) {
+        case Outcome::Kind::done: return "done";
+        case Outcome::Kind::retry: return "retry";
+        case Outcome::Kind::fail: return "fail";
+    }
+    return "done";
+}
+
+}  // namespace
+
+OutboxStore::OutboxStore(std::string database_url)
+    : session_(std::make_unique<PgSession>(std::move(database_url), sql::kOutboxStatements)) {}
+
+OutboxStore::~OutboxStore() = default;
+
+AppendResult OutboxStore::append(std::span<const NewRow> rows) {
+    if (rows.empty()) return {};
+    for (std::size_t i = 0; i < rows.size(); ++i) validate_new_row(rows[i], i);
+
+    pg::ArrayLiteral keys, workflows, ordinals, runs, namespaces, queues, nodes, types, inputs,
+        attempts, visible;
+    for (const auto& row : rows) {
+        keys.add(row.dispatch_key);
+        workflows.add(row.workflow_id);
+        ordinals.add(row.ordinal);
+        runs.add(row.run_id);
+        namespaces.add(row.namespace_name);
+        queues.add(row.task_queue);
+        nodes.add(row.node);
+        types.add(row.activity_type);
+        inputs.add(row.input_json);
+        attempts.add(std::int64_t{row.attempt});
+        if (row.visible_after) {
+            visible.add(pg::to_micros(*row.visible_after));
+        } else {
+            visible.add_null();
+        }
+    }
+    const auto result = session_->transact(sql::kAppend.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kAppend.name}, keys.str(), workflows.str(),
+                                ordinals.str(), runs.str(), namespaces.str(), queues.str(),
+                                nodes.str(), types.str(), inputs.str(), attempts.str(),
+                                visible.str());
+    });
+    const auto staged = static_cast<std::size_t>(result.size());
+    return {staged, rows.size() - staged};
+}
+
+std::vector<OutboxRow> OutboxStore::claim(const Owner& owner, std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || owner.ranges.empty()) return {};
+    return session_->transact(sql::kClaim.name, [&](pqxx::work& tx) {
+        return decode_claimed(tx.exec_prepared(std::string{sql::kClaim.name}, owner.incarnation,
+                                               owner.ranges.to_multirange(), limit));
+    });
+}
+
+std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const ClaimScope& scope,
+                                                 std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || owner.ranges.empty()) return {};
+    return session_->transact(sql::kClaimScoped.name, [&](pqxx::work& tx) {
+        return decode_claimed(tx.exec_prepared(
+            std::string{sql::kClaimScoped.name}, owner.incarnation, owner.ranges.to_multirange(),
+            scope.namespace_name, scope.task_queue, scope.node,
+            pg::text_array(scope.activity_types), limit));
+    });
+}
+
+std::vector<bool> OutboxStore::record_outcomes(std::span<const Outcome> outcomes) {
+    if (outcomes.empty()) return {};
+    pg::ArrayLiteral ids, tokens, kinds, delays, errors;
+    for (const auto& outcome : outcomes) {
+        ids.add(outcome.ref.id);
+        tokens.add(outcome.ref.token);
+        kinds.add(outcome_kind(outcome.kind));
+        delays.add(std::max<std::int64_t>(0, millis(outcome.delay)));
+        errors.add(std::string_view{outcome.error});
+    }
+    const auto result = session_->transact(sql::kRecordOutcomes.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kRecordOutcomes.name}, ids.str(), tokens.str(),
+                                kinds.str(), delays.str(), errors.str());
+    });
+    std::set<std::pair<std::int64_t, std::int64_t>> applied;
+    for (const auto& r : result) applied.emplace(r[0].as<std::int64_t>(), r[1].as<std::int64_t>());
+    std::vector<bool> out;
+    out.reserve(outcomes.size());
+    for (const auto& outcome : outcomes) {
+        // A batch naming one claim twice applies it once: the first mention wins.
+        out.push_back(applied.erase({outcome.ref.id, outcome.ref.token}) > 0);
+    }
+    return out;
+}
+
+bool OutboxStore::complete(ClaimRef ref) {
+    const Outcome outcome = Outcome::done(ref);
+    return record_outcomes({&outcome, 1}).front();
+}
+
+bool OutboxStore::retry(ClaimRef ref, std::chrono::milliseconds delay, std::string_view error) {
+    const Outcome outcome = Outcome::retry(ref, delay, std::string{error});
+    return record_outcomes({&outcome, 1}).front();
+}
+
+bool OutboxStore::fail(ClaimRef ref, std::string_view error) {
+    const Outcome outcome = Outcome::fail(ref, std::string{error});
+    return record_outcomes({&outcome, 1}).front();
+}
+
+std::vector<OutboxRow> OutboxStore::list_stale_claimed(const ShardRanges& ranges,
+                                                       std::chrono::milliseconds older_than,
+                                                       std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || ranges.empty()) return {};
+    return session_->transact(sql::kListStaleClaimed.name, [&](pqxx::work& tx) {
+        const auto result = tx.exec_prepared(std::string{sql::kListStaleClaimed.name},
+                                             ranges.to_multirange(), millis(older_than), limit);
+        std::vector<OutboxRow> rows;
+        for (const auto& r : result) rows.push_back(decode_row(r));
+        return rows;
+    });
+}
+
+std::vector<OutboxRow> OutboxStore::rearm_stale_claimed(const Owner& owner,
+                                                        std::chrono::milliseconds older_than,
+                                                        std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || owner.ranges.empty()) return {};
+    return session_->transact(sql::kRearmStaleClaimed.name, [&](pqxx::work& tx) {
+        return decode_claimed(tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name},
+                                               owner.incarnation, owner.ranges.to_multirange(),
+                                               millis(older_than), limit));
+    });
+}
+
+std::vector<OutboxRow> OutboxStore::rearm_orphaned(const Owner& owner,
+                                                   std::chrono::milliseconds liveness,
+                                                   std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || owner.ranges.empty()) return {};
+    return session_->transact(sql::kRearmOrphaned.name, [&](pqxx::work& tx) {
+        return decode_claimed(tx.exec_prepared(std::string{sql::kRearmOrphaned.name},
+                                               owner.incarnation, owner.ranges.to_multirange(),
+                                               millis(liveness), limit));
+    });
+}
+
+std::vector<std::string> OutboxStore::list_unsettled_workflow_ids(const ShardRanges& ranges) {
+    if (ranges.empty()) return {};
+    return session_->transact(sql::kListUnsettledWorkflows.name, [&](pqxx::work& tx) {
+        return decode_texts(tx.exec_prepared(std::string{sql::kListUnsettledWorkflows.name},
+                                             ranges.to_multirange()));
+    });
+}
+
+std::vector<std::string> OutboxStore::cancel_workflow(std::string_view workflow_id) {
+    auto keys = session_->transact(sql::kCancelWorkflow.name, [&](pqxx::work& tx) {
+        return decode_texts(
+            tx.exec_prepared(std::string{sql::kCancelWorkflow.name}, std::string{workflow_id}));
+    });
+    std::sort(keys.begin(), keys.end());
+    return keys;
+}
+
+std::int64_t OutboxStore::count_inflight(std::string_view namespace_name,
+                                         const ShardRanges& ranges) {
+    if (ranges.empty()) return 0;
+    return session_->transact(sql::kCountInflight.name, [&](pqxx::work& tx) {
+        return tx
+            .exec_prepared1(std::string{sql::kCountInflight.name}, std::string{namespace_name},
+                            ranges.to_multirange())[0]
+            .as<std::int64_t>();
+    });
+}
+
+std::int64_t OutboxStore::count_claimed(std::string_view namespace_name,
+                                        const ShardRanges& ranges) {
+    if (ranges.empty()) return 0;
+    return session_->transact(sql::kCountClaimed.name, [&](pqxx::work& tx) {
+        return tx
+            .exec_prepared1(std::string{sql::kCountClaimed.name}, std::string{namespace_name},
+                            ranges.to_multirange())[0]
+            .as<std::int64_t>();
+    });
+}
+
+std::map<std::string, std::int64_t> OutboxStore::count_claimed_by_namespace(
+    std::span<const std::string> namespaces, const ShardRanges& ranges) {
+    std::map<std::string, std::int64_t> counts;
+    for (const auto& ns : namespaces) counts.emplace(ns, 0);
+    if (namespaces.empty() || ranges.empty()) return counts;
+    const auto result = session_->transact(sql::kCountClaimedByNamespace.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kCountClaimedByNamespace.name},
+                                pg::text_array(namespaces), ranges.to_multirange());
+    });
+    for (const auto& r : result) counts[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    return counts;
+}
+
+std::map<std::string, OutboxStore::NamespaceCounts> OutboxStore::count_live_by_namespace(
+    const ShardRanges& ranges) {
+    std::map<std::string, NamespaceCounts> counts;
+    if (ranges.empty()) return counts;
+    const auto result = session_->transact(sql::kCountLiveByNamespace.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kCountLiveByNamespace.name},
+                                ranges.to_multirange());
+    });
+    for (const auto& r : result) {
+        counts[r[0].as<std::string>()] = {r[1].as<std::int64_t>(), r[2].as<std::int64_t>()};
+    }
+    return counts;
+}
+
+std::vector<ClaimScope> OutboxStore::pending_routes(const ShardRanges& ranges) {
+    if (ranges.empty()) return {};
+    const auto result = session_->transact(sql::kPendingRoutes.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kPendingRoutes.name}, ranges.to_multirange());
+    });
+    std::vector<ClaimScope> routes;
+    routes.reserve(result.size());
+    for (const auto& r : result) {
+        routes.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
+                          pg::optional_text(r[2]), {}});
+    }
+    return routes;
+}
+
+std::optional<OutboxRow> OutboxStore::find(std::string_view dispatch_key) {
+    return session_->transact(sql::kFind.name, [&](pqxx::work& tx) -> std::optional<OutboxRow> {
+        const auto result = tx.exec_prepared(std::string{sql::kFind.name}, std::string{dispatch_key});
+        if (result.empty()) return std::nullopt;
+        return decode_row(result[0]);
+    });
+}
+
+bool OutboxStore::pause_workflow(std::string_view workflow_id) {
+    if (workflow_id.empty()) throw ValidationError("workflow_id must not be empty");
+    return session_->transact(sql::kPauseWorkflow.name, [&](pqxx::work& tx) {
+        return !tx.exec_prepared(std::string{sql::kPauseWorkflow.name}, std::string{workflow_id})
+                    .empty();
+    });
+}
+
+bool OutboxStore::resume_workflow(std::string_view workflow_id) {
+    return session_->transact(sql::kResumeWorkflow.name, [&](pqxx::work& tx) {
+        return !tx.exec_prepared(std::string{sql::kResumeWorkflow.name}, std::string{workflow_id})
+                    .empty();
+    });
+}
+
+bool OutboxStore::is_paused(std::string_view workflow_id) {
+    return session_->transact(sql::kIsPaused.name, [&](pqxx::work& tx) {
+        return !tx.exec_prepared(std::string{sql::kIsPaused.name}, std::string{workflow_id})
+                    .empty();
+    });
+}
+
+std::vector<DeadLetter> OutboxStore::list_dead_letters(std::optional<std::string_view> namespace_name,
+                                                       std::int32_t limit) {
+    check_limit(limit);
+    std::optional<std::string> ns;
+    if (namespace_name) ns.emplace(*namespace_name);
+    const auto result = session_->transact(sql::kListDeadLetters.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kListDeadLetters.name}, ns, limit);
+    });
+    std::vector<DeadLetter> letters;
+    letters.reserve(result.size());
+    for (const auto& r : result) {
+        letters.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
+                           r[3].as<std::string>(), r[4].as<std::string>(),
+                           r[5].as<std::int32_t>(), pg::optional_text(r[6]),
+                           pg::optional_instant(r[7])});
+    }
+    return letters;
+}
+
+bool OutboxStore::requeue_dead_letter(std::string_view dispatch_key) {
+    return session_->transact(sql::kRequeueDeadLetter.name, [&](pqxx::work& tx) {
+        return !tx.exec_prepared(std::string{sql::kRequeueDeadLetter.name},
+                                 std::string{dispatch_key})
+                    .empty();
+    });
+}
+
+std::int64_t OutboxStore::delete_finished(std::chrono::milliseconds older_than,
+                                          std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0) return 0;
+    return session_->transact(sql::kDeleteFinished.name, [&](pqxx::work& tx) {
+        return static_cast<std::int64_t>(
+            tx.exec_prepared(std::string{sql::kDeleteFinished.name}, millis(older_than), limit)
+                .affected_rows());
+    });
+}
+
+}  // namespace outboxd::store

@@ -1,0 +1,42 @@
+#include "pg_codec.hpp"
+
+namespace outboxd::store::pg {
+
+void ArrayLiteral::separate() {
+    if (text_.size() > 1) text_ += ',';
+}
+
+ArrayLiteral& ArrayLiteral::add(std::string_view text) {
+    separate();
+    text_ += '"';
+    for (const char c : text) {
+        if (c == '"' || c == '\\') text_ += '\\';
+        text_ += c;
+    }
+    text_ += '"';
+    return *this;
+}
+
+ArrayLiteral& ArrayLiteral::add(std::int64_t value) {
+    separate();
+    text_ += std::to_string(value);
+    return *this;
+}
+
+ArrayLiteral& ArrayLiteral::add_null() {
+    separate();
+    text_ += "NULL";
+    return *this;
+}
+
+std::optional<std::string> optional_text(const pqxx::field& field) {
+    if (field.is_null()) return std::nullopt;
+    return std::string{field.c_str(), field.size()};
+}
+
+std::optional<TimePoint> optional_instant(const pqxx::field& field) {
+    if (field.is_null()) return std::nullopt;
+    return from_micros(field.as<std::int64_t>());
+}
+
+}  // namespace outboxd::store::pg

@@ -1,0 +1,59 @@
+#pragma once
+
+// Encoding of values into PostgreSQL text parameters (array literals, durations) and
+// decoding of result fields. Internal to src/store.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "outboxd/store/outbox_row.hpp"
+
+namespace outboxd::store::pg {
+
+// Builds a one-dimensional array literal ("{...}") element by element.
+class ArrayLiteral {
+public:
+    ArrayLiteral& add(std::string_view text);  // quoted and escaped
+    ArrayLiteral& add(const std::string& text) { return add(std::string_view{text}); }
+    ArrayLiteral& add(std::int64_t value);
+    ArrayLiteral& add_null();
+    ArrayLiteral& add(const std::optional<std::string>& text) {
+        return text ? add(std::string_view{*text}) : add_null();
+    }
+    [[nodiscard]] std::string str() const { return text_ + "}"; }
+
+private:
+    void separate();
+    std::string text_ = "{";
+};
+
+template <typename Range>
+std::string text_array(const Range& values) {
+    ArrayLiteral literal;
+    for (const auto& value : values) literal.add(std::string_view{value});
+    return literal.str();
+}
+
+// Microseconds since the Unix epoch, the unit instants travel in between SQL and C++.
+[[nodiscard]] inline std::int64_t to_micros(TimePoint instant) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(instant.time_since_epoch())
+        .count();
+}
+[[nodiscard]] inline TimePoint from_micros(std::int64_t micros) {
+    return TimePoint{std::chrono::duration_cast<TimePoint::duration>(
+        std::chrono::microseconds{micros})};
+}
+
+[[nodiscard]] std::optional<std::string> optional_text(const pqxx::field& field);
+[[nodiscard]] std::optional<TimePoint> optional_instant(const pqxx::field& field);
+
+}  // namespace outboxd::store::pg
+
+// SQL expression turning a timestamptz column into epoch microseconds.
+#define OUTBOXD_SQL_MICROS(column) "(extract(epoch FROM " column ") * 1000000)::bigint"

@@ -1,0 +1,74 @@
+#include "pg_session.hpp"
+
+#include <regex>
+
+#include "outboxd/store/store_error.hpp"
+
+namespace outboxd::store {
+
+PgSession::PgSession(std::string database_url, std::span<const Statement> statements)
+    : database_url_(std::move(database_url)), statements_(statements) {}
+
+pqxx::connection& PgSession::connection() {
+    if (connection_ && connection_->is_open()) return *connection_;
+    connection_.reset();
+    try {
+        auto fresh = std::make_unique<pqxx::connection>(database_url_);
+        // pqxx 6 registers definitions here and prepares each on first use.
+        for (const auto& statement : statements_) {
+            fresh->prepare(std::string{statement.name}, std::string{statement.sql});
+        }
+        connection_ = std::move(fresh);
+    } catch (const std::exception& error) {
+        throw UnavailableError("cannot connect to " + redact_database_url(database_url_) + ": " +
+                               error.what());
+    }
+    return *connection_;
+}
+
+void PgSession::rethrow_as_store_error(std::string_view operation) {
+    const std::string prefix = std::string{operation} + ": ";
+    try {
+        throw;
+    } catch (const StoreError&) {
+        throw;
+    } catch (const pqxx::broken_connection& error) {
+        connection_.reset();
+        throw UnavailableError(prefix + error.what());
+    } catch (const pqxx::in_doubt_error& error) {
+        connection_.reset();
+        throw UnavailableError(prefix + "commit outcome unknown: " + error.what());
+    } catch (const pqxx::transaction_rollback& error) {
+        throw ConflictError(prefix + error.what());
+    } catch (const pqxx::integrity_constraint_violation& error) {
+        throw ValidationError(prefix + error.what());
+    } catch (const pqxx::data_exception& error) {
+        throw ValidationError(prefix + error.what());
+    } catch (const pqxx::sql_error& error) {
+        // Class 08 (connection exception) and 57 (operator intervention: admin shutdown,
+        // crash recovery) mean this connection is gone.
+        const std::string& state = error.sqlstate();
+        if (state.rfind("08", 0) == 0 || state.rfind("57", 0) == 0) {
+            connection_.reset();
+            throw UnavailableError(prefix + error.what());
+        }
+        throw StoreError(prefix + error.what());
+    } catch (const pqxx::failure& error) {
+        connection_.reset();
+        throw UnavailableError(prefix + error.what());
+    } catch (const std::exception& error) {
+        throw StoreError(prefix + error.what());
+    }
+}
+
+std::string redact_database_url(std::string_view url) {
+    static const std::regex uri_password{R"(://([^:/@]*):[^@]*@)"};
+    static const std::regex keyword_password{R"((password\s*=\s*)('[^']*'|\S+))",
+                                             std::regex::icase};
+    std::string text{url};
+    text = std::regex_replace(text, uri_password, "://$1:***@");
+    text = std::regex_replace(text, keyword_password, "$1***");
+    return text;
+}
+
+}  // namespace outboxd::store

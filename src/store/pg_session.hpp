@@ -1,0 +1,62 @@
+#pragma once
+
+// One libpqxx connection, its prepared statements and the store's error policy.
+// Internal to src/store; single-threaded like the connection it owns.
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <pqxx/pqxx>
+
+namespace outboxd::store {
+
+// A named SQL statement. The name keys the prepared statement and error messages.
+struct Statement {
+    std::string_view name;
+    std::string_view sql;
+};
+
+class PgSession {
+public:
+    PgSession(std::string database_url, std::span<const Statement> statements);
+
+    // Runs `body(pqxx::work&)` in one transaction and commits it. pqxx failures are
+    // rethrown as store errors (see rethrow_as_store_error); a broken connection is dropped
+    // so the next call reconnects and re-prepares.
+    template <typename Body>
+    auto transact(std::string_view operation, Body&& body) {
+        try {
+            pqxx::work tx{connection()};
+            if constexpr (std::is_void_v<decltype(body(tx))>) {
+                body(tx);
+                tx.commit();
+            } else {
+                auto result = body(tx);
+                tx.commit();
+                return result;
+            }
+        } catch (...) {
+            rethrow_as_store_error(operation);
+        }
+    }
+
+    // The live connection, connecting (and preparing statements) when there is none.
+    pqxx::connection& connection();
+
+    // Translates the in-flight exception into the store's error types. Must be called
+    // from a catch block.
+    [[noreturn]] void rethrow_as_store_error(std::string_view operation);
+
+private:
+    std::string database_url_;
+    std::span<const Statement> statements_;
+    std::unique_ptr<pqxx::connection> connection_;
+};
+
+// Text of a libpq connection string or URI with any password masked, for logs and errors.
+[[nodiscard]] std::string redact_database_url(std::string_view url);
+
+}  // namespace outboxd::store

@@ -1,0 +1,17 @@
+#pragma once
+
+#include <cstddef>
+
+#include "outboxd/store/outbox_row.hpp"
+
+namespace outboxd::store {
+
+// Upper bound on identifier-like text fields (keys, ids, names), in bytes.
+inline constexpr std::size_t kMaxIdentifierBytes = 1024;
+
+// Throws ValidationError naming the field and `index` when `row` could not be staged as is:
+// empty or oversized identifiers, a negative ordinal or attempt, input that is not one JSON
+// value, text PostgreSQL cannot store (NUL bytes, \u0000 in JSON).
+void validate_new_row(const NewRow& row, std::size_t index);
+
+}  // namespace outboxd::store

@@ -1,0 +1,205 @@
+// Staging: idempotent batches, contract defaults, validation, plain-SQL writers.
+
+#include <catch2/catch.hpp>
+
+#include "outboxd/store/store_error.hpp"
+#include "store_fixture.hpp"
+
+using namespace outboxd;
+using store::Status;
+using test::new_row;
+
+TEST_CASE("append stages a batch and reads every field back", "[pg][store]") {
+    test::StoreFixture f;
+    auto row = new_row("wf-1", 3, "tenant", "gpu", "box-7");
+    row.run_id = "run-9";
+    const auto result = f.store.append(std::vector{row, new_row("wf-1", 4)});
+    CHECK(result.staged == 2);
+    CHECK(result.duplicates == 0);
+
+    const auto read = f.store.find("wf-1:3");
+    REQUIRE(read);
+    CHECK(read->dispatch_key == "wf-1:3");
+    CHECK(read->workflow_id == "wf-1");
+    CHECK(read->ordinal == 3);
+    CHECK(read->run_id == "run-9");
+    CHECK(read->namespace_name == "tenant");
+    CHECK(read->task_queue == "gpu");
+    CHECK(read->node == "box-7");
+    CHECK(read->activity_type == "charge");
+    CHECK(read->input_json == R"({"amount": 42})");  // jsonb's canonical text
+    CHECK(read->status == Status::pending);
+    CHECK(read->attempt == 0);
+    CHECK_FALSE(read->claimed_at);
+    CHECK_FALSE(read->claimed_by);
+    CHECK(read->claim_token == 0);
+    CHECK(read->shard >= 0);
+    CHECK(read->shard < store::kShardCount);
+    const auto expected_shard =
+        f.db.exec("SELECT outbox_shard('wf-1')")[0][0].as<std::int32_t>();
+    CHECK(read->shard == expected_shard);
+    CHECK_FALSE(f.store.find("wf-1:99"));
+}
+
+TEST_CASE("re-appending a staged batch stages nothing", "[pg][store]") {
+    test::StoreFixture f;
+    const std::vector rows{new_row("wf", 0), new_row("wf", 1), new_row("wf", 2)};
+    CHECK(f.store.append(rows).staged == 3);
+    const auto again = f.store.append(rows);
+    CHECK(again.staged == 0);
+    CHECK(again.duplicates == 3);
+    CHECK(f.count("true") == 3);
+
+    // A duplicate inside one batch is staged once.
+    const auto mixed = f.store.append(std::vector{new_row("wf", 3), new_row("wf", 3)});
+    CHECK(mixed.staged == 1);
+    CHECK(mixed.duplicates == 1);
+    // A re-issued batch never resurrects a finished row.
+    const auto claimed = f.store.claim(f.owner, 10);
+    for (const auto& row : claimed) CHECK(f.store.complete({row.id, row.claim_token}));
+    CHECK(f.store.append(rows).staged == 0);
+    CHECK(f.count("status = 'done'") == 4);
+}
+
+TEST_CASE("an explicit dispatch key and visible_after are honoured", "[pg][store]") {
+    test::StoreFixture f;
+    auto row = new_row("wf", 0);
+    row.dispatch_key = "order-123/charge";
+    row.visible_after = store::Clock::now() + std::chrono::hours{1};
+    f.store.append(std::vector{row});
+    const auto read = f.store.find("order-123/charge");
+    REQUIRE(read);
+    CHECK(read->visible_after > store::Clock::now() + std::chrono::minutes{59});
+    CHECK(f.store.claim(f.owner, 10).empty());  // not yet due
+}
+
+TEST_CASE("rows inserted by plain SQL in an application transaction get key and shard",
+          "[pg][store]") {
+    test::StoreFixture f;
+    {
+        auto conn = f.db.connect();
+        pqxx::work app{conn};
+        app.exec("CREATE TABLE orders (id int PRIMARY KEY)");
+        app.exec("INSERT INTO orders VALUES (1)");
+        app.exec(
+            "INSERT INTO outbox (workflow_id, ordinal, activity_type, input) "
+            "VALUES ('order-1', 0, 'charge', '{\"id\":1}'), ('order-1', 1, 'email', DEFAULT)");
+        app.commit();
+    }
+    const auto first = f.store.find("order-1:0");
+    REQUIRE(first);
+    CHECK(first->namespace_name == "default");
+    CHECK(first->task_queue == "default");
+    CHECK_FALSE(first->node);
+    CHECK(first->status == Status::pending);
+    CHECK(first->shard == f.db.exec("SELECT outbox_shard('order-1')")[0][0].as<int>());
+    const auto second = f.store.find("order-1:1");
+    REQUIRE(second);
+    CHECK(second->input_json == "null");
+
+    // The writer never supplies the shard.
+    CHECK_THROWS(f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, shard) "
+                           "VALUES ('x', 0, 'charge', 5)"));
+    // A rolled-back application transaction stages nothing.
+    {
+        auto conn = f.db.connect();
+        pqxx::work app{conn};
+        app.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('gone', 0, 'a')");
+        app.abort();
+    }
+    CHECK_FALSE(f.store.find("gone:0"));
+    // ON CONFLICT DO NOTHING makes a re-issued application insert harmless.
+    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('order-1', 0, "
+              "'charge') ON CONFLICT (dispatch_key) DO NOTHING");
+    CHECK(f.count("workflow_id = 'order-1'") == 2);
+}
+
+TEST_CASE("the shard function is stable, in range and spreads workflows", "[pg][store]") {
+    test::StoreFixture f;
+    const auto r = f.db.exec(
+        "SELECT min(s), max(s), count(DISTINCT s) FROM "
+        "(SELECT outbox_shard('wf-' || g) AS s FROM generate_series(1, 20000) g) x");
+    CHECK(r[0][0].as<int>() >= 0);
+    CHECK(r[0][1].as<int>() <= 1023);
+    CHECK(r[0][2].as<int>() > 1000);  // nearly every shard is hit
+    CHECK(f.db.exec("SELECT outbox_shard('a') = outbox_shard('a')")[0][0].as<bool>());
+}
+
+TEST_CASE("malformed rows are refused with the row index and change nothing", "[pg][store]") {
+    test::StoreFixture f;
+    const auto refused = [&](store::NewRow bad, const std::string& message) {
+        const std::vector batch{new_row("ok", 0), std::move(bad), new_row("ok", 2)};
+        try {
+            f.store.append(batch);
+            FAIL("append accepted " << message);
+        } catch (const store::ValidationError& error) {
+            CHECK(error.row_index() == std::size_t{1});
+            CHECK_THAT(error.what(), Catch::Contains(message));
+        }
+    };
+    auto negative = new_row("wf", -1);
+    refused(negative, "ordinal");
+    auto no_type = new_row("wf", 1);
+    no_type.activity_type = "";
+    refused(no_type, "activity_type");
+    auto bad_json = new_row("wf", 1);
+    bad_json.input_json = "{not json";
+    refused(bad_json, "input");
+    auto two_values = new_row("wf", 1);
+    two_values.input_json = "1 2";
+    refused(two_values, "input");
+    auto nul_json = new_row("wf", 1);
+    nul_json.input_json = R"({"a":"\u0000"})";
+    refused(nul_json, "\\u0000");
+    auto no_workflow = new_row("", 1);
+    refused(no_workflow, "workflow_id");
+    auto empty_node = new_row("wf", 1);
+    empty_node.node = "";
+    refused(empty_node, "node");
+    auto nul_byte = new_row(std::string{"w\0f", 3}, 1);
+    refused(nul_byte, "NUL");
+    auto huge = new_row(std::string(5000, 'w'), 1);
+    refused(huge, "longer than");
+    CHECK(f.count("true") == 0);
+}
+
+TEST_CASE("the schema refuses malformed rows written by plain SQL", "[pg][store]") {
+    test::StoreFixture f;
+    CHECK_THROWS(f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', -1, 'a')"));
+    CHECK_THROWS(f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, '')"));
+    CHECK_THROWS(f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) "
+                           "VALUES ('wf', 0, 'a', '{bad')"));
+    CHECK_THROWS(f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, status) "
+                           "VALUES ('wf', 0, 'a', 'bogus')"));
+    CHECK_THROWS(f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, status) "
+                           "VALUES ('wf', 0, 'a', 'claimed')"));  // no claim fields
+    CHECK_THROWS(f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES (NULL, 0, 'a')"));
+    CHECK(f.count("true") == 0);
+}
+
+TEST_CASE("an unknown status token read back is a decode error", "[pg][store]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("wf", 0)});
+    // Only a schema edited behind our back can hold such a row.
+    f.db.exec("ALTER TABLE outbox DROP CONSTRAINT outbox_status_known");
+    f.db.exec("UPDATE outbox SET status = 'paused' WHERE dispatch_key = 'wf:0'");
+    CHECK_THROWS_AS(f.store.find("wf:0"), store::DecodeError);
+    CHECK_THROWS_WITH(f.store.find("wf:0"), Catch::Contains("'paused'"));
+}
+
+TEST_CASE("an insert wakes listeners once per statement", "[pg][store]") {
+    test::StoreFixture f;
+    auto listener = f.db.connect();
+    struct Receiver final : pqxx::notification_receiver {
+        using pqxx::notification_receiver::notification_receiver;
+        int count = 0;
+        void operator()(const std::string&, int) override { ++count; }
+    } receiver{listener, "outbox_wake"};
+    f.store.append(std::vector{new_row("wf", 0), new_row("wf", 1), new_row("wf", 2)});
+    listener.await_notification(5, 0);
+    listener.get_notifs();
+    CHECK(receiver.count == 1);
+}

@@ -1,0 +1,187 @@
+// Claims: atomic, due-only, ordered, scoped, lease-fenced, pause-aware, concurrent.
+
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "outboxd/store/cluster_store.hpp"
+#include "store_fixture.hpp"
+
+using namespace outboxd;
+using store::ShardRanges;
+using store::Status;
+using test::new_row;
+
+TEST_CASE("a claim flips due rows to claimed, oldest first, once", "[pg][store]") {
+    test::StoreFixture f;
+    auto late = new_row("wf", 0);
+    late.visible_after = store::Clock::now() - std::chrono::seconds{1};
+    auto early = new_row("wf", 1);
+    early.visible_after = store::Clock::now() - std::chrono::seconds{5};
+    auto future = new_row("wf", 2);
+    future.visible_after = store::Clock::now() + std::chrono::hours{1};
+    f.store.append(std::vector{late, early, future});
+
+    const auto claimed = f.store.claim(f.owner, 10);
+    REQUIRE(claimed.size() == 2);
+    CHECK(claimed[0].dispatch_key == "wf:1");
+    CHECK(claimed[1].dispatch_key == "wf:0");
+    for (const auto& row : claimed) {
+        CHECK(row.status == Status::claimed);
+        CHECK(row.claimed_at);
+        CHECK(row.claimed_by == f.owner.incarnation);
+        CHECK(row.claim_token > 0);
+        CHECK(f.status_of(row.dispatch_key) == Status::claimed);
+    }
+    CHECK(claimed[0].claim_token == claimed[1].claim_token);  // one claim, one token
+    CHECK(f.store.claim(f.owner, 10).empty());
+    CHECK(f.status_of("wf:2") == Status::pending);
+}
+
+TEST_CASE("a claim takes at most its limit", "[pg][store]") {
+    test::StoreFixture f;
+    std::vector<store::NewRow> rows;
+    for (int i = 0; i < 10; ++i) rows.push_back(new_row("wf-" + std::to_string(i), 0));
+    f.store.append(rows);
+    CHECK(f.store.claim(f.owner, 4).size() == 4);
+    CHECK(f.store.claim(f.owner, 0).empty());
+    CHECK(f.store.claim(f.owner, 100).size() == 6);
+    CHECK_THROWS(f.store.claim(f.owner, -1));
+}
+
+TEST_CASE("a scoped claim admits its namespace, queue, node label and activity types",
+          "[pg][store]") {
+    test::StoreFixture f;
+    auto email = new_row("wf-e", 0, "remote", "gpu");
+    email.activity_type = "email";
+    f.store.append(std::vector{new_row("wf-1", 0, "remote", "gpu", "box-7"),
+                               new_row("wf-2", 0, "remote", "gpu"),
+                               new_row("wf-3", 0, "remote", "gpu", "box-9"),
+                               new_row("wf-4", 0, "default", "gpu"),
+                               new_row("wf-5", 0, "remote", "cpu"), email});
+
+    const auto keys = [](const std::vector<store::OutboxRow>& rows) {
+        std::set<std::string> out;
+        for (const auto& r : rows) out.insert(r.dispatch_key);
+        return out;
+    };
+    // A pool without a node label serves only unpinned rows.
+    CHECK(keys(f.store.claim_scoped(f.owner, {"remote", "gpu", std::nullopt, {"charge"}}, 10)) ==
+          std::set<std::string>{"wf-2:0"});
+    // A labelled pool serves rows pinned to it plus the unpinned rest.
+    CHECK(keys(f.store.claim_scoped(f.owner, {"remote", "gpu", "box-7", {"charge"}}, 10)) ==
+          std::set<std::string>{"wf-1:0"});
+    // No activity filter: any type.
+    CHECK(keys(f.store.claim_scoped(f.owner, {"remote", "gpu", std::nullopt, {}}, 10)) ==
+          std::set<std::string>{"wf-e:0"});
+    CHECK(f.status_of("wf-3:0") == Status::pending);
+    CHECK(f.status_of("wf-4:0") == Status::pending);
+    CHECK(f.status_of("wf-5:0") == Status::pending);
+}
+
+TEST_CASE("a paused workflow's early rows do not starve the rest of its route", "[pg][store]") {
+    test::StoreFixture f;
+    std::vector<store::NewRow> rows;
+    for (int i = 0; i < 20; ++i) {
+        auto row = new_row("paused-wf", i);
+        row.visible_after = store::Clock::now() - std::chrono::minutes{10};  // due first
+        rows.push_back(row);
+    }
+    for (int i = 0; i < 5; ++i) rows.push_back(new_row("live-wf", i));
+    f.store.append(rows);
+    CHECK(f.store.pause_workflow("paused-wf"));
+    CHECK_FALSE(f.store.pause_workflow("paused-wf"));
+    CHECK(f.store.is_paused("paused-wf"));
+
+    for (int sweep = 0; sweep < 3; ++sweep) {
+        const auto scoped = f.store.claim_scoped(f.owner, {"default", "default", {}, {}}, 2);
+        const auto unscoped = f.store.claim(f.owner, 1);
+        for (const auto& row : scoped) CHECK(row.workflow_id == "live-wf");
+        for (const auto& row : unscoped) CHECK(row.workflow_id == "live-wf");
+    }
+    CHECK(f.count("workflow_id = 'live-wf' AND status = 'claimed'") == 5);
+    CHECK(f.count("workflow_id = 'paused-wf' AND status = 'pending'") == 20);
+    CHECK(f.store.pending_routes(ShardRanges::all()).empty());  // held rows are not claimable
+
+    CHECK(f.store.resume_workflow("paused-wf"));
+    CHECK_FALSE(f.store.resume_workflow("paused-wf"));
+    CHECK(f.store.claim(f.owner, 100).size() == 20);
+}
+
+TEST_CASE("claims outside the owned ranges see nothing", "[pg][store]") {
+    test::StoreFixture f;
+    std::vector<store::NewRow> rows;
+    for (int i = 0; i < 200; ++i) rows.push_back(new_row("wf-" + std::to_string(i), 0));
+    f.store.append(rows);
+    const ShardRanges lower{{{0, 511}}};
+    const store::Owner lower_owner{f.owner.incarnation, lower};
+    const auto claimed = f.store.claim(lower_owner, 1000);
+    const auto expected = f.count("shard <= 511");
+    CHECK(static_cast<std::int64_t>(claimed.size()) == expected);
+    for (const auto& row : claimed) CHECK(lower.contains(row.shard));
+    CHECK(f.store.claim_scoped(lower_owner, {}, 1000).empty());
+    CHECK(f.count("status = 'pending' AND shard <= 511") == 0);
+    CHECK(f.count("status = 'pending' AND shard > 511") == 200 - expected);
+
+    // Enumerations are scoped the same way.
+    const ShardRanges upper{{{512, 1023}}};
+    CHECK(f.store.count_inflight("default", upper) == 200 - expected);
+    CHECK(f.store.count_claimed("default", upper) == 0);
+    CHECK(f.store.count_claimed("default", lower) == expected);
+    CHECK(f.store.list_unsettled_workflow_ids(upper).size() ==
+          static_cast<std::size_t>(200 - expected));
+    CHECK(f.store.claim(store::Owner{f.owner.incarnation, ShardRanges::none()}, 1000).empty());
+}
+
+TEST_CASE("a claim needs an unexpired lease on the shard, by the database clock",
+          "[pg][store]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("wf", 0)});
+    const store::Owner stranger{"node-b/boot-1", ShardRanges::all()};
+    CHECK(f.store.claim(stranger, 10).empty());  // leased to node-a
+
+    store::ClusterStore cluster{f.db.url()};
+    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all(),
+                                 std::chrono::hours{1})
+              .empty());  // node-a's lease is valid
+    f.db.exec("UPDATE shard_leases SET expires_at = now() - interval '1 second'");
+    CHECK(f.store.claim(f.owner, 10).empty());  // node-a's lease lapsed
+    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all(),
+                                 std::chrono::hours{1}) == ShardRanges::all());
+    CHECK(f.store.claim(f.owner, 10).empty());
+    CHECK(f.store.claim(stranger, 10).size() == 1);
+}
+
+TEST_CASE("eight concurrent claimers never share a row and together claim every row",
+          "[pg][store]") {
+    test::StoreFixture f;
+    constexpr int kRows = 4000;
+    std::vector<store::NewRow> rows;
+    for (int i = 0; i < kRows; ++i) rows.push_back(new_row("wf-" + std::to_string(i % 97), i));
+    f.store.append(rows);
+
+    std::mutex mutex;
+    std::vector<std::int64_t> seen;
+    std::vector<std::thread> claimers;
+    for (int t = 0; t < 8; ++t) {
+        claimers.emplace_back([&, t] {
+            store::OutboxStore own{f.db.url()};  // a connection per thread
+            const bool scoped = t % 2 == 0;
+            while (true) {
+                const auto batch = scoped
+                    ? own.claim_scoped(f.owner, {"default", "default", {}, {}}, 37)
+                    : own.claim(f.owner, 37);
+                if (batch.empty()) break;
+                std::lock_guard lock{mutex};
+                for (const auto& row : batch) seen.push_back(row.id);
+            }
+        });
+    }
+    for (auto& t : claimers) t.join();
+    const std::set<std::int64_t> unique(seen.begin(), seen.end());
+    CHECK(seen.size() == static_cast<std::size_t>(kRows));
+    CHECK(unique.size() == static_cast<std::size_t>(kRows));
+    CHECK(f.count("status = 'claimed'") == kRows);
+}
