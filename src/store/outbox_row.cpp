@@ -35,7 +35,7 @@ std::string dispatch_key_for(std::string_view workflow_id, std::int64_t ordinal)
 bool ClaimScope::admits(const OutboxRow& row) const {
     if (row.namespace_name != namespace_name || row.task_queue != task_queue) return false;
     // Unpinned rows are servable by any pool; a pinned row only by a pool with its label.
-    if (row.node && row.node != node) return false;
+    if (row.node ? row.node != node : !include_unpinned) return false;
     return activity_types.empty() ||
            std::find(activity_types.begin(), activity_types.end(), row.activity_type) !=
                activity_types.end();

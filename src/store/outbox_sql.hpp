@@ -61,12 +61,12 @@ inline constexpr Statement kClaim{"outbox_claim",
     OUTBOXD_CLAIM_UPDATE};
 
 // $3 namespace, $4 task_queue, $5 node label (NULL: unpinned rows only), $6 activity
-// types (empty: any), $7 limit.
+// types (empty: any), $7 limit, $8 whether unpinned rows are in scope.
 inline constexpr Statement kClaimScoped{"outbox_claim_scoped",
     "WITH " OUTBOXD_LEASED_SHARDS ","
     " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value),"
     " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
-    "   AND o.namespace = $3 AND o.task_queue = $4 AND (o.node IS NULL OR o.node = $5)"
+    "   AND o.namespace = $3 AND o.task_queue = $4 AND (o.node = $5 OR ($8 AND o.node IS NULL))"
     "   AND (cardinality($6::text[]) = 0 OR o.activity_type = ANY ($6::text[]))"
     "   ORDER BY o.visible_after, o.id LIMIT $7 FOR UPDATE OF o SKIP LOCKED) "
     OUTBOXD_CLAIM_UPDATE};
@@ -74,12 +74,14 @@ inline constexpr Statement kClaimScoped{"outbox_claim_scoped",
 // One statement for a batch of outcomes; each applies only while its claim token matches.
 inline constexpr Statement kRecordOutcomes{"outbox_record_outcomes", R"SQL(
 UPDATE outbox o SET
-    status = CASE t.kind WHEN 'done' THEN 'done' WHEN 'retry' THEN 'pending' ELSE 'failed' END,
-    attempt = CASE t.kind WHEN 'done' THEN o.attempt ELSE o.attempt + 1 END,
-    visible_after = CASE t.kind WHEN 'retry' THEN now() + t.delay_ms * interval '1 millisecond'
-                                ELSE o.visible_after END,
-    last_error = CASE t.kind WHEN 'done' THEN o.last_error ELSE t.error END,
-    finished_at = CASE t.kind WHEN 'retry' THEN NULL ELSE now() END,
+    status = CASE t.kind WHEN 'done' THEN 'done' WHEN 'fail' THEN 'failed' ELSE 'pending' END,
+    attempt = CASE WHEN t.kind IN ('retry', 'fail') THEN o.attempt + 1 ELSE o.attempt END,
+    visible_after = CASE t.kind
+        WHEN 'retry' THEN now() + t.delay_ms * interval '1 millisecond'
+        WHEN 'release' THEN now()
+        ELSE o.visible_after END,
+    last_error = CASE WHEN t.kind IN ('retry', 'fail') THEN t.error ELSE o.last_error END,
+    finished_at = CASE WHEN t.kind IN ('done', 'fail') THEN now() END,
     claimed_at = NULL, claimed_by = NULL, claim_token = NULL
 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
      AS t(id, token, kind, delay_ms, error)
@@ -182,11 +184,27 @@ DELETE FROM outbox WHERE id IN (
     WHERE status IN ('done', 'cancelled') AND finished_at < now() - $1 * interval '1 millisecond'
     ORDER BY finished_at LIMIT $2))SQL"};
 
+inline constexpr Statement kPutNamespace{"outbox_put_namespace", R"SQL(
+INSERT INTO namespaces (namespace, max_in_flight, placement_mode, placement_nodes)
+VALUES ($1, $2, $3, $4::text[])
+ON CONFLICT (namespace) DO UPDATE
+SET max_in_flight = EXCLUDED.max_in_flight, placement_mode = EXCLUDED.placement_mode,
+    placement_nodes = EXCLUDED.placement_nodes, updated_at = now())SQL"};
+
+#define OUTBOXD_NAMESPACE_COLUMNS "namespace, max_in_flight, placement_mode, placement_nodes::text"
+
+inline constexpr Statement kGetNamespace{"outbox_get_namespace",
+    "SELECT " OUTBOXD_NAMESPACE_COLUMNS " FROM namespaces WHERE namespace = $1"};
+
+inline constexpr Statement kListNamespaces{"outbox_list_namespaces",
+    "SELECT " OUTBOXD_NAMESPACE_COLUMNS " FROM namespaces ORDER BY namespace"};
+
 inline constexpr std::array kOutboxStatements{
     kAppend, kClaim, kClaimScoped, kRecordOutcomes, kListStaleClaimed, kRearmStaleClaimed,
     kRearmOrphaned, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
     kCountClaimedByNamespace, kCountLiveByNamespace, kPendingRoutes, kFind, kPauseWorkflow,
     kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,
+    kPutNamespace, kGetNamespace, kListNamespaces,
 };
 
 }  // namespace outboxd::store::sql

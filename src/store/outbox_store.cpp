@@ -67,6 +67,7 @@ std::string_view outcome_kind(Outcome::Kind kind) {
         case Outcome::Kind::done: return "done";
         case Outcome::Kind::retry: return "retry";
         case Outcome::Kind::fail: return "fail";
+        case Outcome::Kind::release: return "release";
     }
     return "done";
 }
@@ -128,7 +129,7 @@ std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const Claim
         return decode_claimed(tx.exec_prepared(
             std::string{sql::kClaimScoped.name}, owner.incarnation, owner.ranges.to_multirange(),
             scope.namespace_name, scope.task_queue, scope.node,
-            pg::text_array(scope.activity_types), limit));
+            pg::text_array(scope.activity_types), limit, scope.include_unpinned));
     });
 }
 
@@ -344,6 +345,61 @@ bool OutboxStore::requeue_dead_letter(std::string_view dispatch_key) {
         return !tx.exec_prepared(std::string{sql::kRequeueDeadLetter.name},
                                  std::string{dispatch_key})
                     .empty();
+    });
+}
+
+namespace {
+
+NamespaceSettings decode_namespace(const pqxx::row& r) {
+    NamespaceSettings settings;
+    settings.name = r[0].as<std::string>();
+    if (!r[1].is_null()) settings.max_in_flight = r[1].as<std::int32_t>();
+    settings.placement_mode = r[2].as<std::string>();
+    settings.placement_nodes = pg::parse_text_array(r[3]);
+    return settings;
+}
+
+}  // namespace
+
+void OutboxStore::put_namespace(const NamespaceSettings& settings) {
+    if (settings.name.empty()) throw ValidationError("namespace must not be empty");
+    if (settings.max_in_flight && *settings.max_in_flight <= 0) {
+        throw ValidationError("max_in_flight must be > 0, got " +
+                              std::to_string(*settings.max_in_flight));
+    }
+    const auto& mode = settings.placement_mode;
+    if (mode != "unplaced" && mode != "prefer" && mode != "pinned") {
+        throw ValidationError("placement mode must be unplaced, prefer or pinned, got '" + mode +
+                              "'");
+    }
+    if (mode != "unplaced" && settings.placement_nodes.empty()) {
+        throw ValidationError("placement mode '" + mode + "' needs at least one node");
+    }
+    for (const auto& node : settings.placement_nodes) {
+        if (node.empty()) throw ValidationError("placement nodes must not be empty strings");
+    }
+    session_->transact(sql::kPutNamespace.name, [&](pqxx::work& tx) {
+        tx.exec_prepared(std::string{sql::kPutNamespace.name}, settings.name,
+                         settings.max_in_flight, mode, pg::text_array(settings.placement_nodes));
+    });
+}
+
+std::optional<NamespaceSettings> OutboxStore::get_namespace(std::string_view name) {
+    return session_->transact(sql::kGetNamespace.name,
+                              [&](pqxx::work& tx) -> std::optional<NamespaceSettings> {
+        const auto result = tx.exec_prepared(std::string{sql::kGetNamespace.name}, std::string{name});
+        if (result.empty()) return std::nullopt;
+        return decode_namespace(result[0]);
+    });
+}
+
+std::vector<NamespaceSettings> OutboxStore::list_namespaces() {
+    return session_->transact(sql::kListNamespaces.name, [&](pqxx::work& tx) {
+        std::vector<NamespaceSettings> out;
+        for (const auto& r : tx.exec_prepared(std::string{sql::kListNamespaces.name})) {
+            out.push_back(decode_namespace(r));
+        }
+        return out;
     });
 }
 

@@ -34,6 +34,17 @@ std::optional<std::string> optional_text(const pqxx::field& field) {
     return std::string{field.c_str(), field.size()};
 }
 
+std::vector<std::string> parse_text_array(const pqxx::field& field) {
+    std::vector<std::string> out;
+    if (field.is_null()) return out;
+    auto parser = field.as_array();
+    for (auto [kind, text] = parser.get_next(); kind != pqxx::array_parser::done;
+         std::tie(kind, text) = parser.get_next()) {
+        if (kind == pqxx::array_parser::string_value) out.push_back(text);
+    }
+    return out;
+}
+
 std::optional<TimePoint> optional_instant(const pqxx::field& field) {
     if (field.is_null()) return std::nullopt;
     return from_micros(field.as<std::int64_t>());

@@ -51,6 +51,8 @@ std::string text_array(const Range& values) {
 }
 
 [[nodiscard]] std::optional<std::string> optional_text(const pqxx::field& field);
+// Elements of a text[] in its text form ("{a,\"b c\"}"); NULL elements are skipped.
+[[nodiscard]] std::vector<std::string> parse_text_array(const pqxx::field& field);
 [[nodiscard]] std::optional<TimePoint> optional_instant(const pqxx::field& field);
 
 }  // namespace outboxd::store::pg

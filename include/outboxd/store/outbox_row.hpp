@@ -71,12 +71,15 @@ struct OutboxRow {
 //
 // `node` is the pool's node label, not an exact-match row filter: a row is in scope when
 // it is unpinned (row.node empty) or pinned to this label. A pool without a label serves
-// only unpinned rows. `activity_types` empty means any activity type.
+// only unpinned rows. `activity_types` empty means any activity type. With
+// `include_unpinned` false only rows pinned to `node` are in scope (namespace placement
+// can reserve unpinned rows for other pools).
 struct ClaimScope {
     std::string namespace_name{kDefaultRoute};
     std::string task_queue{kDefaultRoute};
     std::optional<std::string> node;
     std::vector<std::string> activity_types;
+    bool include_unpinned = true;
 
     // The same predicate the claim SQL applies, for in-memory routing decisions.
     [[nodiscard]] bool admits(const OutboxRow& row) const;
@@ -95,9 +98,10 @@ struct ClaimRef {
 // What happened to a claimed row.
 struct Outcome {
     enum class Kind {
-        done,    // -> done
-        retry,   // -> pending, attempt + 1, visible after now() + delay
-        fail,    // -> failed (dead letter), attempt + 1
+        done,     // -> done
+        retry,    // -> pending, attempt + 1, visible after now() + delay
+        fail,     // -> failed (dead letter), attempt + 1
+        release,  // -> pending, attempt unchanged, visible now (never reached a worker)
     };
     ClaimRef ref;
     Kind kind = Kind::done;
@@ -111,6 +115,7 @@ struct Outcome {
     static Outcome fail(ClaimRef ref, std::string error) {
         return {ref, Kind::fail, {}, std::move(error)};
     }
+    static Outcome release(ClaimRef ref) { return {ref, Kind::release, {}, {}}; }
 };
 
 // Result of staging a batch.

@@ -49,6 +49,16 @@ struct DeadLetter {
     std::optional<TimePoint> failed_at;
 };
 
+// A namespace's tenant settings; absent fields take the platform defaults.
+struct NamespaceSettings {
+    std::string name;
+    std::optional<std::int32_t> max_in_flight;
+    std::string placement_mode = "unplaced";  // unplaced | prefer | pinned
+    std::vector<std::string> placement_nodes;
+
+    friend bool operator==(const NamespaceSettings&, const NamespaceSettings&) = default;
+};
+
 class OutboxStore {
 public:
     // Connects lazily on first use; `database_url` is a libpq string or URI.
@@ -126,6 +136,12 @@ public:
                                               std::int32_t limit);
     // failed -> pending, attempt 0, visible now. False when the key is not a dead letter.
     bool requeue_dead_letter(std::string_view dispatch_key);
+
+    // Creates or replaces a namespace's settings. ValidationError for an unknown mode, a
+    // non-positive quota, or prefer/pinned without nodes.
+    void put_namespace(const NamespaceSettings& settings);
+    std::optional<NamespaceSettings> get_namespace(std::string_view name);
+    std::vector<NamespaceSettings> list_namespaces();
 
     // --- retention --------------------------------------------------------------------
     // Deletes up to `limit` rows finished more than `older_than` ago; returns how many.

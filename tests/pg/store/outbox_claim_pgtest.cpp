@@ -77,6 +77,14 @@ TEST_CASE("a scoped claim admits its namespace, queue, node label and activity t
     CHECK(keys(f.store.claim_scoped(f.owner, {"remote", "gpu", std::nullopt, {}}, 10)) ==
           std::set<std::string>{"wf-e:0"});
     CHECK(f.status_of("wf-3:0") == Status::pending);
+    // A pool that serves only rows pinned to it leaves unpinned rows alone.
+    f.store.append(std::vector{new_row("wf-6", 0, "remote", "gpu"),
+                               new_row("wf-7", 0, "remote", "gpu", "box-9")});
+    store::ClaimScope pinned_only{"remote", "gpu", "box-9", {}};
+    pinned_only.include_unpinned = false;
+    CHECK(keys(f.store.claim_scoped(f.owner, pinned_only, 10)) ==
+          std::set<std::string>{"wf-3:0", "wf-7:0"});
+    CHECK(f.status_of("wf-6:0") == Status::pending);
     CHECK(f.status_of("wf-4:0") == Status::pending);
     CHECK(f.status_of("wf-5:0") == Status::pending);
 }

@@ -143,22 +143,28 @@ TEST_CASE("outcomes apply only to the claim they answer", "[pg][store]") {
 TEST_CASE("a batch of outcomes is written in one statement, each fenced", "[pg][store]") {
     test::StoreFixture f;
     std::vector<store::NewRow> rows;
-    for (int i = 0; i < 4; ++i) rows.push_back(new_row("wf", i));
+    for (int i = 0; i < 5; ++i) rows.push_back(new_row("wf", i));
     f.store.append(rows);
     auto claimed = f.store.claim(f.owner, 10);
-    REQUIRE(claimed.size() == 4);
+    REQUIRE(claimed.size() == 5);
     const std::vector outcomes{
         Outcome::done(ref_of(claimed[0])),
         Outcome::retry(ref_of(claimed[1]), 60s, "later"),
         Outcome::fail(ref_of(claimed[2]), "never"),
         Outcome::done({claimed[3].id, claimed[3].claim_token + 1}),  // stale
         Outcome::fail(ref_of(claimed[0]), "duplicate answer"),
+        Outcome::release(ref_of(claimed[4])),
     };
-    CHECK(f.store.record_outcomes(outcomes) == std::vector{true, true, true, false, false});
+    CHECK(f.store.record_outcomes(outcomes) == std::vector{true, true, true, false, false, true});
     CHECK(f.status_of(claimed[0].dispatch_key) == Status::done);
     CHECK(f.status_of(claimed[1].dispatch_key) == Status::pending);
     CHECK(f.status_of(claimed[2].dispatch_key) == Status::failed);
     CHECK(f.status_of(claimed[3].dispatch_key) == Status::claimed);
+    // A released row never reached a worker: no attempt consumed, claimable at once.
+    const auto released = f.store.claim(f.owner, 10);
+    REQUIRE(released.size() == 1);
+    CHECK(released[0].dispatch_key == claimed[4].dispatch_key);
+    CHECK(released[0].attempt == 0);
     CHECK(f.store.record_outcomes({}).empty());
 }
 

@@ -58,6 +58,14 @@ TEST_CASE("a scope without a node admits only unpinned rows", "[unit][store]") {
     CHECK_FALSE(scope.admits(row_in("remote", "gpu", "box-7")));
 }
 
+TEST_CASE("a scope without unpinned rows admits only rows pinned to its node",
+          "[unit][store]") {
+    ClaimScope scope{"remote", "gpu", "box-7", {}};
+    scope.include_unpinned = false;
+    CHECK(scope.admits(row_in("remote", "gpu", "box-7")));
+    CHECK_FALSE(scope.admits(row_in("remote", "gpu", std::nullopt)));
+}
+
 TEST_CASE("a scope with activity types admits only those", "[unit][store]") {
     const ClaimScope scope{"default", "default", std::nullopt, {"charge", "refund"}};
     CHECK(scope.admits(row_in("default", "default", std::nullopt, "refund")));

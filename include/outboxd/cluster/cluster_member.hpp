@@ -1,0 +1,87 @@
+#pragma once
+
+// This node's membership in the cluster and its share of the 1024 shards, coordinated
+// only through PostgreSQL (dispatcher_nodes, shard_leases) and judged by its clock.
+//
+// Every tick (a third of the lease TTL) the member heartbeats, reads the live nodes,
+// computes its balanced contiguous slice, releases leases outside it (the giver stops
+// claiming there first: a claim checks its lease inside the statement), renews the rest and
+// acquires the free or expired leases inside it. A dead node's range becomes acquirable
+// when its leases expire.
+//
+// Thread affinity: the loop thread; the SQL runs on `lane`.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/store/cluster_store.hpp"
+#include "outboxd/store/outbox_store.hpp"
+
+namespace outboxd::cluster {
+
+struct MemberSettings {
+    std::string node_id;
+    std::string incarnation;  // node id + boot id: claims name this
+    std::string advertise_url;
+    std::chrono::milliseconds lease_ttl{5000};
+};
+
+class ClusterMember {
+public:
+    ClusterMember(boost::asio::any_io_executor loop, dispatch::DbLane& lane,
+                  metrics::NodeMetrics& metrics, MemberSettings settings);
+    ~ClusterMember();
+
+    void start();
+    // Before start(): the URL workers reach this node at (known once the port is bound).
+    void set_advertise_url(std::string url) { settings_.advertise_url = std::move(url); }
+    // Called on the loop after a tick changed the live nodes or this node's shards.
+    void on_change(std::function<void()> callback) { on_change_ = std::move(callback); }
+    // Graceful exit: stop claiming everywhere, release every lease, delete the heartbeat.
+    void leave(std::function<void()> done);
+
+    [[nodiscard]] store::Owner owner() const { return {settings_.incarnation, claimable_}; }
+    [[nodiscard]] const std::vector<store::NodeRecord>& nodes() const { return nodes_; }
+    [[nodiscard]] bool registered() const { return registered_; }
+    // The last tick reached the database.
+    [[nodiscard]] bool healthy() const { return registered_ && failures_ == 0; }
+    [[nodiscard]] const MemberSettings& settings() const { return settings_; }
+
+private:
+    struct TickResult {
+        bool ok = false;
+        std::vector<store::NodeRecord> nodes;
+        store::ShardRanges claimable;
+        std::string error;
+    };
+
+    void tick();
+    void schedule();
+    void apply(TickResult result);
+    static TickResult run_tick(store::ClusterStore& cluster, const MemberSettings& settings,
+                               bool leaving);
+
+    boost::asio::any_io_executor loop_;
+    dispatch::DbLane& lane_;
+    metrics::NodeMetrics& metrics_;
+    MemberSettings settings_;
+    std::vector<store::NodeRecord> nodes_;
+    store::ShardRanges claimable_;
+    bool registered_ = false;
+    bool ticking_ = false;
+    bool leaving_ = false;
+    std::uint32_t failures_ = 0;
+    std::function<void()> on_change_;
+    boost::asio::steady_timer timer_;
+    std::shared_ptr<ClusterMember*> alive_;
+};
+
+}  // namespace outboxd::cluster

@@ -1,0 +1,154 @@
+#pragma once
+
+// The dispatch loop of one node: claims due rows for the routes its connected workers can
+// run (never more than their free credit), pushes each row as a task to the least-loaded
+// eligible worker, and turns answers, timeouts and lost connections into outcomes.
+//
+// Triggers: the advisory wake (LISTEN), the poll backstop, freed credit while a backlog
+// is likely, a new worker. At most one claim round is in flight; triggers during it
+// coalesce into one more round.
+//
+// Thread affinity: the loop thread (the executor passed in), except that claims and
+// outcome writes run on their DB lanes. Never blocks the loop on SQL.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "outboxd/dispatch/backoff.hpp"
+#include "outboxd/dispatch/claim_round.hpp"
+#include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/dispatch/namespace_cache.hpp"
+#include "outboxd/dispatch/outcome_writer.hpp"
+#include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/worker/worker_registry.hpp"
+
+namespace outboxd::dispatch {
+
+struct DispatchSettings {
+    std::chrono::milliseconds poll_interval{500};
+    std::int32_t batch_size = 256;
+    std::int32_t max_attempts = 10;
+    Backoff backoff;
+    std::chrono::milliseconds task_timeout{30000};
+    // Backstop re-arm of claims older than task_timeout + stale_grace, whoever holds them.
+    std::chrono::milliseconds stale_grace{10000};
+    // A claimer whose heartbeat is older than this is dead: its claims are re-armed.
+    std::chrono::milliseconds liveness{5000};
+    std::chrono::milliseconds reconcile_interval{1000};
+    std::chrono::seconds retention{86400};
+    std::chrono::milliseconds retention_interval{60000};
+    std::chrono::milliseconds gauge_interval{1000};
+    std::size_t max_outcome_batch = 2000;
+};
+
+// Lanes the dispatcher uses; they must outlive it.
+struct DispatchLanes {
+    DbLane& claims;
+    DbLane& outcomes;
+    DbLane& maintenance;
+};
+
+class Dispatcher {
+public:
+    using OwnerSource = std::function<store::Owner()>;
+
+    Dispatcher(boost::asio::any_io_executor loop, DispatchLanes lanes,
+               worker::WorkerRegistry& registry, NamespaceCache& namespaces,
+               metrics::NodeMetrics& metrics, DispatchSettings settings, OwnerSource owner);
+    ~Dispatcher();
+    Dispatcher(const Dispatcher&) = delete;
+    Dispatcher& operator=(const Dispatcher&) = delete;
+
+    // Starts the poll, timeout, reconciliation, retention and gauge timers.
+    void start();
+    // Cancels every timer. Outstanding tasks stay claimed (the next owner re-arms them).
+    void stop();
+
+    // A sweep should run soon (wake, new worker, changed credit, new shards).
+    void request_sweep();
+
+    // Answers from a worker. An answer for a task this worker does not hold is refused with
+    // an unknown_task error and changes nothing.
+    std::optional<worker::protocol::Error> on_complete(const worker::WorkerEntry& worker,
+                                                       const worker::protocol::Complete& answer);
+    std::optional<worker::protocol::Error> on_fail(const worker::WorkerEntry& worker,
+                                                   const worker::protocol::Fail& answer);
+    // The worker's connection is gone: its tasks are re-armed for immediate re-claim, each
+    // consuming one attempt (dead-lettered when none is left). Removes it from the registry.
+    void on_worker_lost(const std::string& session_id);
+
+    // Drain: stop claiming; `done` runs once nothing is outstanding and every outcome is
+    // written. abandon_outstanding() re-arms what is still out (drain deadline).
+    void drain(std::function<void()> done);
+    void abandon_outstanding(const std::string& reason);
+
+    [[nodiscard]] std::size_t outstanding() const { return in_flight_.size(); }
+    [[nodiscard]] bool claiming() const { return claiming_; }
+    [[nodiscard]] const OutcomeWriter& outcomes() const { return outcomes_; }
+
+private:
+    struct InFlight {
+        store::ClaimRef ref;
+        std::string session_id;
+        std::string namespace_name;
+        std::int32_t attempt = 0;  // zero-based attempt this claim is running
+        std::multimap<std::chrono::steady_clock::time_point, std::string>::iterator deadline;
+    };
+
+    void sweep();
+    void on_claimed(ClaimRoundResult result, std::string error, double seconds);
+    void push(worker::WorkerEntry& worker, const store::OutboxRow& row);
+    // Removes a task from the in-flight set and frees its worker's credit.
+    InFlight take(std::unordered_map<std::string, InFlight>::iterator it);
+    void record_failure(const InFlight& task, const std::string& error, bool retryable,
+                        bool immediate);
+    void expire_timeouts();
+    void reconcile();
+    void apply_retention();
+    void refresh_gauges();
+    void check_drained();
+    template <typename Handler>
+    void every(boost::asio::steady_timer& timer, std::chrono::milliseconds period, Handler handler);
+
+    boost::asio::any_io_executor loop_;
+    DispatchLanes lanes_;
+    worker::WorkerRegistry& registry_;
+    NamespaceCache& namespaces_;
+    metrics::NodeMetrics& metrics_;
+    DispatchSettings settings_;
+    OwnerSource owner_;
+    OutcomeWriter outcomes_;
+
+    std::unordered_map<std::string, InFlight> in_flight_;  // by task id
+    std::multimap<std::chrono::steady_clock::time_point, std::string> deadlines_;
+    bool claiming_ = false;
+    bool sweep_again_ = false;
+    bool backlog_likely_ = true;
+    bool draining_ = false;
+    bool stopped_ = false;
+    bool maintenance_busy_ = false;
+    std::size_t rotation_ = 0;
+    std::uint64_t claim_errors_ = 0;
+    std::function<void()> drained_;
+
+    boost::asio::steady_timer poll_timer_;
+    boost::asio::steady_timer timeout_timer_;
+    boost::asio::steady_timer reconcile_timer_;
+    boost::asio::steady_timer retention_timer_;
+    boost::asio::steady_timer gauge_timer_;
+    std::shared_ptr<Dispatcher*> alive_;
+};
+
+// "<row id>.<claim token>": names one claim of one row on the wire.
+[[nodiscard]] std::string task_id_for(const store::ClaimRef& ref);
+
+}  // namespace outboxd::dispatch

@@ -1,0 +1,75 @@
+#pragma once
+
+// The node's one listening port: the HTTP API (design §6), /metrics, and the worker
+// WebSocket endpoint /v1/workers (design §5), on Boost.Beast.
+//
+// Thread affinity: everything runs on the io_context's single loop thread; database work
+// goes to the API lane and its result is posted back. Beast stays behind this header.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "outboxd/cluster/cluster_member.hpp"
+#include "outboxd/dispatch/dispatcher.hpp"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace outboxd::http {
+
+struct ServerSettings {
+    std::string host = "0.0.0.0";
+    std::uint16_t port = 8080;  // 0: any free port
+    std::optional<std::string> worker_token;
+    std::optional<std::string> admin_token;
+    std::size_t max_frame_bytes = 1 << 20;
+    std::size_t max_body_bytes = 8 << 20;
+    std::size_t max_write_queue = 4096;
+    std::chrono::seconds websocket_idle_timeout{20};  // pings at half of it
+    std::chrono::seconds http_idle_timeout{60};
+    std::int64_t default_max_in_flight = 10000;
+};
+
+// What the server drives; all of it lives on the loop thread and outlives the server.
+struct NodeServices {
+    dispatch::Dispatcher& dispatcher;
+    worker::WorkerRegistry& registry;
+    cluster::ClusterMember& member;
+    dispatch::NamespaceCache& namespaces;
+    dispatch::DbLane& api_lane;
+    prometheus::Registry& metrics_registry;
+    metrics::NodeMetrics& metrics;
+    std::function<bool()> ready;  // database reachable, migrations applied, node registered
+};
+
+class HttpServer {
+public:
+    HttpServer(boost::asio::io_context& ioc, ServerSettings settings, NodeServices services);
+    ~HttpServer();
+
+    // Binds and starts accepting. Throws std::runtime_error naming the address on failure.
+    void start();
+    [[nodiscard]] std::uint16_t port() const;
+    void stop_accepting();
+    // Sends {"type":"drain"} to every worker session.
+    void drain_workers();
+    // Sends a cluster frame to every worker session.
+    void broadcast_cluster();
+    // Closes every worker session (after drain).
+    void close_workers();
+
+    class Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace outboxd::http

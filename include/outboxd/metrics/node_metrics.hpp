@@ -1,0 +1,59 @@
+#pragma once
+
+// Every metric a node exports (design §7 names are a public contract), declared in one
+// place. Families live in the registry passed in; the registry must outlive this object.
+// Prometheus types are thread-safe; the label caches here are used from the loop thread.
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace outboxd::metrics {
+
+class NodeMetrics {
+public:
+    explicit NodeMetrics(prometheus::Registry& registry);
+
+    // Contract names.
+    prometheus::Family<prometheus::Gauge>& inflight_rows;        // {namespace}
+    prometheus::Family<prometheus::Gauge>& claimed_rows;         // {namespace}
+    prometheus::Family<prometheus::Gauge>& tasks_outstanding;    // {namespace}
+    prometheus::Family<prometheus::Counter>& rows_claimed_total; // {namespace}
+    prometheus::Family<prometheus::Counter>& outcomes_total;     // {namespace, outcome}
+    prometheus::Histogram& dispatch_latency;                     // due -> pushed, seconds
+    prometheus::Histogram& claim_seconds;                        // one claim round trip
+    prometheus::Gauge& owned_shards;
+    prometheus::Gauge& cluster_nodes_live;
+    prometheus::Gauge& workers_connected;
+
+    // Degraded modes and protocol abuse, each counted (style: every degraded mode counts).
+    prometheus::Family<prometheus::Counter>& protocol_errors_total;  // {code}
+    prometheus::Counter& outcome_write_failures_total;
+    prometheus::Counter& slow_consumers_closed_total;
+    prometheus::Counter& rows_released_total;  // claimed but no worker left to take them
+    prometheus::Counter& rows_rearmed_total;   // stale or orphaned claims re-armed
+
+    // Cached children by label value: Family::Add hashes labels on every call.
+    prometheus::Gauge& outstanding(const std::string& ns);
+    prometheus::Counter& claimed(const std::string& ns);
+    prometheus::Counter& outcome(const std::string& ns, const std::string& outcome);
+    // Sets the durable gauges from one grouped query; namespaces absent from `counts` go to 0.
+    void set_row_gauges(const std::map<std::string, std::pair<double, double>>& counts);
+
+private:
+    std::map<std::string, prometheus::Gauge*> outstanding_;
+    std::map<std::string, prometheus::Counter*> claimed_;
+    std::map<std::pair<std::string, std::string>, prometheus::Counter*> outcomes_;
+    std::map<std::string, std::pair<prometheus::Gauge*, prometheus::Gauge*>> row_gauges_;
+};
+
+// Prometheus text exposition of everything in `registry`.
+[[nodiscard]] std::string serialize(prometheus::Registry& registry);
+
+}  // namespace outboxd::metrics

@@ -1,0 +1,121 @@
+#pragma once
+
+// The worker WebSocket protocol (design §5, a public contract): one JSON object per text
+// frame, each with a "type". Parsing never throws: a frame that is not a valid message
+// yields a ProtocolError whose code and message name what is wrong. Used by the node and
+// by the worker SDK.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace outboxd::worker::protocol {
+
+// Bounds a hello or credit frame may ask for.
+inline constexpr std::int32_t kMaxCreditWindow = 10000;
+
+// Error codes of {"type":"error"} frames.
+namespace code {
+inline constexpr std::string_view bad_json = "bad_json";
+inline constexpr std::string_view unknown_type = "unknown_type";
+inline constexpr std::string_view missing_field = "missing_field";
+inline constexpr std::string_view invalid_field = "invalid_field";
+inline constexpr std::string_view hello_required = "hello_required";
+inline constexpr std::string_view duplicate_hello = "duplicate_hello";
+inline constexpr std::string_view frame_too_large = "frame_too_large";
+inline constexpr std::string_view unknown_task = "unknown_task";
+inline constexpr std::string_view unauthorized = "unauthorized";
+inline constexpr std::string_view draining = "draining";
+}  // namespace code
+
+struct ProtocolError {
+    std::string code;
+    std::string message;
+};
+
+// --- worker -> node ----------------------------------------------------------------------
+struct Hello {
+    std::string worker_id;
+    std::vector<std::string> namespaces{"default"};
+    std::string task_queue = "default";
+    std::optional<std::string> node;
+    std::vector<std::string> activity_types;
+    std::int32_t max_in_flight = 1;
+};
+
+struct Complete {
+    std::string task_id;
+    std::string result_json = "null";
+};
+
+struct Fail {
+    std::string task_id;
+    std::string error;
+    bool retryable = true;
+};
+
+struct Credit {
+    std::int32_t max_in_flight = 1;
+};
+
+using WorkerMessage = std::variant<Hello, Complete, Fail, Credit>;
+
+[[nodiscard]] std::variant<WorkerMessage, ProtocolError> parse_worker_message(std::string_view text);
+[[nodiscard]] std::string encode(const Hello& hello);
+[[nodiscard]] std::string encode(const Complete& complete);
+[[nodiscard]] std::string encode(const Fail& fail);
+[[nodiscard]] std::string encode(const Credit& credit);
+
+// --- node -> worker ----------------------------------------------------------------------
+struct NodeInfo {
+    std::string node_id;
+    std::string url;
+
+    friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
+};
+
+struct Welcome {
+    std::string node_id;
+    std::string session_id;
+    std::vector<NodeInfo> cluster;
+};
+
+struct Task {
+    std::string task_id;
+    std::string dispatch_key;
+    std::string workflow_id;
+    std::int64_t ordinal = 0;
+    std::optional<std::string> run_id;
+    std::string namespace_name;
+    std::string task_queue;
+    std::optional<std::string> node;
+    std::string activity_type;
+    std::string input_json = "null";  // spliced verbatim: must be valid JSON
+    std::int32_t attempt = 1;         // one-based on the wire
+    std::int64_t timeout_ms = 0;
+};
+
+struct Cluster {
+    std::vector<NodeInfo> nodes;
+};
+
+struct Drain {};
+
+struct Error {
+    std::string code;
+    std::string message;
+};
+
+using NodeMessage = std::variant<Welcome, Task, Cluster, Drain, Error>;
+
+[[nodiscard]] std::variant<NodeMessage, ProtocolError> parse_node_message(std::string_view text);
+[[nodiscard]] std::string encode(const Welcome& welcome);
+[[nodiscard]] std::string encode(const Task& task);
+[[nodiscard]] std::string encode(const Cluster& cluster);
+[[nodiscard]] std::string encode(const Drain& drain);
+[[nodiscard]] std::string encode(const Error& error);
+
+}  // namespace outboxd::worker::protocol

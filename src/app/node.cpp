@@ -1,0 +1,213 @@
+#include "outboxd/app/node.hpp"
+
+#include <random>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+
+#include "outboxd/cluster/cluster_member.hpp"
+#include "outboxd/dispatch/dispatcher.hpp"
+#include "outboxd/http/server.hpp"
+#include "outboxd/store/migrator.hpp"
+#include "outboxd/store/store_error.hpp"
+#include "outboxd/store/wake_listener.hpp"
+
+namespace outboxd::app {
+namespace {
+
+namespace net = boost::asio;
+
+constexpr auto kMigrateDeadline = std::chrono::seconds{60};
+
+std::string boot_id() {
+    std::mt19937_64 random{std::random_device{}()};
+    char buffer[13];
+    std::snprintf(buffer, sizeof buffer, "%012llx",
+                  static_cast<unsigned long long>(random() & 0xffffffffffffULL));
+    return buffer;
+}
+
+// Nodes may start before the database accepts connections (compose, CI): retry for a while.
+void migrate_with_retry(const std::string& url) {
+    const auto deadline = std::chrono::steady_clock::now() + kMigrateDeadline;
+    for (auto delay = std::chrono::milliseconds{200};; delay = std::min(delay * 2, std::chrono::milliseconds{3000})) {
+        try {
+            const auto report = store::migrate(url);
+            spdlog::info("event=migrated version={} applied={}", report.current_version,
+                         report.applied.size());
+            return;
+        } catch (const store::UnavailableError& error) {
+            if (std::chrono::steady_clock::now() + delay > deadline) {
+                throw std::runtime_error(std::string{"database unreachable: "} + error.what());
+            }
+            spdlog::warn("event=database_unreachable retry_in_ms={} error=\"{}\"", delay.count(),
+                         error.what());
+            std::this_thread::sleep_for(delay);
+        }
+    }
+}
+
+dispatch::DispatchSettings dispatch_settings(const config::Config& c) {
+    dispatch::DispatchSettings s;
+    s.poll_interval = c.poll_interval;
+    s.batch_size = c.batch_size;
+    s.max_attempts = c.max_attempts;
+    s.backoff = {c.backoff_base, c.backoff_multiplier, c.backoff_max};
+    s.task_timeout = c.task_timeout;
+    s.liveness = c.lease_ttl;
+    s.reconcile_interval = std::min(std::chrono::milliseconds{1000}, c.lease_ttl / 2);
+    s.retention = c.retention;
+    return s;
+}
+
+http::ServerSettings server_settings(const config::Config& c) {
+    http::ServerSettings s;
+    s.host = c.listen.host;
+    s.port = c.listen.port;
+    s.worker_token = c.worker_token;
+    s.admin_token = c.admin_token;
+    s.max_frame_bytes = c.max_frame_bytes;
+    s.max_body_bytes = c.max_body_bytes;
+    s.max_write_queue = c.max_write_queue;
+    s.default_max_in_flight = c.default_max_in_flight;
+    return s;
+}
+
+}  // namespace
+
+// Declaration order is destruction order reversed, and it matters: the io_context outlives
+// everything holding its executor, and the DB lanes (whose threads post into the loop) are
+// joined before it goes.
+class Node::Impl {
+public:
+    explicit Impl(config::Config c)
+        : config(std::move(c)),
+          metrics(prometheus_registry),
+          claims("claims", config.database_url),
+          outcomes("outcomes", config.database_url),
+          maintenance("maintenance", config.database_url),
+          api("api", config.database_url),
+          cluster_lane("cluster", config.database_url),
+          namespaces(ioc.get_executor(), api, config.default_max_in_flight, config.quota_cache_ttl),
+          member(ioc.get_executor(), cluster_lane, metrics,
+                 {config.node_id, config.node_id + "/" + boot_id(), config.advertise_url,
+                  config.lease_ttl}),
+          dispatcher(ioc.get_executor(), {claims, outcomes, maintenance}, registry, namespaces,
+                     metrics, dispatch_settings(config), [this] { return member.owner(); }),
+          server(ioc, server_settings(config),
+                 {dispatcher, registry, member, namespaces, api, prometheus_registry, metrics,
+                  [this] { return member.healthy(); }}),
+          signals(ioc) {
+        server.start();
+        // With port 0 the derived advertise URL names port 0: name the bound port instead.
+        const std::string unbound = ":0/v1/workers";
+        if (config.advertise_url.ends_with(unbound)) {
+            config.advertise_url.replace(config.advertise_url.size() - unbound.size(), unbound.size(),
+                                         ":" + std::to_string(server.port()) + "/v1/workers");
+            member.set_advertise_url(config.advertise_url);
+        }
+        spdlog::info("event=listening node={} incarnation={} address={}:{} advertise={}",
+                     config.node_id, member.settings().incarnation, config.listen.host,
+                     server.port(), config.advertise_url);
+    }
+
+    void start() {
+        member.on_change([this] {
+            server.broadcast_cluster();
+            dispatcher.request_sweep();
+        });
+        member.start();
+        namespaces.start();
+        dispatcher.start();
+        wake = std::make_unique<store::WakeListener>(config.database_url, [this] {
+            net::post(ioc, [this] { dispatcher.request_sweep(); });
+        });
+    }
+
+    void begin_drain() {
+        if (draining) return;
+        draining = true;
+        spdlog::info("event=drain_started outstanding={} deadline_ms={}", dispatcher.outstanding(),
+                     config.drain_timeout.count());
+        server.stop_accepting();
+        server.drain_workers();
+        drain_timer.expires_after(config.drain_timeout);
+        drain_timer.async_wait([this](auto ec) {
+            if (ec || drained) return;
+            spdlog::warn("event=drain_deadline abandoned={}", dispatcher.outstanding());
+            dispatcher.abandon_outstanding("node drain deadline passed");
+        });
+        dispatcher.drain([this] {
+            drained = true;
+            drain_timer.cancel();
+            member.leave([this] {
+                server.close_workers();
+                dispatcher.stop();
+                namespaces.stop();
+                wake.reset();
+                // Let close frames go out, then end the loop.
+                drain_timer.expires_after(std::chrono::milliseconds{100});
+                drain_timer.async_wait([this](auto) {
+                    spdlog::info("event=drained node={}", config.node_id);
+                    ioc.stop();
+                });
+            });
+        });
+    }
+
+    config::Config config;
+    prometheus::Registry prometheus_registry;
+    metrics::NodeMetrics metrics;
+    net::io_context ioc{1};
+    dispatch::DbLane claims;
+    dispatch::DbLane outcomes;
+    dispatch::DbLane maintenance;
+    dispatch::DbLane api;
+    dispatch::DbLane cluster_lane;
+    worker::WorkerRegistry registry;
+    dispatch::NamespaceCache namespaces;
+    cluster::ClusterMember member;
+    dispatch::Dispatcher dispatcher;
+    http::HttpServer server;
+    net::signal_set signals;
+    net::steady_timer drain_timer{ioc};
+    bool draining = false;
+    bool drained = false;
+    std::unique_ptr<store::WakeListener> wake;
+};
+
+Node::Node(config::Config config) {
+    if (config.migrate_on_start) migrate_with_retry(config.database_url);
+    impl_ = std::make_unique<Impl>(std::move(config));
+}
+
+Node::~Node() = default;
+
+int Node::run(bool handle_signals) {
+    auto& impl = *impl_;
+    if (handle_signals) {
+        impl.signals.add(SIGTERM);
+        impl.signals.add(SIGINT);
+        impl.signals.async_wait([&impl](const boost::system::error_code& ec, int signal) {
+            if (ec) return;
+            spdlog::info("event=signal signal={}", signal);
+            impl.begin_drain();
+        });
+    }
+    impl.start();
+    impl.ioc.run();
+    return 0;
+}
+
+void Node::request_stop() {
+    net::post(impl_->ioc, [impl = impl_.get()] { impl->begin_drain(); });
+}
+
+std::uint16_t Node::port() const { return impl_->server.port(); }
+
+}  // namespace outboxd::app

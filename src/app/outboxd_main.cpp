@@ -1,0 +1,64 @@
+// outboxd: `serve` (the default) runs a node; `migrate` applies migrations and exits.
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "outboxd/app/node.hpp"
+#include "outboxd/config/config.hpp"
+#include "outboxd/store/migrator.hpp"
+#include "outboxd/store/store_error.hpp"
+
+namespace {
+
+void set_log_level(const std::string& level) {
+    spdlog::set_level(spdlog::level::from_str(level == "warn" ? "warning" : level));
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"outboxd: a horizontally scaled dispatcher for a PostgreSQL transactional outbox"};
+    app.set_help_all_flag("--help-all", "Show help for every subcommand");
+    outboxd::config::Options options;
+    options.bind(app);
+    auto* serve = app.add_subcommand("serve", "Run a node (the default)");
+    auto* migrate = app.add_subcommand("migrate", "Apply migrations and exit");
+    app.require_subcommand(0, 1);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+        return app.exit(error);
+    }
+    (void)serve;
+
+    outboxd::config::Config config;
+    try {
+        config = options.resolve();
+    } catch (const outboxd::config::ConfigError& error) {
+        std::cerr << "outboxd: invalid configuration: " << error.what() << "\n";
+        return 2;
+    }
+    set_log_level(config.log_level);
+    if (config.database_url.empty()) {
+        std::cerr << "outboxd: no database: set OUTBOXD_DATABASE_URL or --database-url "
+                     "(scripts/demo starts a local PostgreSQL for you)\n";
+        return 2;
+    }
+
+    try {
+        if (migrate->parsed()) {
+            const auto report = outboxd::store::migrate(config.database_url);
+            spdlog::info("event=migrated version={} applied={}", report.current_version,
+                         report.applied.size());
+            return 0;
+        }
+        outboxd::app::Node node{config};
+        return node.run();
+    } catch (const std::exception& error) {
+        spdlog::error("event=fatal error=\"{}\"", error.what());
+        return 1;
+    }
+}

@@ -1,0 +1,348 @@
+// outboxd-worker: the example worker (design §8). Runs demo activities through the worker
+// SDK: noop, echo, sleep, fail-sometimes. For tests it can write its statistics to a JSON
+// file and log every delivery it receives (dispatch_key:attempt, one line each, append-only)
+// so that duplicate deliveries can be counted, even after kill -9.
+//
+// Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 2 for invalid flags or settings.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "outboxd/sdk/worker_client.hpp"
+
+namespace {
+
+namespace net = boost::asio;
+namespace protocol = outboxd::worker::protocol;
+using outboxd::sdk::Responder;
+using outboxd::sdk::WorkerClient;
+using outboxd::sdk::WorkerOptions;
+using outboxd::sdk::WorkerStats;
+
+constexpr int kExitInvalidSettings = 2;
+constexpr std::chrono::seconds kStatsInterval{1};
+constexpr std::int64_t kDefaultSleepMs = 100;
+constexpr double kDefaultFailProbability = 0.3;
+
+struct WorkerSettings {
+    WorkerOptions client;
+    std::chrono::milliseconds stop_grace{5000};
+    std::string log_level = "info";
+    std::string stats_file;    // empty: none
+    std::string received_log;  // empty: none
+    std::uint64_t seed = 0;
+};
+
+// A settings problem found after parsing; the message names the flag.
+struct InvalidSetting : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+std::string default_worker_id() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return std::string{host[0] ? host : "worker"} + "-" + std::to_string(::getpid());
+}
+
+// Fills `settings` from argv and the environment. Returns an exit code when the process
+// should end at once (--help, bad flags).
+std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& settings) {
+    CLI::App app{"outboxd example worker: runs noop, echo, sleep and fail-sometimes tasks"};
+    auto& client = settings.client;
+    client.seed_urls = {"ws://127.0.0.1:8080/v1/workers"};
+    client.activity_types = {"echo", "sleep", "fail-sometimes", "noop"};
+    std::string node;
+    std::string token;
+    std::int64_t stop_grace_ms = settings.stop_grace.count();
+
+    const auto ws_url = CLI::Validator(
+        [](std::string& url) {
+            return url.rfind("ws://", 0) == 0 && url.size() > 5
+                       ? std::string{}
+                       : "must be a ws://host:port/path URL";
+        },
+        "WS-URL");
+    app.add_option("--url", client.seed_urls, "node URL(s) to connect to; repeat or comma-separate")
+        ->envname("OUTBOXD_WORKER_URL")
+        ->delimiter(',')
+        ->check(ws_url)
+        ->capture_default_str();
+    app.add_option("--worker-id", client.worker_id, "worker name (default hostname-pid)")
+        ->envname("OUTBOXD_WORKER_ID");
+    app.add_option("--namespaces", client.namespaces, "namespaces served, comma-separated")
+        ->envname("OUTBOXD_WORKER_NAMESPACES")
+        ->delimiter(',')
+        ->capture_default_str();
+    app.add_option("--task-queue", client.task_queue, "task queue served")
+        ->envname("OUTBOXD_WORKER_TASK_QUEUE")
+        ->capture_default_str();
+    auto* node_option =
+        app.add_option("--node", node, "this worker's node label")->envname("OUTBOXD_WORKER_NODE");
+    app.add_option("--activity-types", client.activity_types, "activity types run, comma-separated")
+        ->envname("OUTBOXD_WORKER_ACTIVITY_TYPES")
+        ->delimiter(',')
+        ->capture_default_str();
+    app.add_option("--max-in-flight", client.max_in_flight, "tasks run at once, over all nodes")
+        ->envname("OUTBOXD_WORKER_MAX_IN_FLIGHT")
+        ->capture_default_str()
+        ->check(CLI::Range(1, protocol::kMaxCreditWindow));
+    auto* token_option =
+        app.add_option("--token", token, "worker bearer token")->envname("OUTBOXD_WORKER_TOKEN");
+    app.add_option("--log-level", settings.log_level, "debug, info, warn or error")
+        ->envname("OUTBOXD_LOG_LEVEL")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+    app.add_option("--stop-grace-ms", stop_grace_ms, "time in-flight tasks get on stop")
+        ->envname("OUTBOXD_WORKER_STOP_GRACE_MS")
+        ->capture_default_str()
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{3600000}));
+    app.add_option("--stats-file", settings.stats_file, "write JSON statistics here every second")
+        ->envname("OUTBOXD_WORKER_STATS_FILE");
+    app.add_option("--received-log", settings.received_log,
+                   "append dispatch_key:attempt of every task received")
+        ->envname("OUTBOXD_WORKER_RECEIVED_LOG");
+    auto* seed_option = app.add_option("--seed", settings.seed, "seed of fail-sometimes draws")
+                            ->envname("OUTBOXD_WORKER_SEED");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::ParseError& error) {
+        std::cerr << "outboxd-worker: " << error.what() << "\n";
+        return kExitInvalidSettings;
+    }
+    if (client.worker_id.empty()) client.worker_id = default_worker_id();
+    if (*node_option) client.node = node;
+    if (*token_option) {
+        if (token.empty())
+            throw InvalidSetting{"--token (OUTBOXD_WORKER_TOKEN): must not be empty"};
+        client.token = token;
+    }
+    if (!*seed_option) settings.seed = std::random_device{}();
+    settings.stop_grace = std::chrono::milliseconds{stop_grace_ms};
+    return std::nullopt;
+}
+
+// Append-only log of deliveries. One write(2) per line, no user-space buffer: every line
+// is in the kernel before the task is run, so it survives kill -9 of this process.
+class ReceivedLog {
+public:
+    explicit ReceivedLog(const std::string& path) {
+        if (path.empty()) return;
+        fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd_ < 0) {
+            throw InvalidSetting{"--received-log (OUTBOXD_WORKER_RECEIVED_LOG): cannot open '" +
+                                 path + "'"};
+        }
+    }
+    ~ReceivedLog() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    ReceivedLog(const ReceivedLog&) = delete;
+    ReceivedLog& operator=(const ReceivedLog&) = delete;
+
+    void record(const protocol::Task& task) const {
+        if (fd_ < 0) return;
+        const auto line = task.dispatch_key + ":" + std::to_string(task.attempt) + "\n";
+        if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+            spdlog::warn("received log: short write for {}", task.dispatch_key);
+        }
+    }
+
+private:
+    int fd_ = -1;
+};
+
+// A draw in [0, 1) that depends only on the seed and the delivery, so a run can be replayed
+// whatever order tasks arrive in: FNV-1a over the inputs, then a splitmix64 finaliser.
+double uniform_draw(std::uint64_t seed, const std::string& dispatch_key, std::int32_t attempt) {
+    std::uint64_t hash = 0xcbf29ce484222325ULL ^ seed;
+    const auto mix_in = [&hash](unsigned char byte) { hash = (hash ^ byte) * 0x100000001b3ULL; };
+    for (const char c : dispatch_key) mix_in(static_cast<unsigned char>(c));
+    for (int shift = 0; shift < 32; shift += 8)
+        mix_in(static_cast<unsigned char>(attempt >> shift));
+    hash ^= hash >> 30;
+    hash *= 0xbf58476d1ce4e5b9ULL;
+    hash ^= hash >> 27;
+    hash *= 0x94d049bb133111ebULL;
+    hash ^= hash >> 31;
+    return static_cast<double>(hash >> 11) * 0x1.0p-53;
+}
+
+// A number field of the task input, the default when the input is null or lacks it;
+// nullopt when it is there but not a number in [lo, hi].
+std::optional<double> input_number(const protocol::Task& task, const char* name, double fallback,
+                                   double lo, double hi) {
+    const auto input = nlohmann::json::parse(task.input_json, nullptr, false);
+    if (input.is_null() || (input.is_object() && !input.contains(name))) return fallback;
+    if (!input.is_object() || !input[name].is_number()) return std::nullopt;
+    const auto value = input[name].get<double>();
+    if (value < lo || value > hi) return std::nullopt;
+    return value;
+}
+
+// Runs the demo activities. Called on the SDK's network thread, so nothing here blocks:
+// sleeps are timers on a thread of their own.
+class Activities {
+public:
+    explicit Activities(std::uint64_t seed) : seed_(seed), work_(timers_.get_executor()) {
+        thread_ = std::thread([this] { timers_.run(); });
+    }
+    ~Activities() { stop(); }
+    Activities(const Activities&) = delete;
+    Activities& operator=(const Activities&) = delete;
+
+    // Pending sleeps are dropped; the client has failed their tasks already when it stopped.
+    void stop() {
+        if (!thread_.joinable()) return;
+        timers_.stop();
+        thread_.join();
+    }
+
+    void run(const protocol::Task& task, Responder responder) {
+        const auto& type = task.activity_type;
+        if (type == "noop") return responder.complete();
+        if (type == "echo") return responder.complete(task.input_json);
+        if (type == "sleep") return sleep(task, std::move(responder));
+        if (type == "fail-sometimes") return fail_sometimes(task, std::move(responder));
+        responder.fail("unknown activity type '" + type + "'", false);
+    }
+
+private:
+    void sleep(const protocol::Task& task, Responder responder) {
+        const auto ms = input_number(task, "ms", kDefaultSleepMs, 0, 24.0 * 3600 * 1000);
+        if (!ms) return responder.fail("sleep: input.ms must be a number of milliseconds", false);
+        auto timer = std::make_shared<net::steady_timer>(
+            timers_, std::chrono::milliseconds{static_cast<std::int64_t>(*ms)});
+        timer->async_wait([timer, responder = std::move(responder)](
+                              const boost::system::error_code&) mutable { responder.complete(); });
+    }
+
+    void fail_sometimes(const protocol::Task& task, Responder responder) const {
+        const auto p = input_number(task, "p", kDefaultFailProbability, 0.0, 1.0);
+        if (!p) return responder.fail("fail-sometimes: input.p must be within 0..1", false);
+        if (uniform_draw(seed_, task.dispatch_key, task.attempt) < *p) {
+            return responder.fail("fail-sometimes: simulated failure", true);
+        }
+        responder.complete();
+    }
+
+    std::uint64_t seed_;
+    net::io_context timers_;
+    net::executor_work_guard<net::io_context::executor_type> work_;
+    std::thread thread_;
+};
+
+// Written to a temporary file and renamed, so a reader never sees half of it.
+void write_stats(const std::string& path, const WorkerStats& stats) {
+    if (path.empty()) return;
+    const nlohmann::json out{{"received", stats.tasks_received},
+                             {"completed", stats.tasks_completed},
+                             {"failed", stats.tasks_failed},
+                             {"in_flight", stats.tasks_in_flight},
+                             {"connected_nodes", stats.connected_nodes},
+                             {"errors_received", stats.errors_received},
+                             {"answers_dropped", stats.answers_dropped},
+                             {"reconnects", stats.reconnects}};
+    const auto temporary = path + ".tmp";
+    {
+        std::ofstream file{temporary, std::ios::trunc};
+        file << out.dump() << "\n";
+        if (!file) {
+            spdlog::warn("cannot write stats file {}", temporary);
+            return;
+        }
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+        spdlog::warn("cannot rename {} to {}", temporary, path);
+    }
+}
+
+// Waits for SIGTERM or SIGINT (blocked in every thread, see main), writing the statistics
+// every kStatsInterval meanwhile.
+int wait_for_stop_signal(const WorkerClient& client, const std::string& stats_file) {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    const auto interval = timespec{kStatsInterval.count(), 0};
+    for (;;) {
+        const int signal = ::sigtimedwait(&signals, nullptr, &interval);
+        if (signal > 0) return signal;
+        write_stats(stats_file, client.stats());
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // Blocked before any thread starts so that every thread inherits the mask and the
+    // signals wait for sigtimedwait on the main thread.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    WorkerSettings settings;
+    try {
+        if (const auto exit_code = parse_command_line(argc, argv, settings)) return *exit_code;
+        spdlog::set_level(spdlog::level::from_str(settings.log_level));
+
+        const ReceivedLog received_log{settings.received_log};
+        Activities activities{settings.seed};
+        WorkerClient client{settings.client, [&](const protocol::Task& task, Responder responder) {
+                                received_log.record(task);
+                                activities.run(task, std::move(responder));
+                            }};
+        spdlog::info("outboxd-worker {} starting: {} node URL(s), max in flight {}, seed {}",
+                     settings.client.worker_id, settings.client.seed_urls.size(),
+                     settings.client.max_in_flight, settings.seed);
+        client.start();
+
+        const int signal = wait_for_stop_signal(client, settings.stats_file);
+        spdlog::info("outboxd-worker: signal {}; stopping (grace {} ms)", signal,
+                     settings.stop_grace.count());
+        client.stop(settings.stop_grace);
+        activities.stop();
+        const auto stats = client.stats();
+        write_stats(settings.stats_file, stats);
+        spdlog::info(
+            "outboxd-worker {} stopped: received {}, completed {}, failed {}, "
+            "answers dropped {}, node errors {}",
+            settings.client.worker_id, stats.tasks_received, stats.tasks_completed,
+            stats.tasks_failed, stats.answers_dropped, stats.errors_received);
+        return 0;
+    } catch (const InvalidSetting& error) {
+        std::cerr << "outboxd-worker: " << error.what() << "\n";
+        return kExitInvalidSettings;
+    } catch (const std::invalid_argument& error) {
+        // WorkerClient refusing the options; its message names the option.
+        std::cerr << "outboxd-worker: " << error.what() << "\n";
+        return kExitInvalidSettings;
+    }
+}

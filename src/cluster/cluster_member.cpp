@@ -1,0 +1,138 @@
+#include "outboxd/cluster/cluster_member.hpp"
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace outboxd::cluster {
+
+ClusterMember::ClusterMember(boost::asio::any_io_executor loop, dispatch::DbLane& lane,
+                             metrics::NodeMetrics& metrics, MemberSettings settings)
+    : loop_(loop),
+      lane_(lane),
+      metrics_(metrics),
+      settings_(std::move(settings)),
+      timer_(loop),
+      alive_(std::make_shared<ClusterMember*>(this)) {}
+
+ClusterMember::~ClusterMember() { *alive_ = nullptr; }
+
+void ClusterMember::start() { tick(); }
+
+void ClusterMember::schedule() {
+    if (leaving_) return;
+    timer_.expires_after(settings_.lease_ttl / 3);
+    timer_.async_wait([alive = std::weak_ptr(alive_)](auto ec) {
+        const auto self = alive.lock();
+        if (!ec && self && *self) (*self)->tick();
+    });
+}
+
+ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
+                                                  const MemberSettings& s, bool leaving) {
+    TickResult result;
+    try {
+        if (!cluster.heartbeat(s.incarnation, leaving)) {
+            // First tick, or our row was replaced or removed: (re-)register.
+            cluster.register_node(s.node_id, s.incarnation, s.advertise_url);
+        }
+        result.nodes = cluster.live_nodes(s.lease_ttl);
+        // Balance over live nodes that are not draining, ordered by node id.
+        std::vector<std::string> members;
+        for (const auto& node : result.nodes) {
+            if (!node.draining || node.incarnation == s.incarnation) members.push_back(node.node_id);
+        }
+        if (std::find(members.begin(), members.end(), s.node_id) == members.end()) {
+            members.push_back(s.node_id);
+        }
+        std::sort(members.begin(), members.end());
+        const auto index = static_cast<std::size_t>(
+            std::find(members.begin(), members.end(), s.node_id) - members.begin());
+        const auto target =
+            leaving ? store::ShardRanges::none() : store::ShardRanges::balanced_slice(index, members.size());
+
+        const auto held = cluster.renew_shards(s.incarnation, s.lease_ttl);
+        const auto give = held.subtract(target);
+        cluster.release_shards(s.incarnation, give);
+        const auto wanted = target.subtract(held);
+        const auto taken = cluster.acquire_shards(s.incarnation, wanted, s.lease_ttl);
+        result.claimable = held.subtract(give).intersect(target);
+        std::vector<store::ShardRanges::Range> merged = result.claimable.ranges();
+        for (const auto& r : taken.ranges()) merged.push_back(r);
+        result.claimable = store::ShardRanges{merged};
+        // live_nodes ran before the lease changes: show our own shards as they are now.
+        for (auto& node : result.nodes) {
+            if (node.incarnation == s.incarnation) node.shards = result.claimable;
+        }
+        result.ok = true;
+    } catch (const std::exception& error) {
+        result.error = error.what();
+    }
+    return result;
+}
+
+void ClusterMember::tick() {
+    if (ticking_) return;
+    ticking_ = true;
+    lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
+                  leaving = leaving_](dispatch::DbHandles db) {
+        auto result = run_tick(db.cluster, settings, leaving);
+        boost::asio::post(loop, [alive, result = std::move(result)]() mutable {
+            const auto self = alive.lock();
+            if (self && *self) (*self)->apply(std::move(result));
+        });
+    });
+}
+
+void ClusterMember::apply(TickResult result) {
+    ticking_ = false;
+    if (!result.ok) {
+        // Our leases lapse by the database clock on their own; claims check them in SQL.
+        if (failures_++ % 10 == 0) {
+            spdlog::warn("event=cluster_tick_failed consecutive={} error=\"{}\"", failures_,
+                         result.error);
+        }
+        schedule();
+        return;
+    }
+    if (failures_ > 0) spdlog::info("event=cluster_tick_recovered after_failures={}", failures_);
+    failures_ = 0;
+    registered_ = true;
+    bool changed = result.claimable != claimable_ || result.nodes.size() != nodes_.size();
+    for (std::size_t i = 0; !changed && i < nodes_.size(); ++i) {
+        changed = nodes_[i].node_id != result.nodes[i].node_id ||
+                  nodes_[i].advertise_url != result.nodes[i].advertise_url ||
+                  nodes_[i].shards != result.nodes[i].shards;
+    }
+    if (result.claimable != claimable_) {
+        spdlog::info("event=shards_changed node={} shards={} count={}", settings_.node_id,
+                     result.claimable.to_string(), result.claimable.count());
+    }
+    claimable_ = std::move(result.claimable);
+    nodes_ = std::move(result.nodes);
+    metrics_.owned_shards.Set(claimable_.count());
+    metrics_.cluster_nodes_live.Set(static_cast<double>(nodes_.size()));
+    if (changed && on_change_) on_change_();
+    schedule();
+}
+
+void ClusterMember::leave(std::function<void()> done) {
+    leaving_ = true;
+    timer_.cancel();
+    claimable_ = store::ShardRanges::none();
+    lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
+                  done = std::move(done)](dispatch::DbHandles db) mutable {
+        try {
+            db.cluster.release_shards(settings.incarnation, store::ShardRanges::all());
+            db.cluster.deregister(settings.incarnation);
+            spdlog::info("event=left_cluster node={}", settings.node_id);
+        } catch (const std::exception& error) {
+            // Leases and heartbeat expire on their own; the next owner re-arms our claims.
+            spdlog::warn("event=leave_failed error=\"{}\"", error.what());
+        }
+        boost::asio::post(loop, std::move(done));
+    });
+}
+
+}  // namespace outboxd::cluster

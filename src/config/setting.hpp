@@ -1,0 +1,56 @@
+#pragma once
+
+// The catalogue of settings (design §8): each setting's flag, its environment twin and, for
+// numbers, its inclusive bounds. Names and bounds are spelled only here, so --help, the
+// conversion of raw text, validate() and flag_names() cannot drift apart. Internal to
+// src/config.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace outboxd::config::detail {
+
+struct Setting {
+    std::string_view key;  // the flag without its leading "--"
+    std::string_view env;
+    std::int64_t min = 0;  // bounds of a numeric setting, inclusive
+    std::int64_t max = 0;
+};
+
+// "--batch-size (OUTBOXD_BATCH_SIZE)": how every complaint names a setting.
+[[nodiscard]] std::string label(const Setting& setting);
+
+inline constexpr std::int64_t kDayMs = 86'400'000;
+inline constexpr std::int64_t kHourMs = 3'600'000;
+
+inline constexpr Setting kDatabaseUrl{"database-url", "OUTBOXD_DATABASE_URL"};
+inline constexpr Setting kListen{"listen", "OUTBOXD_LISTEN"};
+inline constexpr Setting kNodeId{"node-id", "OUTBOXD_NODE_ID"};
+inline constexpr Setting kAdvertiseUrl{"advertise-url", "OUTBOXD_ADVERTISE_URL"};
+inline constexpr Setting kWorkerToken{"worker-token", "OUTBOXD_WORKER_TOKEN"};
+inline constexpr Setting kAdminToken{"admin-token", "OUTBOXD_ADMIN_TOKEN"};
+inline constexpr Setting kPollInterval{"poll-interval-ms", "OUTBOXD_POLL_INTERVAL_MS", 1, kHourMs};
+inline constexpr Setting kBatchSize{"batch-size", "OUTBOXD_BATCH_SIZE", 1, 100'000};
+inline constexpr Setting kMaxAttempts{"max-attempts", "OUTBOXD_MAX_ATTEMPTS", 1, 1'000};
+inline constexpr Setting kBackoffBase{"backoff-base-ms", "OUTBOXD_BACKOFF_BASE_MS", 1, kDayMs};
+inline constexpr Setting kBackoffMultiplier{"backoff-multiplier", "OUTBOXD_BACKOFF_MULTIPLIER", 1,
+                                            100};
+inline constexpr Setting kBackoffMax{"backoff-max-ms", "OUTBOXD_BACKOFF_MAX_MS", 1, kDayMs};
+inline constexpr Setting kTaskTimeout{"task-timeout-ms", "OUTBOXD_TASK_TIMEOUT_MS", 10, kDayMs};
+inline constexpr Setting kLeaseTtl{"lease-ttl-ms", "OUTBOXD_LEASE_TTL_MS", 200, 600'000};
+inline constexpr Setting kDefaultMaxInFlight{"default-max-in-flight",
+                                             "OUTBOXD_DEFAULT_MAX_IN_FLIGHT", 1, 10'000'000};
+inline constexpr Setting kRetention{"retention-s", "OUTBOXD_RETENTION_S", 1, 31'536'000};
+inline constexpr Setting kLogLevel{"log-level", "OUTBOXD_LOG_LEVEL"};
+inline constexpr Setting kMaxFrameBytes{"max-frame-bytes", "OUTBOXD_MAX_FRAME_BYTES", 1'024,
+                                        67'108'864};
+inline constexpr Setting kMaxBodyBytes{"max-body-bytes", "OUTBOXD_MAX_BODY_BYTES", 1'024,
+                                       268'435'456};
+inline constexpr Setting kDrainTimeout{"drain-timeout-ms", "OUTBOXD_DRAIN_TIMEOUT_MS", 0, kHourMs};
+inline constexpr Setting kQuotaCacheTtl{"quota-cache-ttl-ms", "OUTBOXD_QUOTA_CACHE_TTL_MS", 0,
+                                        600'000};
+inline constexpr Setting kMigrate{"migrate", "OUTBOXD_MIGRATE"};
+inline constexpr Setting kMaxWriteQueue{"max-write-queue", "OUTBOXD_MAX_WRITE_QUEUE", 1, 1'000'000};
+
+}  // namespace outboxd::config::detail

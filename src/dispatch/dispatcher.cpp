@@ -1,0 +1,375 @@
+#include "outboxd/dispatch/dispatcher.hpp"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace outboxd::dispatch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace protocol = worker::protocol;
+
+constexpr std::int32_t kReconcileBatch = 1000;
+constexpr std::int32_t kRetentionBatch = 5000;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Bounds how often the timeout scan runs: often enough for short test timeouts, rarely
+// enough to cost nothing at the default 30 s.
+std::chrono::milliseconds timeout_scan_period(std::chrono::milliseconds task_timeout) {
+    return std::clamp(task_timeout / 10, std::chrono::milliseconds{5},
+                      std::chrono::milliseconds{1000});
+}
+
+}  // namespace
+
+std::string task_id_for(const store::ClaimRef& ref) {
+    return std::to_string(ref.id) + "." + std::to_string(ref.token);
+}
+
+Dispatcher::Dispatcher(boost::asio::any_io_executor loop, DispatchLanes lanes,
+                       worker::WorkerRegistry& registry, NamespaceCache& namespaces,
+                       metrics::NodeMetrics& metrics, DispatchSettings settings, OwnerSource owner)
+    : loop_(loop),
+      lanes_(lanes),
+      registry_(registry),
+      namespaces_(namespaces),
+      metrics_(metrics),
+      settings_(settings),
+      owner_(std::move(owner)),
+      outcomes_(loop, lanes.outcomes, metrics, settings.max_outcome_batch),
+      poll_timer_(loop),
+      timeout_timer_(loop),
+      reconcile_timer_(loop),
+      retention_timer_(loop),
+      gauge_timer_(loop),
+      alive_(std::make_shared<Dispatcher*>(this)) {
+    // Writes landing free the way for drain; recovering writes allow claims again.
+    outcomes_.on_settled([this] {
+        check_drained();
+        request_sweep();
+    });
+}
+
+Dispatcher::~Dispatcher() { *alive_ = nullptr; }
+
+template <typename Handler>
+void Dispatcher::every(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
+                       Handler handler) {
+    timer.expires_after(period);
+    timer.async_wait([this, &timer, period, handler, alive = std::weak_ptr(alive_)](auto ec) {
+        const auto self = alive.lock();
+        if (ec || !self || !*self || stopped_) return;
+        handler();
+        every(timer, period, handler);
+    });
+}
+
+void Dispatcher::start() {
+    stopped_ = false;
+    every(poll_timer_, settings_.poll_interval, [this] {
+        backlog_likely_ = true;  // the backstop: look whatever the last round said
+        request_sweep();
+    });
+    every(timeout_timer_, timeout_scan_period(settings_.task_timeout), [this] { expire_timeouts(); });
+    every(reconcile_timer_, settings_.reconcile_interval, [this] { reconcile(); });
+    every(retention_timer_, settings_.retention_interval, [this] { apply_retention(); });
+    every(gauge_timer_, settings_.gauge_interval, [this] { refresh_gauges(); });
+    request_sweep();
+}
+
+void Dispatcher::stop() {
+    stopped_ = true;
+    for (auto* timer : {&poll_timer_, &timeout_timer_, &reconcile_timer_, &retention_timer_,
+                        &gauge_timer_}) {
+        timer->cancel();
+    }
+}
+
+void Dispatcher::request_sweep() {
+    if (claiming_) {
+        sweep_again_ = true;
+        return;
+    }
+    boost::asio::post(loop_, [alive = std::weak_ptr(alive_)] {
+        const auto self = alive.lock();
+        if (self && *self) (*self)->sweep();
+    });
+    claiming_ = true;  // reserved until sweep() runs, so triggers coalesce
+}
+
+void Dispatcher::sweep() {
+    claiming_ = false;
+    // A node that cannot write outcomes stops claiming until the writes land again.
+    if (draining_ || stopped_ || !outcomes_.healthy()) return check_drained();
+    auto owner = owner_();
+    if (owner.ranges.empty()) return;
+    auto routes = registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
+    if (routes.empty()) return;
+
+    std::map<std::string, std::int64_t> quotas;
+    for (const auto& route : routes) {
+        quotas.emplace(route.scope.namespace_name, namespaces_.quota(route.scope.namespace_name));
+    }
+    claiming_ = true;
+    sweep_again_ = false;
+    const auto started = Clock::now();
+    lanes_.claims.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
+                          routes = std::move(routes), quotas = std::move(quotas),
+                          batch = settings_.batch_size, rotation = rotation_++,
+                          started](DbHandles db) {
+        ClaimRoundResult result;
+        std::string error;
+        try {
+            result = claim_round(
+                db.outbox, owner, routes,
+                [&quotas](const std::string& ns) { return quotas.at(ns); }, batch, rotation);
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+        const double seconds = seconds_since(started);
+        boost::asio::post(loop, [alive, result = std::move(result), error = std::move(error),
+                                 seconds]() mutable {
+            const auto self = alive.lock();
+            if (self && *self) (*self)->on_claimed(std::move(result), std::move(error), seconds);
+        });
+    });
+}
+
+void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double seconds) {
+    claiming_ = false;
+    metrics_.claim_seconds.Observe(seconds);
+    if (!error.empty()) {
+        check_drained();
+        // The poll retries; log the first failure of a run and then every 50th.
+        if (claim_errors_++ % 50 == 0) {
+            spdlog::warn("event=claim_failed consecutive={} error=\"{}\"", claim_errors_, error);
+        }
+        return;
+    }
+    claim_errors_ = 0;
+    backlog_likely_ = result.saturated;
+    for (const auto& row : result.rows) {
+        auto* worker = registry_.pick(row, namespaces_.placement(row.namespace_name));
+        if (!worker || draining_) {
+            // The worker left (or we began draining) between planning and claiming: hand the
+            // row back untouched, without consuming an attempt.
+            metrics_.rows_released_total.Increment();
+            outcomes_.record(store::Outcome::release({row.id, row.claim_token}), row.namespace_name,
+                             "released");
+            continue;
+        }
+        push(*worker, row);
+    }
+    if (result.saturated || sweep_again_) request_sweep();
+    check_drained();
+}
+
+void Dispatcher::push(worker::WorkerEntry& worker, const store::OutboxRow& row) {
+    const store::ClaimRef ref{row.id, row.claim_token};
+    protocol::Task task;
+    task.task_id = task_id_for(ref);
+    task.dispatch_key = row.dispatch_key;
+    task.workflow_id = row.workflow_id;
+    task.ordinal = row.ordinal;
+    task.run_id = row.run_id;
+    task.namespace_name = row.namespace_name;
+    task.task_queue = row.task_queue;
+    task.node = row.node;
+    task.activity_type = row.activity_type;
+    task.input_json = row.input_json;
+    task.attempt = row.attempt + 1;  // one-based on the wire
+    task.timeout_ms = settings_.task_timeout.count();
+
+    const auto deadline = deadlines_.emplace(Clock::now() + settings_.task_timeout, task.task_id);
+    in_flight_.emplace(task.task_id,
+                       InFlight{ref, worker.session_id, row.namespace_name, row.attempt, deadline});
+    ++worker.outstanding;
+    worker.channel->send(protocol::encode(task));
+
+    metrics_.claimed(row.namespace_name).Increment();
+    metrics_.outstanding(row.namespace_name).Increment();
+    // Due -> pushed. visible_after is the database's instant; on one host the clocks agree,
+    // and this is an observation only, never a decision.
+    const auto waited = std::chrono::duration<double>(store::Clock::now() - row.visible_after);
+    metrics_.dispatch_latency.Observe(std::max(0.0, waited.count()));
+}
+
+Dispatcher::InFlight Dispatcher::take(std::unordered_map<std::string, InFlight>::iterator it) {
+    InFlight task = std::move(it->second);
+    in_flight_.erase(it);
+    deadlines_.erase(task.deadline);
+    if (auto* worker = registry_.find(task.session_id)) --worker->outstanding;
+    metrics_.outstanding(task.namespace_name).Decrement();
+    return task;
+}
+
+std::optional<protocol::Error> Dispatcher::on_complete(const worker::WorkerEntry& worker,
+                                                       const protocol::Complete& answer) {
+    const auto it = in_flight_.find(answer.task_id);
+    if (it == in_flight_.end() || it->second.session_id != worker.session_id) {
+        return protocol::Error{std::string{protocol::code::unknown_task},
+                               "no outstanding task '" + answer.task_id + "' on this connection"};
+    }
+    const InFlight task = take(it);
+    outcomes_.record(store::Outcome::done(task.ref), task.namespace_name, "done");
+    if (backlog_likely_ || sweep_again_) request_sweep();
+    check_drained();
+    return std::nullopt;
+}
+
+std::optional<protocol::Error> Dispatcher::on_fail(const worker::WorkerEntry& worker,
+                                                   const protocol::Fail& answer) {
+    const auto it = in_flight_.find(answer.task_id);
+    if (it == in_flight_.end() || it->second.session_id != worker.session_id) {
+        return protocol::Error{std::string{protocol::code::unknown_task},
+                               "no outstanding task '" + answer.task_id + "' on this connection"};
+    }
+    const InFlight task = take(it);
+    record_failure(task, answer.error.empty() ? "worker reported failure" : answer.error,
+                   answer.retryable, /*immediate=*/false);
+    if (backlog_likely_ || sweep_again_) request_sweep();
+    check_drained();
+    return std::nullopt;
+}
+
+void Dispatcher::record_failure(const InFlight& task, const std::string& error, bool retryable,
+                                bool immediate) {
+    if (!retryable || task.attempt + 1 >= settings_.max_attempts) {
+        outcomes_.record(store::Outcome::fail(task.ref, error), task.namespace_name, "failed");
+        return;
+    }
+    // A lost connection re-arms for immediate re-claim (fast failover) but still consumes
+    // the attempt, so worker churn stays bounded by max_attempts.
+    const auto delay = immediate ? std::chrono::milliseconds{0}
+                                 : settings_.backoff.delay_for(task.attempt);
+    outcomes_.record(store::Outcome::retry(task.ref, delay, error), task.namespace_name,
+                     immediate ? "failover" : "retry");
+}
+
+void Dispatcher::on_worker_lost(const std::string& session_id) {
+    std::vector<std::string> lost;
+    for (const auto& [task_id, task] : in_flight_) {
+        if (task.session_id == session_id) lost.push_back(task_id);
+    }
+    for (const auto& task_id : lost) {
+        const InFlight task = take(in_flight_.find(task_id));
+        record_failure(task, "worker connection lost", /*retryable=*/true, /*immediate=*/true);
+    }
+    registry_.remove(session_id);
+    if (!lost.empty()) {
+        spdlog::info("event=worker_lost session={} rearmed={}", session_id, lost.size());
+        backlog_likely_ = true;
+        request_sweep();
+    }
+    check_drained();
+}
+
+void Dispatcher::expire_timeouts() {
+    const auto now = Clock::now();
+    std::size_t expired = 0;
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+        const InFlight task = take(in_flight_.find(deadlines_.begin()->second));
+        record_failure(task,
+                       "task timed out after " + std::to_string(settings_.task_timeout.count()) + " ms",
+                       /*retryable=*/true, /*immediate=*/false);
+        ++expired;
+    }
+    if (expired > 0) {
+        spdlog::warn("event=tasks_timed_out count={}", expired);
+        request_sweep();
+        check_drained();
+    }
+}
+
+void Dispatcher::reconcile() {
+    if (maintenance_busy_ || draining_) return;
+    auto owner = owner_();
+    if (owner.ranges.empty()) return;
+    maintenance_busy_ = true;
+    lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
+                               liveness = settings_.liveness,
+                               stale = settings_.task_timeout + settings_.stale_grace](DbHandles db) {
+        std::size_t rearmed = 0;
+        try {
+            // Claims of incarnations that are gone: at once, not after a long timeout.
+            rearmed += db.outbox.rearm_orphaned(owner, liveness, kReconcileBatch).size();
+            // Backstop: anything claimed far longer than a task may take, whoever holds it.
+            rearmed += db.outbox.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
+        } catch (const std::exception& error) {
+            spdlog::warn("event=reconcile_failed error=\"{}\"", error.what());
+        }
+        boost::asio::post(loop, [alive, rearmed] {
+            const auto self = alive.lock();
+            if (!self || !*self) return;
+            (*self)->maintenance_busy_ = false;
+            if (rearmed > 0) {
+                spdlog::info("event=claims_rearmed count={}", rearmed);
+                (*self)->metrics_.rows_rearmed_total.Increment(static_cast<double>(rearmed));
+                (*self)->backlog_likely_ = true;
+                (*self)->request_sweep();
+            }
+        });
+    });
+}
+
+void Dispatcher::apply_retention() {
+    lanes_.maintenance.submit([retention = settings_.retention](DbHandles db) {
+        try {
+            std::int64_t total = 0;
+            for (std::int64_t n = kRetentionBatch; n == kRetentionBatch;) {
+                n = db.outbox.delete_finished(retention, kRetentionBatch);
+                total += n;
+            }
+            if (total > 0) spdlog::info("event=retention_deleted rows={}", total);
+        } catch (const std::exception& error) {
+            spdlog::warn("event=retention_failed error=\"{}\"", error.what());
+        }
+    });
+}
+
+void Dispatcher::refresh_gauges() {
+    auto owner = owner_();
+    lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_,
+                               ranges = owner.ranges](DbHandles db) {
+        std::map<std::string, std::pair<double, double>> counts;
+        try {
+            for (const auto& [ns, c] : db.outbox.count_live_by_namespace(ranges)) {
+                counts[ns] = {static_cast<double>(c.inflight), static_cast<double>(c.claimed)};
+            }
+        } catch (const std::exception& error) {
+            spdlog::debug("event=gauge_refresh_failed error=\"{}\"", error.what());
+            return;
+        }
+        boost::asio::post(loop, [alive, counts = std::move(counts)] {
+            const auto self = alive.lock();
+            if (self && *self) (*self)->metrics_.set_row_gauges(counts);
+        });
+    });
+}
+
+void Dispatcher::drain(std::function<void()> done) {
+    draining_ = true;
+    drained_ = std::move(done);
+    registry_.retire_all();
+    check_drained();
+}
+
+void Dispatcher::abandon_outstanding(const std::string& reason) {
+    while (!in_flight_.empty()) {
+        const InFlight task = take(in_flight_.begin());
+        record_failure(task, reason, /*retryable=*/true, /*immediate=*/true);
+    }
+    check_drained();
+}
+
+void Dispatcher::check_drained() {
+    if (!draining_ || !drained_ || !in_flight_.empty() || !outcomes_.idle() || claiming_) return;
+    auto done = std::move(drained_);
+    drained_ = nullptr;
+    done();
+}
+
+}  // namespace outboxd::dispatch

@@ -1,0 +1,301 @@
+#include "api_router.hpp"
+
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+#include <prometheus/registry.h>
+
+#include "outboxd/store/store_error.hpp"
+#include "row_parser.hpp"
+#include "time_format.hpp"
+
+namespace outboxd::http {
+namespace {
+
+using nlohmann::json;
+
+ApiResponse ok(const json& body, int status = 200) { return {status, "application/json", body.dump()}; }
+
+json optional_json(const std::optional<std::string>& value) {
+    return value ? json(*value) : json(nullptr);
+}
+
+json optional_time(const std::optional<store::TimePoint>& value) {
+    return value ? json(format_rfc3339(*value)) : json(nullptr);
+}
+
+json row_json(const store::OutboxRow& row) {
+    return {{"dispatch_key", row.dispatch_key},
+            {"workflow_id", row.workflow_id},
+            {"ordinal", row.ordinal},
+            {"run_id", optional_json(row.run_id)},
+            {"namespace", row.namespace_name},
+            {"task_queue", row.task_queue},
+            {"node", optional_json(row.node)},
+            {"activity_type", row.activity_type},
+            {"input", json::parse(row.input_json, nullptr, false)},
+            {"status", store::to_string(row.status)},
+            {"attempt", row.attempt},
+            {"visible_after", format_rfc3339(row.visible_after)},
+            {"claimed_at", optional_time(row.claimed_at)},
+            {"claimed_by", optional_json(row.claimed_by)},
+            {"last_error", optional_json(row.last_error)},
+            {"created_at", format_rfc3339(row.created_at)},
+            {"finished_at", optional_time(row.finished_at)},
+            {"shard", row.shard}};
+}
+
+json namespace_json(const std::string& name, const std::optional<store::NamespaceSettings>& s,
+                    std::int64_t default_quota) {
+    const auto quota = s ? s->max_in_flight : std::nullopt;
+    return {{"namespace", name},
+            {"configured", s.has_value()},
+            {"max_in_flight", quota ? json(*quota) : json(nullptr)},
+            {"effective_max_in_flight", quota ? static_cast<std::int64_t>(*quota) : default_quota},
+            {"placement",
+             {{"mode", s ? s->placement_mode : "unplaced"},
+              {"nodes", s ? s->placement_nodes : std::vector<std::string>{}}}}};
+}
+
+std::optional<std::int32_t> parse_limit(const std::map<std::string, std::string>& query) {
+    const auto it = query.find("limit");
+    if (it == query.end()) return 100;
+    try {
+        std::size_t used = 0;
+        const int value = std::stoi(it->second, &used);
+        if (used != it->second.size() || value < 1 || value > kMaxListLimit) return std::nullopt;
+        return value;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+ApiResponse not_found(std::string_view what) { return error_response(404, "not_found", what); }
+
+}  // namespace
+
+ApiRouter::ApiRouter(boost::asio::any_io_executor loop, NodeServices services, ServerSettings settings)
+    : loop_(loop), services_(services), settings_(std::move(settings)) {}
+
+bool ApiRouter::admin_allowed(const ApiRequest& request) const {
+    return !settings_.admin_token || token_matches(request.bearer, *settings_.admin_token);
+}
+
+void ApiRouter::on_lane(Job job, Respond respond) {
+    services_.api_lane.submit([job = std::move(job), respond = std::move(respond),
+                               loop = loop_](dispatch::DbHandles db) mutable {
+        ApiResponse response;
+        try {
+            response = job(db);
+        } catch (const store::ValidationError& error) {
+            response = error_response(400, "invalid_request", error.what());
+        } catch (const store::UnavailableError& error) {
+            response = error_response(503, "database_unavailable", error.what());
+        } catch (const store::ConflictError& error) {
+            response = error_response(503, "conflict", error.what());
+        } catch (const std::exception& error) {
+            response = error_response(500, "internal", error.what());
+        }
+        boost::asio::post(loop, [respond = std::move(respond), response = std::move(response)]() mutable {
+            respond(std::move(response));
+        });
+    });
+}
+
+std::string ApiRouter::cluster_json() const {
+    json nodes = json::array();
+    for (const auto& node : services_.member.nodes()) {
+        json shards = json::array();
+        for (const auto& [lo, hi] : node.shards.ranges()) shards.push_back({lo, hi});
+        nodes.push_back({{"node_id", node.node_id},
+                         {"url", node.advertise_url},
+                         {"draining", node.draining},
+                         {"shards", shards}});
+    }
+    return json{{"nodes", nodes}}.dump();
+}
+
+void ApiRouter::handle(const ApiRequest& request, Respond respond) {
+    const auto target = parse_target(request.target);
+    if (!target) return respond(error_response(400, "bad_target", "malformed percent-encoding in URL"));
+    const auto& seg = target->segments;
+    const auto& method = request.method;
+    const auto route_is = [&seg](std::initializer_list<const char*> parts) {
+        if (seg.size() != parts.size()) return false;
+        std::size_t i = 0;
+        for (const char* part : parts) {
+            if (*part != '*' && seg[i] != part) return false;
+            ++i;
+        }
+        return true;
+    };
+    const auto only = [&](const char* allowed) -> bool {
+        if (method == allowed) return true;
+        respond(error_response(405, "method_not_allowed",
+                               method + " is not allowed here; use " + allowed));
+        return false;
+    };
+
+    // Probes and metrics are open.
+    if (route_is({"healthz"})) {
+        if (only("GET")) respond(ok({{"status", "ok"}}));
+        return;
+    }
+    if (route_is({"readyz"})) {
+        if (!only("GET")) return;
+        const bool ready = services_.ready();
+        return respond(ok({{"ready", ready}, {"registered", services_.member.registered()}},
+                          ready ? 200 : 503));
+    }
+    if (route_is({"metrics"})) {
+        if (only("GET")) {
+            respond({200, "text/plain; version=0.0.4", metrics::serialize(services_.metrics_registry)});
+        }
+        return;
+    }
+    if (seg.empty() || seg[0] != "v1") return respond(not_found("no such route: " + request.target));
+
+    // Workers discover the cluster here, so either token opens it.
+    if (route_is({"v1", "cluster"})) {
+        if (!only("GET")) return;
+        const bool worker_ok =
+            !settings_.worker_token || token_matches(request.bearer, *settings_.worker_token);
+        if (!admin_allowed(request) && !worker_ok) {
+            return respond(error_response(401, "unauthorized", "a valid bearer token is required"));
+        }
+        return respond({200, "application/json", cluster_json()});
+    }
+    if (!admin_allowed(request)) {
+        services_.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
+        return respond(error_response(401, "unauthorized", "a valid admin bearer token is required"));
+    }
+
+    if (route_is({"v1", "outbox"})) {
+        if (only("POST")) stage(request, std::move(respond));
+        return;
+    }
+    if (route_is({"v1", "outbox", "*"})) {
+        if (!only("GET")) return;
+        return on_lane([key = seg[2]](dispatch::DbHandles db) {
+            const auto row = db.outbox.find(key);
+            return row ? ok(row_json(*row)) : not_found("no outbox row with dispatch_key '" + key + "'");
+        }, std::move(respond));
+    }
+    if (route_is({"v1", "workflows", "*", "*"})) {
+        if (!only("POST")) return;
+        const std::string workflow = seg[2];
+        const std::string action = seg[3];
+        if (action == "pause" || action == "resume") {
+            return on_lane([workflow, action](dispatch::DbHandles db) {
+                const bool changed = action == "pause" ? db.outbox.pause_workflow(workflow)
+                                                       : db.outbox.resume_workflow(workflow);
+                return ok({{"workflow_id", workflow},
+                           {"paused", action == "pause"},
+                           {"changed", changed}});
+            }, std::move(respond));
+        }
+        if (action == "cancel") {
+            auto& metrics = services_.metrics;
+            return on_lane([workflow, &metrics](dispatch::DbHandles db) {
+                const auto keys = db.outbox.cancel_workflow(workflow);
+                return ok({{"workflow_id", workflow}, {"cancelled", keys}});
+            }, [respond = std::move(respond), &metrics](ApiResponse response) {
+                if (response.status == 200) {
+                    const auto body = json::parse(response.body);
+                    const auto count = body["cancelled"].size();
+                    if (count > 0) metrics.outcome("all", "cancelled").Increment(static_cast<double>(count));
+                }
+                respond(std::move(response));
+            });
+        }
+        return respond(not_found("unknown workflow action '" + action + "'; use pause, resume or cancel"));
+    }
+    if (route_is({"v1", "dead-letters"})) {
+        if (!only("GET")) return;
+        const auto limit = parse_limit(target->query);
+        if (!limit) {
+            return respond(error_response(400, "invalid_request",
+                                          "limit must be an integer between 1 and " +
+                                              std::to_string(kMaxListLimit)));
+        }
+        std::optional<std::string> ns;
+        if (const auto it = target->query.find("namespace"); it != target->query.end() && !it->second.empty()) {
+            ns = it->second;
+        }
+        return on_lane([ns, limit = *limit](dispatch::DbHandles db) {
+            json letters = json::array();
+            const auto found = db.outbox.list_dead_letters(
+                ns ? std::optional<std::string_view>{*ns} : std::nullopt, limit);
+            for (const auto& l : found) {
+                letters.push_back({{"dispatch_key", l.dispatch_key},
+                                   {"workflow_id", l.workflow_id},
+                                   {"namespace", l.namespace_name},
+                                   {"task_queue", l.task_queue},
+                                   {"activity_type", l.activity_type},
+                                   {"attempt", l.attempt},
+                                   {"last_error", optional_json(l.last_error)},
+                                   {"failed_at", optional_time(l.failed_at)}});
+            }
+            return ok({{"dead_letters", letters}});
+        }, std::move(respond));
+    }
+    if (route_is({"v1", "dead-letters", "*", "requeue"})) {
+        if (!only("POST")) return;
+        return on_lane([key = seg[2]](dispatch::DbHandles db) {
+            return db.outbox.requeue_dead_letter(key)
+                       ? ok({{"dispatch_key", key}, {"requeued", true}})
+                       : not_found("no dead letter with dispatch_key '" + key + "'");
+        }, std::move(respond));
+    }
+    if (route_is({"v1", "namespaces", "*"})) {
+        if (method == "PUT") return put_namespace(seg[2], request.body, std::move(respond));
+        if (only("GET")) get_namespace(seg[2], std::move(respond));
+        return;
+    }
+    respond(not_found("no such route: " + request.target));
+}
+
+void ApiRouter::stage(const ApiRequest& request, Respond respond) {
+    auto parsed = parse_stage_request(request.body, kMaxRowsPerRequest);
+    if (auto* error = std::get_if<RowError>(&parsed)) {
+        json body = {{"error", {{"code", error->code}, {"message", error->message}}}};
+        if (error->row) body["error"]["row"] = *error->row;
+        return respond({400, "application/json", body.dump()});
+    }
+    on_lane([rows = std::get<std::vector<store::NewRow>>(std::move(parsed))](dispatch::DbHandles db) {
+        try {
+            const auto result = db.outbox.append(rows);
+            return ok({{"staged", result.staged}, {"duplicates", result.duplicates}});
+        } catch (const store::ValidationError& error) {
+            json body = {{"error", {{"code", "invalid_row"}, {"message", error.what()}}}};
+            if (error.row_index()) body["error"]["row"] = *error.row_index();
+            return ApiResponse{400, "application/json", body.dump()};
+        }
+    }, std::move(respond));
+}
+
+void ApiRouter::put_namespace(const std::string& name, const std::string& body, Respond respond) {
+    auto parsed = parse_namespace_request(name, body);
+    if (auto* error = std::get_if<RowError>(&parsed)) {
+        return respond(error_response(400, error->code, error->message));
+    }
+    auto settings = std::get<store::NamespaceSettings>(std::move(parsed));
+    auto* cache = &services_.namespaces;
+    const auto default_quota = settings_.default_max_in_flight;
+    on_lane([settings, default_quota](dispatch::DbHandles db) {
+        db.outbox.put_namespace(settings);
+        return ok(namespace_json(settings.name, db.outbox.get_namespace(settings.name), default_quota));
+    }, [respond = std::move(respond), cache](ApiResponse response) {
+        // Take the change here at once; other nodes see it within their cache TTL.
+        if (response.status == 200) cache->refresh_now();
+        respond(std::move(response));
+    });
+}
+
+void ApiRouter::get_namespace(const std::string& name, Respond respond) {
+    const auto default_quota = settings_.default_max_in_flight;
+    on_lane([name, default_quota](dispatch::DbHandles db) {
+        return ok(namespace_json(name, db.outbox.get_namespace(name), default_quota));
+    }, std::move(respond));
+}
+
+}  // namespace outboxd::http

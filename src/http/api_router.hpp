@@ -1,0 +1,42 @@
+#pragma once
+
+// The HTTP API routes (design §6). Errors map to status codes here and only here.
+// Thread affinity: the loop thread; SQL runs on the API lane.
+
+#include <string>
+
+#include "api_types.hpp"
+#include "outboxd/http/server.hpp"
+
+namespace outboxd::http {
+
+// Upper bounds of one request.
+inline constexpr std::size_t kMaxRowsPerRequest = 10000;
+inline constexpr std::int32_t kMaxListLimit = 1000;
+
+class ApiRouter {
+public:
+    ApiRouter(boost::asio::any_io_executor loop, NodeServices services, ServerSettings settings);
+
+    // Answers `request` through `respond`, on the loop thread, exactly once.
+    void handle(const ApiRequest& request, Respond respond);
+
+    // JSON of GET /v1/cluster, also used for the workers' cluster frames.
+    [[nodiscard]] std::string cluster_json() const;
+
+private:
+    using Job = std::function<ApiResponse(dispatch::DbHandles)>;
+    // Runs `job` on the API lane and answers with its result; store errors become 4xx/5xx.
+    void on_lane(Job job, Respond respond);
+    [[nodiscard]] bool admin_allowed(const ApiRequest& request) const;
+
+    void stage(const ApiRequest& request, Respond respond);
+    void put_namespace(const std::string& name, const std::string& body, Respond respond);
+    void get_namespace(const std::string& name, Respond respond);
+
+    boost::asio::any_io_executor loop_;
+    NodeServices services_;
+    ServerSettings settings_;
+};
+
+}  // namespace outboxd::http

@@ -1,0 +1,85 @@
+#include "api_types.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace outboxd::http {
+namespace {
+
+std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '%') {
+            if (i + 2 >= text.size()) return std::nullopt;
+            const auto hex = [](char h) -> int {
+                if (h >= '0' && h <= '9') return h - '0';
+                if (h >= 'a' && h <= 'f') return h - 'a' + 10;
+                if (h >= 'A' && h <= 'F') return h - 'A' + 10;
+                return -1;
+            };
+            const int hi = hex(text[i + 1]);
+            const int lo = hex(text[i + 2]);
+            if (hi < 0 || lo < 0) return std::nullopt;
+            out += static_cast<char>(hi * 16 + lo);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            out += ' ';
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+ApiResponse error_response(int status, std::string_view code, std::string_view message) {
+    nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
+    return {status, "application/json", body.dump()};
+}
+
+std::optional<ParsedTarget> parse_target(std::string_view target) {
+    ParsedTarget parsed;
+    const auto question = target.find('?');
+    const std::string_view path = target.substr(0, question);
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        const auto slash = path.find('/', start);
+        const auto piece = path.substr(start, slash == std::string_view::npos ? std::string_view::npos
+                                                                              : slash - start);
+        if (!piece.empty()) {
+            auto decoded = percent_decode(piece, false);
+            if (!decoded) return std::nullopt;
+            parsed.segments.push_back(std::move(*decoded));
+        }
+        if (slash == std::string_view::npos) break;
+        start = slash + 1;
+    }
+    if (question != std::string_view::npos) {
+        std::string_view query = target.substr(question + 1);
+        while (!query.empty()) {
+            const auto amp = query.find('&');
+            const auto pair = query.substr(0, amp);
+            const auto eq = pair.find('=');
+            auto key = percent_decode(pair.substr(0, eq), true);
+            auto value = percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
+            if (!key || !value) return std::nullopt;
+            if (!key->empty()) parsed.query[*key] = *value;
+            if (amp == std::string_view::npos) break;
+            query.remove_prefix(amp + 1);
+        }
+    }
+    return parsed;
+}
+
+bool token_matches(const std::optional<std::string>& presented, const std::string& expected) {
+    if (!presented || presented->size() != expected.size()) return false;
+    unsigned char diff = 0;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        diff |= static_cast<unsigned char>((*presented)[i] ^ expected[i]);
+    }
+    return diff == 0;
+}
+
+}  // namespace outboxd::http

@@ -1,0 +1,41 @@
+#pragma once
+
+// Transport-neutral request and response of the HTTP API, so the routes need no Beast.
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace outboxd::http {
+
+struct ApiRequest {
+    std::string method;  // "GET", "POST", ...
+    std::string target;  // path and query, as received
+    std::string body;
+    std::optional<std::string> bearer;  // token from Authorization: Bearer
+};
+
+struct ApiResponse {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+};
+
+using Respond = std::function<void(ApiResponse)>;
+
+// {"error":{"code":"…","message":"…"}} (design §6), plus optional extra members.
+[[nodiscard]] ApiResponse error_response(int status, std::string_view code, std::string_view message);
+
+// Splits a target into its decoded path segments and decoded query parameters. Returns
+// nullopt for malformed percent-encoding.
+struct ParsedTarget {
+    std::vector<std::string> segments;  // "/v1/outbox/a%2Fb" -> {"v1", "outbox", "a/b"}
+    std::map<std::string, std::string> query;
+};
+[[nodiscard]] std::optional<ParsedTarget> parse_target(std::string_view target);
+
+// Constant-time comparison for bearer tokens.
+[[nodiscard]] bool token_matches(const std::optional<std::string>& presented, const std::string& expected);
+
+}  // namespace outboxd::http

@@ -1,0 +1,106 @@
+#include "http_session.hpp"
+
+#include <boost/beast/websocket.hpp>
+
+#include "worker_session.hpp"
+
+namespace outboxd::http {
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+
+std::optional<std::string> bearer_of(beast::string_view authorization) {
+    constexpr std::string_view prefix = "Bearer ";
+    const std::string_view value{authorization.data(), authorization.size()};
+    if (value.size() <= prefix.size() || value.substr(0, prefix.size()) != prefix) return std::nullopt;
+    return std::string{value.substr(prefix.size())};
+}
+
+HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server)
+    : stream_(std::move(socket)), server_(server) {}
+
+void HttpSession::run() { read(); }
+
+void HttpSession::read() {
+    parser_.emplace();
+    parser_->body_limit(server_.settings.max_body_bytes);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(server_.settings.http_idle_timeout);
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                          self->on_read(ec);
+                      });
+}
+
+void HttpSession::on_read(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) {
+        return write(error_response(413, "body_too_large",
+                                    "request body exceeds " +
+                                        std::to_string(server_.settings.max_body_bytes) + " bytes"),
+                     false);
+    }
+    if (ec) {
+        // Malformed HTTP: answer once, then close. Anything else (EOF, timeout): just close.
+        if (ec != bhttp::error::end_of_stream &&
+            ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category()) {
+            return write(error_response(400, "bad_request", "malformed HTTP request: " + ec.message()),
+                         false);
+        }
+        beast::error_code ignored;
+        stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+        return;
+    }
+    Request request = parser_->release();
+    if (beast::websocket::is_upgrade(request)) return upgrade(std::move(request));
+
+    ApiRequest api;
+    api.method = std::string{request.method_string()};
+    api.target = std::string{request.target()};
+    api.body = std::move(request.body());
+    api.bearer = bearer_of(request[bhttp::field::authorization]);
+    const bool keep_alive = request.keep_alive();
+    server_.router.handle(api, [self = shared_from_this(), keep_alive](ApiResponse response) {
+        self->write(std::move(response), keep_alive);
+    });
+}
+
+void HttpSession::upgrade(Request request) {
+    const auto target = parse_target(std::string_view{request.target().data(), request.target().size()});
+    if (!target || target->segments != std::vector<std::string>{"v1", "workers"}) {
+        return write(error_response(404, "not_found", "WebSocket endpoint is /v1/workers"), false);
+    }
+    if (server_.settings.worker_token) {
+        auto presented = bearer_of(request[bhttp::field::authorization]);
+        if (!presented) {
+            if (const auto it = target->query.find("token"); it != target->query.end()) presented = it->second;
+        }
+        if (!token_matches(presented, *server_.settings.worker_token)) {
+            server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
+            return write(error_response(401, "unauthorized", "a valid worker bearer token is required"),
+                         false);
+        }
+    }
+    stream_.expires_never();
+    std::make_shared<WorkerSession>(stream_.release_socket(), server_)->run(std::move(request));
+}
+
+void HttpSession::write(ApiResponse response, bool keep_alive) {
+    auto message = std::make_shared<bhttp::response<bhttp::string_body>>(
+        static_cast<bhttp::status>(response.status), 11);
+    message->set(bhttp::field::server, "outboxd");
+    message->set(bhttp::field::content_type, response.content_type);
+    message->keep_alive(keep_alive);
+    message->body() = std::move(response.body);
+    message->prepare_payload();
+    stream_.expires_after(server_.settings.http_idle_timeout);
+    bhttp::async_write(stream_, *message,
+                       [self = shared_from_this(), message, keep_alive](beast::error_code ec, std::size_t) {
+                           if (ec) return;
+                           if (keep_alive) return self->read();
+                           beast::error_code ignored;
+                           self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send,
+                                                           ignored);
+                       });
+}
+
+}  // namespace outboxd::http

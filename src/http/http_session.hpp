@@ -1,0 +1,38 @@
+#pragma once
+
+// One HTTP connection: reads requests (bounded body), answers API routes, and hands a
+// WebSocket upgrade of /v1/workers to a WorkerSession after checking the worker token.
+
+#include <memory>
+#include <optional>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "server_impl.hpp"
+
+namespace outboxd::http {
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+public:
+    HttpSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server);
+    void run();
+
+private:
+    using Request = boost::beast::http::request<boost::beast::http::string_body>;
+
+    void read();
+    void on_read(boost::beast::error_code ec);
+    void upgrade(Request request);
+    void write(ApiResponse response, bool keep_alive);
+
+    boost::beast::tcp_stream stream_;
+    boost::beast::flat_buffer buffer_;
+    std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+    HttpServer::Impl& server_;
+};
+
+// "Authorization: Bearer X" -> X.
+[[nodiscard]] std::optional<std::string> bearer_of(boost::beast::string_view authorization);
+
+}  // namespace outboxd::http

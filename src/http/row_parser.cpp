@@ -1,0 +1,144 @@
+#include "row_parser.hpp"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "time_format.hpp"
+
+namespace outboxd::http {
+namespace {
+
+using nlohmann::json;
+
+struct Bad {
+    std::string message;
+};
+
+std::string text_field(const json& row, const char* name, bool required) {
+    const auto it = row.find(name);
+    if (it == row.end() || it->is_null()) {
+        if (required) throw Bad{"'" + std::string{name} + "' is required"};
+        return {};
+    }
+    if (!it->is_string()) throw Bad{"'" + std::string{name} + "' must be a string"};
+    auto text = it->get<std::string>();
+    if (text.empty()) throw Bad{"'" + std::string{name} + "' must not be empty"};
+    return text;
+}
+
+std::optional<std::string> optional_text(const json& row, const char* name) {
+    auto text = text_field(row, name, false);
+    if (text.empty()) return std::nullopt;
+    return text;
+}
+
+store::NewRow parse_row(const json& row) {
+    static const std::set<std::string> known{"workflow_id", "ordinal", "activity_type", "input",
+                                             "namespace", "task_queue", "node", "run_id",
+                                             "dispatch_key", "visible_after"};
+    if (!row.is_object()) throw Bad{"must be a JSON object"};
+    for (const auto& [key, value] : row.items()) {
+        if (!known.contains(key)) throw Bad{"unknown field '" + key + "'"};
+    }
+    store::NewRow out;
+    out.workflow_id = text_field(row, "workflow_id", true);
+    const auto ordinal = row.find("ordinal");
+    if (ordinal == row.end() || ordinal->is_null()) throw Bad{"'ordinal' is required"};
+    if (!ordinal->is_number_integer()) throw Bad{"'ordinal' must be an integer"};
+    if (ordinal->is_number_unsigned() && ordinal->get<std::uint64_t>() > INT64_MAX) {
+        throw Bad{"'ordinal' is too large"};
+    }
+    out.ordinal = ordinal->get<std::int64_t>();
+    if (out.ordinal < 0) throw Bad{"'ordinal' must be >= 0"};
+    out.activity_type = text_field(row, "activity_type", true);
+    if (const auto input = row.find("input"); input != row.end()) out.input_json = input->dump();
+    if (auto ns = optional_text(row, "namespace")) out.namespace_name = *ns;
+    if (auto queue = optional_text(row, "task_queue")) out.task_queue = *queue;
+    out.node = optional_text(row, "node");
+    out.run_id = optional_text(row, "run_id");
+    out.dispatch_key = optional_text(row, "dispatch_key");
+    if (auto when = optional_text(row, "visible_after")) {
+        out.visible_after = parse_rfc3339(*when);
+        if (!out.visible_after) {
+            throw Bad{"'visible_after' must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"};
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::variant<std::vector<store::NewRow>, RowError> parse_stage_request(const std::string& body,
+                                                                       std::size_t max_rows) {
+    const json request = json::parse(body, nullptr, false);
+    if (request.is_discarded()) return RowError{"invalid_json", "request body is not valid JSON", {}};
+    if (!request.is_object()) return RowError{"invalid_request", "request body must be an object", {}};
+    const auto rows = request.find("rows");
+    if (rows == request.end() || !rows->is_array()) {
+        return RowError{"invalid_request", "'rows' must be an array of rows", {}};
+    }
+    if (rows->empty()) return RowError{"invalid_request", "'rows' must not be empty", {}};
+    if (rows->size() > max_rows) {
+        return RowError{"invalid_request",
+                        "at most " + std::to_string(max_rows) + " rows per request", {}};
+    }
+    std::vector<store::NewRow> out;
+    out.reserve(rows->size());
+    for (std::size_t i = 0; i < rows->size(); ++i) {
+        try {
+            out.push_back(parse_row((*rows)[i]));
+        } catch (const Bad& bad) {
+            return RowError{"invalid_row", "row " + std::to_string(i) + ": " + bad.message, i};
+        }
+    }
+    return out;
+}
+
+std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const std::string& name,
+                                                                        const std::string& body) {
+    const json request = json::parse(body, nullptr, false);
+    if (request.is_discarded()) return RowError{"invalid_json", "request body is not valid JSON", {}};
+    if (!request.is_object()) return RowError{"invalid_request", "request body must be an object", {}};
+    store::NamespaceSettings settings;
+    settings.name = name;
+    try {
+        for (const auto& [key, value] : request.items()) {
+            if (key != "max_in_flight" && key != "placement") throw Bad{"unknown field '" + key + "'"};
+        }
+        if (const auto quota = request.find("max_in_flight"); quota != request.end() && !quota->is_null()) {
+            if (!quota->is_number_integer() || quota->get<std::int64_t>() < 1 ||
+                quota->get<std::int64_t>() > INT32_MAX) {
+                throw Bad{"'max_in_flight' must be a positive integer (or null for the default)"};
+            }
+            settings.max_in_flight = quota->get<std::int32_t>();
+        }
+        if (const auto placement = request.find("placement");
+            placement != request.end() && !placement->is_null()) {
+            if (!placement->is_object()) throw Bad{"'placement' must be an object"};
+            settings.placement_mode = text_field(*placement, "mode", true);
+            if (settings.placement_mode != "unplaced" && settings.placement_mode != "prefer" &&
+                settings.placement_mode != "pinned") {
+                throw Bad{"'placement.mode' must be unplaced, prefer or pinned"};
+            }
+            if (const auto nodes = placement->find("nodes"); nodes != placement->end() && !nodes->is_null()) {
+                if (!nodes->is_array()) throw Bad{"'placement.nodes' must be an array of strings"};
+                for (const auto& node : *nodes) {
+                    if (!node.is_string() || node.get<std::string>().empty()) {
+                        throw Bad{"'placement.nodes' must hold non-empty strings"};
+                    }
+                    settings.placement_nodes.push_back(node.get<std::string>());
+                }
+            }
+            if (settings.placement_mode != "unplaced" && settings.placement_nodes.empty()) {
+                throw Bad{"'placement.nodes' must name at least one node for mode '" +
+                          settings.placement_mode + "'"};
+            }
+        }
+    } catch (const Bad& bad) {
+        return RowError{"invalid_request", bad.message, {}};
+    }
+    return settings;
+}
+
+}  // namespace outboxd::http

@@ -1,0 +1,190 @@
+#include "worker_session.hpp"
+
+#include <random>
+
+#include <spdlog/spdlog.h>
+
+namespace outboxd::http {
+
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+namespace protocol = worker::protocol;
+
+namespace {
+
+std::string random_session_id() {
+    static thread_local std::mt19937_64 random{std::random_device{}()};
+    char buffer[17];
+    std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(random()));
+    return buffer;
+}
+
+}  // namespace
+
+WorkerSession::WorkerSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server)
+    : ws_(std::move(socket)), server_(server), session_id_(random_session_id()) {}
+
+WorkerSession::~WorkerSession() = default;
+
+void WorkerSession::run(beast::http::request<beast::http::string_body> upgrade) {
+    auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::server);
+    timeouts.handshake_timeout = std::chrono::seconds{10};
+    timeouts.idle_timeout = server_.settings.websocket_idle_timeout;
+    timeouts.keep_alive_pings = true;  // ping at half the idle timeout; a dead peer times out
+    ws_.set_option(timeouts);
+    ws_.read_message_max(server_.settings.max_frame_bytes);
+    ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& response) {
+        response.set(beast::http::field::server, "outboxd");
+    }));
+    ws_.async_accept(upgrade, [self = shared_from_this()](beast::error_code ec) {
+        if (ec) return;
+        self->server_.workers[self->session_id_] = self;
+        self->read();
+    });
+}
+
+void WorkerSession::read() {
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->on_read(ec);
+    });
+}
+
+void WorkerSession::on_read(beast::error_code ec) {
+    if (ec) {
+        if (ec == websocket::error::message_too_big) {
+            // Beast has already failed the connection with close code 1009 (too big).
+            server_.services.metrics.protocol_errors_total
+                .Add({{"code", std::string{protocol::code::frame_too_large}}})
+                .Increment();
+        }
+        return finish(ec.message());
+    }
+    if (closing_) return;
+    if (!ws_.got_text()) {
+        buffer_.consume(buffer_.size());
+        reject(protocol::code::bad_json, "frames must be text frames holding one JSON object", !greeted_);
+    } else {
+        const std::string text = beast::buffers_to_string(buffer_.data());
+        buffer_.consume(buffer_.size());
+        handle(text);
+    }
+    if (!closing_) read();
+}
+
+void WorkerSession::handle(const std::string& text) {
+    auto parsed = protocol::parse_worker_message(text);
+    if (auto* error = std::get_if<protocol::ProtocolError>(&parsed)) {
+        // Before hello the session has nothing to continue with; after it, a bad frame is
+        // answered and the session carries on.
+        return reject(error->code, error->message, !greeted_);
+    }
+    auto& message = std::get<protocol::WorkerMessage>(parsed);
+    if (auto* hello = std::get_if<protocol::Hello>(&message)) {
+        if (greeted_) return reject(protocol::code::duplicate_hello, "hello was already accepted", false);
+        return handle_hello(std::move(*hello));
+    }
+    if (!greeted_) {
+        return reject(protocol::code::hello_required, "the first frame must be a hello", true);
+    }
+    auto* entry = server_.services.registry.find(session_id_);
+    if (!entry) return reject(protocol::code::draining, "this session is no longer registered", true);
+    auto& dispatcher = server_.services.dispatcher;
+    std::optional<protocol::Error> refused;
+    if (auto* complete = std::get_if<protocol::Complete>(&message)) {
+        refused = dispatcher.on_complete(*entry, *complete);
+    } else if (auto* fail = std::get_if<protocol::Fail>(&message)) {
+        refused = dispatcher.on_fail(*entry, *fail);
+    } else if (auto* credit = std::get_if<protocol::Credit>(&message)) {
+        entry->credit = credit->max_in_flight;
+        dispatcher.request_sweep();
+    }
+    if (refused) reject(refused->code, refused->message, false);
+}
+
+void WorkerSession::handle_hello(protocol::Hello hello) {
+    greeted_ = true;
+    spdlog::info("event=worker_joined session={} worker={} namespaces={} task_queue={} max_in_flight={}",
+                 session_id_, hello.worker_id, hello.namespaces.size(), hello.task_queue,
+                 hello.max_in_flight);
+    protocol::Welcome welcome;
+    welcome.node_id = server_.services.member.settings().node_id;
+    welcome.session_id = session_id_;
+    for (const auto& node : server_.services.member.nodes()) {
+        if (!node.draining) welcome.cluster.push_back({node.node_id, node.advertise_url});
+    }
+    if (welcome.cluster.empty()) {
+        welcome.cluster.push_back({welcome.node_id, server_.services.member.settings().advertise_url});
+    }
+    send(protocol::encode(welcome));
+    server_.services.registry.add(session_id_, std::move(hello), shared_from_this());
+    server_.services.metrics.workers_connected.Increment();
+    server_.services.dispatcher.request_sweep();
+}
+
+void WorkerSession::reject(std::string_view code, const std::string& message, bool fatal) {
+    server_.services.metrics.protocol_errors_total.Add({{"code", std::string{code}}}).Increment();
+    send(protocol::encode(protocol::Error{std::string{code}, message}));
+    if (fatal) close(message);
+}
+
+void WorkerSession::send(std::string frame) {
+    if (closing_ || finished_) return;
+    if (queue_.size() >= server_.settings.max_write_queue) {
+        server_.services.metrics.slow_consumers_closed_total.Increment();
+        spdlog::warn("event=slow_consumer_closed session={} queued={}", session_id_, queue_.size());
+        queue_.clear();
+        writing_ = false;
+        closing_ = true;
+        beast::get_lowest_layer(ws_).close();  // the pending read fails and reports the loss
+        return;
+    }
+    queue_.push_back(std::move(frame));
+    if (!writing_) write_next();
+}
+
+void WorkerSession::write_next() {
+    if (queue_.empty()) {
+        writing_ = false;
+        if (closing_ && !close_reason_.empty()) {
+            auto reason = std::move(close_reason_);
+            close_reason_.clear();
+            ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, reason),
+                            [self = shared_from_this()](beast::error_code) {});
+        }
+        return;
+    }
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(boost::asio::buffer(queue_.front()),
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        if (ec) {
+                            self->queue_.clear();
+                            self->writing_ = false;
+                            return;  // the read side reports the loss
+                        }
+                        self->queue_.pop_front();
+                        self->write_next();
+                    });
+}
+
+void WorkerSession::close(std::string_view reason) {
+    if (closing_ || finished_) return;
+    closing_ = true;
+    // Flush queued frames (the error that explains the close goes first), then close.
+    close_reason_ = std::string{reason.substr(0, 120)};  // close reasons are at most 123 bytes
+    if (close_reason_.empty()) close_reason_ = "closing";
+    if (!writing_) write_next();
+}
+
+void WorkerSession::finish(const std::string& why) {
+    if (finished_) return;
+    finished_ = true;
+    server_.workers.erase(session_id_);
+    if (greeted_) {
+        server_.services.metrics.workers_connected.Decrement();
+        spdlog::info("event=worker_left session={} reason=\"{}\"", session_id_, why);
+        server_.services.dispatcher.on_worker_lost(session_id_);
+    }
+}
+
+}  // namespace outboxd::http

@@ -1,0 +1,129 @@
+#include "outboxd/metrics/node_metrics.hpp"
+
+#include <prometheus/text_serializer.h>
+
+namespace outboxd::metrics {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+prometheus::Histogram::BucketBoundaries latency_buckets() {
+    return {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+}  // namespace
+
+NodeMetrics::NodeMetrics(prometheus::Registry& registry)
+    : inflight_rows(BuildGauge()
+                        .Name("outboxd_outbox_inflight_rows")
+                        .Help("Durable pending+claimed rows on this node's shards")
+                        .Register(registry)),
+      claimed_rows(BuildGauge()
+                       .Name("outboxd_outbox_claimed_rows")
+                       .Help("Durable claimed rows on this node's shards")
+                       .Register(registry)),
+      tasks_outstanding(BuildGauge()
+                            .Name("outboxd_tasks_outstanding")
+                            .Help("Tasks pushed by this node awaiting a worker's answer")
+                            .Register(registry)),
+      rows_claimed_total(BuildCounter()
+                             .Name("outboxd_rows_claimed_total")
+                             .Help("Rows claimed by this node")
+                             .Register(registry)),
+      outcomes_total(BuildCounter()
+                         .Name("outboxd_outcomes_total")
+                         .Help("Outcomes recorded by this node")
+                         .Register(registry)),
+      dispatch_latency(BuildHistogram()
+                           .Name("outboxd_dispatch_latency_seconds")
+                           .Help("From a row becoming due to its task being pushed")
+                           .Register(registry)
+                           .Add({}, latency_buckets())),
+      claim_seconds(BuildHistogram()
+                        .Name("outboxd_claim_seconds")
+                        .Help("Duration of one claim round trip")
+                        .Register(registry)
+                        .Add({}, latency_buckets())),
+      owned_shards(BuildGauge()
+                       .Name("outboxd_owned_shards")
+                       .Help("Shards this node holds a valid lease on")
+                       .Register(registry)
+                       .Add({})),
+      cluster_nodes_live(BuildGauge()
+                             .Name("outboxd_cluster_nodes_live")
+                             .Help("Nodes with a live heartbeat")
+                             .Register(registry)
+                             .Add({})),
+      workers_connected(BuildGauge()
+                            .Name("outboxd_workers_connected")
+                            .Help("Worker sessions connected to this node")
+                            .Register(registry)
+                            .Add({})),
+      protocol_errors_total(BuildCounter()
+                                .Name("outboxd_protocol_errors_total")
+                                .Help("Error frames and refusals sent to clients, by code")
+                                .Register(registry)),
+      outcome_write_failures_total(BuildCounter()
+                                       .Name("outboxd_outcome_write_failures_total")
+                                       .Help("Outcome batches that failed to write and were kept")
+                                       .Register(registry)
+                                       .Add({})),
+      slow_consumers_closed_total(BuildCounter()
+                                      .Name("outboxd_slow_consumers_closed_total")
+                                      .Help("Worker connections closed for a full write queue")
+                                      .Register(registry)
+                                      .Add({})),
+      rows_released_total(BuildCounter()
+                              .Name("outboxd_rows_released_total")
+                              .Help("Claimed rows handed back because no worker could take them")
+                              .Register(registry)
+                              .Add({})),
+      rows_rearmed_total(BuildCounter()
+                             .Name("outboxd_rows_rearmed_total")
+                             .Help("Stale or orphaned claims re-armed by this node")
+                             .Register(registry)
+                             .Add({})) {}
+
+prometheus::Gauge& NodeMetrics::outstanding(const std::string& ns) {
+    auto& slot = outstanding_[ns];
+    if (!slot) slot = &tasks_outstanding.Add({{"namespace", ns}});
+    return *slot;
+}
+
+prometheus::Counter& NodeMetrics::claimed(const std::string& ns) {
+    auto& slot = claimed_[ns];
+    if (!slot) slot = &rows_claimed_total.Add({{"namespace", ns}});
+    return *slot;
+}
+
+prometheus::Counter& NodeMetrics::outcome(const std::string& ns, const std::string& outcome) {
+    auto& slot = outcomes_[{ns, outcome}];
+    if (!slot) slot = &outcomes_total.Add({{"namespace", ns}, {"outcome", outcome}});
+    return *slot;
+}
+
+void NodeMetrics::set_row_gauges(const std::map<std::string, std::pair<double, double>>& counts) {
+    for (auto& [ns, gauges] : row_gauges_) {
+        if (!counts.contains(ns)) {
+            gauges.first->Set(0);
+            gauges.second->Set(0);
+        }
+    }
+    for (const auto& [ns, value] : counts) {
+        auto& gauges = row_gauges_[ns];
+        if (!gauges.first) {
+            gauges.first = &inflight_rows.Add({{"namespace", ns}});
+            gauges.second = &claimed_rows.Add({{"namespace", ns}});
+        }
+        gauges.first->Set(value.first);
+        gauges.second->Set(value.second);
+    }
+}
+
+std::string serialize(prometheus::Registry& registry) {
+    return prometheus::TextSerializer{}.Serialize(registry.Collect());
+}
+
+}  // namespace outboxd::metrics

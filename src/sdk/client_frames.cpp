@@ -1,0 +1,168 @@
+// ClientCore, part two: what the client does with each frame a node sends, and with each
+// answer a Responder hands back. Network thread only.
+
+#include <algorithm>
+#include <exception>
+#include <type_traits>
+#include <variant>
+
+#include <spdlog/spdlog.h>
+
+#include "client_core.hpp"
+#include "cluster_plan.hpp"
+#include "credit_split.hpp"
+
+namespace outboxd::sdk::detail {
+namespace {
+
+namespace protocol = worker::protocol;
+
+}  // namespace
+
+void ClientCore::on_received(std::uint64_t connection_id, std::string_view text) {
+    NodeLink* link = link_of(connection_id);
+    // Frames on a connection being closed for a node that left the cluster: ignored, its
+    // tasks are re-armed by the node when the connection goes.
+    if (!link) return;
+    auto parsed = protocol::parse_node_message(text);
+    if (const auto* error = std::get_if<protocol::ProtocolError>(&parsed)) {
+        count([](WorkerStats& s) { ++s.frames_invalid; });
+        spdlog::warn("worker client: unusable frame from {}: {}: {}", link->url, error->code,
+                     error->message);
+        return;
+    }
+    std::visit(
+        [this, link](const auto& message) {
+            using Message = std::decay_t<decltype(message)>;
+            if constexpr (std::is_same_v<Message, protocol::Welcome>) {
+                on_welcome(*link, message);
+            } else if constexpr (std::is_same_v<Message, protocol::Task>) {
+                on_task(*link, message);
+            } else if constexpr (std::is_same_v<Message, protocol::Cluster>) {
+                on_cluster(message.nodes);
+            } else if constexpr (std::is_same_v<Message, protocol::Drain>) {
+                on_drain(*link);
+            } else {
+                on_error(*link, message);
+            }
+        },
+        std::get<protocol::NodeMessage>(parsed));
+}
+
+void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
+    spdlog::info("worker client: {} is node {} (session {})", link.url, welcome.node_id,
+                 welcome.session_id);
+    link.node_id = welcome.node_id;
+    // Reset only once the node accepted us: a node that upgrades then refuses (bad token,
+    // draining) must keep backing off.
+    link.backoff.reset();
+    link.failures = 0;
+    on_cluster(welcome.cluster);
+}
+
+void ClientCore::on_task(NodeLink& link, const protocol::Task& task) {
+    count([](WorkerStats& s) { ++s.tasks_received; });
+    auto state =
+        std::make_shared<Responder::State>(weak_from_this(), link.connection_id, task.task_id);
+    if (stopping_) {
+        // Sent before our credit 0 arrived: hand it straight back.
+        (void)state->claim();
+        send(link, protocol::encode(protocol::Fail{task.task_id, "worker stopping", true}));
+        count([](WorkerStats& s) { ++s.tasks_failed; });
+        return;
+    }
+    link.in_flight[task.task_id] = state;
+    publish();
+    try {
+        handler_(task, Responder{std::move(state)});
+    } catch (const std::exception& error) {
+        // The Responder was destroyed unanswered on the way out, which failed the task.
+        spdlog::error("worker client: handler threw on task {}: {}", task.task_id, error.what());
+    } catch (...) {
+        spdlog::error("worker client: handler threw on task {}", task.task_id);
+    }
+}
+
+void ClientCore::on_cluster(const std::vector<protocol::NodeInfo>& nodes) {
+    // An empty list says nothing (a live node always lists itself): never drop on it.
+    if (!options_.follow_cluster || stopping_ || nodes.empty()) return;
+    std::vector<KnownNode> known;
+    known.reserve(links_.size());
+    for (const auto& link : links_) known.push_back({link->url, link->node_id, link->seed});
+    const auto plan = plan_cluster(known, nodes);
+    for (const auto& url : plan.drop) remove_link(url);
+    for (const auto& info : plan.connect) {
+        if (NodeLink* link = add_link(info.url, /*seed=*/false)) {
+            spdlog::info("worker client: learned node {} at {}", info.node_id, info.url);
+            link->node_id = info.node_id;
+            connect(*link);
+        }
+    }
+    if (!plan.drop.empty()) {
+        rebalance_credits();
+        publish();
+    }
+}
+
+void ClientCore::on_drain(NodeLink& link) {
+    if (link.phase != NodeLink::Phase::open) return;
+    spdlog::info("worker client: {} is draining; {} task(s) of it in flight", link.url,
+                 link.in_flight.size());
+    link.phase = NodeLink::Phase::draining;
+    rebalance_credits();
+    publish();
+}
+
+void ClientCore::on_error(const NodeLink& link, const protocol::Error& error) {
+    count([](WorkerStats& s) { ++s.errors_received; });
+    spdlog::warn("worker client: {} reported {}: {}", link.url, error.code, error.message);
+}
+
+void ClientCore::rebalance_credits() {
+    if (stopping_) return;
+    std::vector<NodeLink*> live;
+    for (const auto& link : links_) {
+        if (link->phase == NodeLink::Phase::open) live.push_back(link.get());
+    }
+    const auto shares = split_credits(options_.max_in_flight, live.size());
+    for (std::size_t i = 0; i < live.size(); ++i) {
+        NodeLink& link = *live[i];
+        if (link.credit == shares[i]) continue;
+        if (link.credit == 0) {
+            protocol::Hello hello;
+            hello.worker_id = options_.worker_id;
+            hello.namespaces = options_.namespaces;
+            hello.task_queue = options_.task_queue;
+            hello.node = options_.node;
+            hello.activity_types = options_.activity_types;
+            hello.max_in_flight = shares[i];
+            send(link, protocol::encode(hello));
+        } else {
+            send(link, protocol::encode(protocol::Credit{shares[i]}));
+        }
+        link.credit = shares[i];
+    }
+}
+
+void ClientCore::deliver_answer(const Responder::State& state, std::string frame, Outcome outcome) {
+    NodeLink* link = link_of(state.connection_id());
+    const auto it =
+        link ? link->in_flight.find(state.task_id()) : decltype(link->in_flight)::iterator{};
+    if (!link || it == link->in_flight.end() || it->second.get() != &state) {
+        // The connection it came on is gone; the node re-arms the task itself.
+        count([](WorkerStats& s) { ++s.answers_dropped; });
+        spdlog::debug("worker client: dropping the answer to task {}: its connection is gone",
+                      state.task_id());
+        return;
+    }
+    link->in_flight.erase(it);
+    send(*link, std::move(frame));
+    count([outcome](WorkerStats& s) {
+        ++(outcome == Outcome::completed ? s.tasks_completed : s.tasks_failed);
+    });
+    publish();
+    if (stop_finished_) return close_when_settled();
+    if (stopping_ && in_flight_count() == 0) grace_timer_.cancel();
+}
+
+}  // namespace outboxd::sdk::detail

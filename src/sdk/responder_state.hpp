@@ -1,0 +1,45 @@
+#pragma once
+
+// What a Responder shares with the client that issued it. The `answered` flag is the single
+// arbiter of "each task is answered exactly once": the user's threads (complete, fail, a
+// destroyed Responder) and the client's stop path (failing what is left) all claim it first.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "outboxd/sdk/worker_client.hpp"
+
+namespace outboxd::sdk {
+
+namespace detail {
+class ClientCore;
+}  // namespace detail
+
+class Responder::State {
+public:
+    State(std::weak_ptr<detail::ClientCore> core, std::uint64_t connection_id, std::string task_id)
+        : core_(std::move(core)), connection_id_(connection_id), task_id_(std::move(task_id)) {}
+
+    // True for exactly one caller, whoever it is.
+    [[nodiscard]] bool claim() noexcept {
+        return !answered_.exchange(true, std::memory_order_acq_rel);
+    }
+    [[nodiscard]] bool answered() const noexcept {
+        return answered_.load(std::memory_order_acquire);
+    }
+
+    [[nodiscard]] const std::weak_ptr<detail::ClientCore>& core() const noexcept { return core_; }
+    // The connection the task came on: its answer goes back there or nowhere.
+    [[nodiscard]] std::uint64_t connection_id() const noexcept { return connection_id_; }
+    [[nodiscard]] const std::string& task_id() const noexcept { return task_id_; }
+
+private:
+    std::weak_ptr<detail::ClientCore> core_;
+    std::uint64_t connection_id_;
+    std::string task_id_;
+    std::atomic<bool> answered_{false};
+};
+
+}  // namespace outboxd::sdk

@@ -1,0 +1,352 @@
+#include "outboxd/worker/protocol.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace outboxd::worker::protocol {
+namespace {
+
+using nlohmann::json;
+
+// nlohmann's parser is iterative, but dump() recurses once per level: re-serializing the
+// "result" of a 200 KB frame of '[' overflowed the stack and killed the process. Frames
+// nesting deeper than this are refused before parsing (the bound serde_json also uses).
+constexpr std::size_t kMaxNestingDepth = 128;
+
+// Thrown inside this file only, to leave a parse at the first problem.
+struct Rejected {
+    ProtocolError error;
+};
+
+[[noreturn]] void reject(std::string_view code, std::string message) {
+    throw Rejected{{std::string{code}, std::move(message)}};
+}
+
+// Text from outside the protocol (exception messages, argv) may hold invalid UTF-8, on which
+// dump() throws; encoding must not fail, so such bytes become U+FFFD.
+std::string dump(const json& value) {
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Counts brackets outside strings. Only has to be right for valid JSON: on anything else
+// the parser that runs next refuses the frame anyway.
+bool nested_too_deep(std::string_view text) {
+    std::size_t depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;  // an escaped character never ends the string
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxNestingDepth) return true;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return false;
+}
+
+// Typed access to the members of one frame, naming the field in every complaint.
+class Fields {
+public:
+    Fields(const json& object, std::string_view type) : object_(object), type_(type) {}
+
+    [[nodiscard]] const json* find(const char* name) const {
+        const auto it = object_.find(name);
+        return it == object_.end() || it->is_null() ? nullptr : &*it;
+    }
+
+    std::string text(const char* name) const {
+        const json* value = find(name);
+        if (!value) reject(code::missing_field, where(name) + " is required");
+        return text_of(name, *value);
+    }
+
+    std::optional<std::string> optional_text(const char* name) const {
+        const json* value = find(name);
+        if (!value) return std::nullopt;
+        return text_of(name, *value);
+    }
+
+    // Free text (a message) may be absent, null or empty; only its type is checked.
+    std::string free_text(const char* name) const {
+        const json* value = find(name);
+        if (!value) return {};
+        if (!value->is_string()) reject(code::invalid_field, where(name) + " must be a string");
+        return value->get<std::string>();
+    }
+
+    std::int64_t integer(const char* name, std::int64_t lo, std::int64_t hi) const {
+        const json* value = find(name);
+        if (!value) reject(code::missing_field, where(name) + " is required");
+        return integer_of(name, *value, lo, hi);
+    }
+
+    std::optional<std::int64_t> optional_integer(const char* name, std::int64_t lo,
+                                                 std::int64_t hi) const {
+        const json* value = find(name);
+        if (!value) return std::nullopt;
+        return integer_of(name, *value, lo, hi);
+    }
+
+    std::optional<bool> optional_boolean(const char* name) const {
+        const json* value = find(name);
+        if (!value) return std::nullopt;
+        if (!value->is_boolean()) reject(code::invalid_field, where(name) + " must be a boolean");
+        return value->get<bool>();
+    }
+
+    std::optional<std::vector<std::string>> optional_texts(const char* name) const {
+        const json* value = find(name);
+        if (!value) return std::nullopt;
+        if (!value->is_array()) {
+            reject(code::invalid_field, where(name) + " must be an array of strings");
+        }
+        std::vector<std::string> out;
+        for (const auto& element : *value) out.push_back(text_of(name, element));
+        return out;
+    }
+
+    std::string raw(const char* name) const {
+        const auto it = object_.find(name);
+        return it == object_.end() ? "null" : dump(*it);
+    }
+
+private:
+    std::string where(const char* name) const {
+        return "'" + std::string{name} + "' of a " + std::string{type_} + " frame";
+    }
+
+    std::string text_of(const char* name, const json& value) const {
+        if (!value.is_string()) reject(code::invalid_field, where(name) + " must be a string");
+        auto text = value.get<std::string>();
+        if (text.empty()) reject(code::invalid_field, where(name) + " must not be empty");
+        return text;
+    }
+
+    std::int64_t integer_of(const char* name, const json& value, std::int64_t lo,
+                            std::int64_t hi) const {
+        if (!value.is_number_integer()) {
+            reject(code::invalid_field, where(name) + " must be an integer");
+        }
+        const auto number = value.get<std::int64_t>();
+        if (number < lo || number > hi || (value.is_number_unsigned() && number < 0)) {
+            reject(code::invalid_field, where(name) + " must be between " + std::to_string(lo) +
+                                            " and " + std::to_string(hi));
+        }
+        return number;
+    }
+
+    const json& object_;
+    std::string_view type_;
+};
+
+std::pair<json, std::string> parse_object(std::string_view text) {
+    if (nested_too_deep(text)) {
+        reject(code::bad_json,
+               "frame nests deeper than " + std::to_string(kMaxNestingDepth) + " levels");
+    }
+    json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (object.is_discarded()) reject(code::bad_json, "frame is not valid JSON");
+    if (!object.is_object()) reject(code::bad_json, "frame must be a JSON object");
+    const auto type = object.find("type");
+    if (type == object.end()) reject(code::missing_field, "'type' is required");
+    if (!type->is_string()) reject(code::invalid_field, "'type' must be a string");
+    auto name = type->get<std::string>();
+    return {std::move(object), std::move(name)};
+}
+
+WorkerMessage parse_worker(const json& object, const std::string& type) {
+    const Fields f{object, type};
+    if (type == "hello") {
+        Hello hello;
+        hello.worker_id = f.text("worker_id");
+        if (auto ns = f.optional_texts("namespaces")) {
+            if (ns->empty()) {
+                reject(code::invalid_field, "'namespaces' of a hello frame must not be empty");
+            }
+            hello.namespaces = std::move(*ns);
+        }
+        if (auto queue = f.optional_text("task_queue")) hello.task_queue = std::move(*queue);
+        hello.node = f.optional_text("node");
+        auto types = f.optional_texts("activity_types");
+        if (!types) reject(code::missing_field, "'activity_types' of a hello frame is required");
+        if (types->empty()) {
+            reject(code::invalid_field,
+                   "'activity_types' of a hello frame must list at least one activity type");
+        }
+        hello.activity_types = std::move(*types);
+        hello.max_in_flight = static_cast<std::int32_t>(
+            f.optional_integer("max_in_flight", 1, kMaxCreditWindow).value_or(1));
+        return hello;
+    }
+    if (type == "complete") return Complete{f.text("task_id"), f.raw("result")};
+    if (type == "fail") {
+        Fail fail{f.text("task_id"), {}, f.optional_boolean("retryable").value_or(true)};
+        if (const json* error = f.find("error")) {
+            fail.error = error->is_string() ? error->get<std::string>() : dump(*error);
+        }
+        return fail;
+    }
+    if (type == "credit") {
+        return Credit{static_cast<std::int32_t>(f.integer("max_in_flight", 0, kMaxCreditWindow))};
+    }
+    reject(code::unknown_type, "unknown frame type '" + type + "'");
+}
+
+std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::string_view type) {
+    const auto it = object.find(name);
+    if (it == object.end() || it->is_null()) return {};
+    if (!it->is_array()) reject(code::invalid_field, "'" + std::string{name} + "' must be an array");
+    std::vector<NodeInfo> nodes;
+    for (const auto& element : *it) {
+        if (!element.is_object()) reject(code::invalid_field, "cluster entries must be objects");
+        const Fields f{element, type};
+        nodes.push_back({f.text("node_id"), f.text("url")});
+    }
+    return nodes;
+}
+
+NodeMessage parse_node(const json& object, const std::string& type) {
+    const Fields f{object, type};
+    if (type == "welcome") {
+        return Welcome{f.text("node_id"), f.text("session_id"),
+                       parse_nodes(object, "cluster", type)};
+    }
+    if (type == "task") {
+        Task task;
+        task.task_id = f.text("task_id");
+        task.dispatch_key = f.text("dispatch_key");
+        task.workflow_id = f.text("workflow_id");
+        task.ordinal = f.integer("ordinal", 0, INT64_MAX);
+        task.run_id = f.optional_text("run_id");
+        task.namespace_name = f.text("namespace");
+        task.task_queue = f.text("task_queue");
+        task.node = f.optional_text("node");
+        task.activity_type = f.text("activity_type");
+        task.input_json = f.raw("input");
+        task.attempt = static_cast<std::int32_t>(f.integer("attempt", 1, INT32_MAX));
+        task.timeout_ms = f.optional_integer("timeout_ms", 0, INT64_MAX).value_or(0);
+        return task;
+    }
+    if (type == "cluster") return Cluster{parse_nodes(object, "nodes", type)};
+    if (type == "drain") return Drain{};
+    if (type == "error") {
+        // encode(Error) writes "message":"" for an empty message; it must parse back.
+        return Error{f.optional_text("code").value_or("unknown"), f.free_text("message")};
+    }
+    reject(code::unknown_type, "unknown frame type '" + type + "'");
+}
+
+json nodes_json(const std::vector<NodeInfo>& nodes) {
+    json out = json::array();
+    for (const auto& n : nodes) out.push_back({{"node_id", n.node_id}, {"url", n.url}});
+    return out;
+}
+
+json optional_json(const std::optional<std::string>& text) {
+    return text ? json(*text) : json(nullptr);
+}
+
+}  // namespace
+
+std::variant<WorkerMessage, ProtocolError> parse_worker_message(std::string_view text) {
+    try {
+        const auto [object, type] = parse_object(text);
+        return parse_worker(object, type);
+    } catch (const Rejected& rejected) {
+        return rejected.error;
+    } catch (const std::exception& error) {
+        return ProtocolError{std::string{code::invalid_field}, error.what()};
+    }
+}
+
+std::variant<NodeMessage, ProtocolError> parse_node_message(std::string_view text) {
+    try {
+        const auto [object, type] = parse_object(text);
+        return parse_node(object, type);
+    } catch (const Rejected& rejected) {
+        return rejected.error;
+    } catch (const std::exception& error) {
+        return ProtocolError{std::string{code::invalid_field}, error.what()};
+    }
+}
+
+std::string encode(const Hello& hello) {
+    return dump(json{{"type", "hello"},
+                     {"worker_id", hello.worker_id},
+                     {"namespaces", hello.namespaces},
+                     {"task_queue", hello.task_queue},
+                     {"node", optional_json(hello.node)},
+                     {"activity_types", hello.activity_types},
+                     {"max_in_flight", hello.max_in_flight}});
+}
+
+std::string encode(const Complete& complete) {
+    // The result travels as the worker gave it; it must be valid JSON.
+    return R"({"type":"complete","task_id":)" + dump(complete.task_id) +
+           R"(,"result":)" + (complete.result_json.empty() ? "null" : complete.result_json) + "}";
+}
+
+std::string encode(const Fail& fail) {
+    return dump(json{{"type", "fail"},
+                     {"task_id", fail.task_id},
+                     {"error", fail.error},
+                     {"retryable", fail.retryable}});
+}
+
+std::string encode(const Credit& credit) {
+    return dump(json{{"type", "credit"}, {"max_in_flight", credit.max_in_flight}});
+}
+
+std::string encode(const Welcome& welcome) {
+    return dump(json{{"type", "welcome"},
+                     {"node_id", welcome.node_id},
+                     {"session_id", welcome.session_id},
+                     {"cluster", nodes_json(welcome.cluster)}});
+}
+
+std::string encode(const Task& task) {
+    // Hot path: the input is spliced as stored (jsonb text) instead of parsed and re-dumped.
+    std::string out;
+    out.reserve(256 + task.input_json.size());
+    const auto field = [&out](const char* name, const json& value) {
+        out += ",\"";
+        out += name;
+        out += "\":";
+        out += dump(value);
+    };
+    out += R"({"type":"task")";
+    field("task_id", task.task_id);
+    field("dispatch_key", task.dispatch_key);
+    field("workflow_id", task.workflow_id);
+    field("ordinal", task.ordinal);
+    field("run_id", optional_json(task.run_id));
+    field("namespace", task.namespace_name);
+    field("task_queue", task.task_queue);
+    field("node", optional_json(task.node));
+    field("activity_type", task.activity_type);
+    out += R"(,"input":)";
+    out += task.input_json.empty() ? "null" : task.input_json;
+    field("attempt", task.attempt);
+    field("timeout_ms", task.timeout_ms);
+    out += '}';
+    return out;
+}
+
+std::string encode(const Cluster& cluster) {
+    return dump(json{{"type", "cluster"}, {"nodes", nodes_json(cluster.nodes)}});
+}
+
+std::string encode(const Drain&) { return R"({"type":"drain"})"; }
+
+std::string encode(const Error& error) {
+    return dump(json{{"type", "error"}, {"code", error.code}, {"message", error.message}});
+}
+
+}  // namespace outboxd::worker::protocol

@@ -1,0 +1,137 @@
+#pragma once
+
+// A dispatcher on a real PostgreSQL with in-memory worker channels: the network is the only
+// thing replaced, so dispatch behaviour is tested against the real store and lanes.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+#include <prometheus/registry.h>
+
+#include "outboxd/dispatch/dispatcher.hpp"
+#include "store_fixture.hpp"
+
+namespace outboxd::test {
+
+// Records what the dispatcher sends to one worker.
+class FakeChannel final : public worker::WorkerChannel {
+public:
+    void send(std::string frame) override { frames.push_back(nlohmann::json::parse(frame)); }
+    void close(std::string_view reason) override { closed_reason = std::string{reason}; }
+
+    // Task frames received so far, in order.
+    [[nodiscard]] std::vector<nlohmann::json> tasks() const {
+        std::vector<nlohmann::json> out;
+        for (const auto& f : frames) {
+            if (f["type"] == "task") out.push_back(f);
+        }
+        return out;
+    }
+
+    std::vector<nlohmann::json> frames;
+    std::optional<std::string> closed_reason;
+};
+
+inline dispatch::DispatchSettings fast_settings() {
+    dispatch::DispatchSettings s;
+    s.poll_interval = std::chrono::milliseconds{20};
+    s.batch_size = 16;
+    s.max_attempts = 3;
+    s.backoff = {std::chrono::milliseconds{1000}, 2.0, std::chrono::milliseconds{60000}};
+    s.task_timeout = std::chrono::milliseconds{30000};
+    s.reconcile_interval = std::chrono::milliseconds{100};
+    return s;
+}
+
+class DispatchHarness {
+public:
+    explicit DispatchHarness(dispatch::DispatchSettings settings = fast_settings())
+        : claims_("claims", db.url()),
+          outcomes_("outcomes", db.url()),
+          maintenance_("maintenance", db.url()),
+          api_("api", db.url()),
+          namespaces(ioc.get_executor(), api_, 10000, std::chrono::milliseconds{50}),
+          dispatcher(ioc.get_executor(), {claims_, outcomes_, maintenance_}, registry, namespaces,
+                     metrics, settings, [this] { return owner; }) {
+        db.lease(owner.incarnation);
+    }
+
+    ~DispatchHarness() {
+        dispatcher.stop();
+        namespaces.stop();
+    }
+
+    // Connects a worker; returns its channel. Default: namespace/queue "default", types charge.
+    std::shared_ptr<FakeChannel> connect(const std::string& session_id) {
+        return connect(session_id, default_hello());
+    }
+    std::shared_ptr<FakeChannel> connect(const std::string& session_id,
+                                         worker::protocol::Hello hello) {
+        auto channel = std::make_shared<FakeChannel>();
+        registry.add(session_id, std::move(hello), channel);
+        dispatcher.request_sweep();
+        return channel;
+    }
+
+    static worker::protocol::Hello default_hello() { return default_hello(16); }
+    static worker::protocol::Hello default_hello(std::int32_t credit) {
+        worker::protocol::Hello hello;
+        hello.worker_id = "w";
+        hello.activity_types = {"charge"};
+        hello.max_in_flight = credit;
+        return hello;
+    }
+
+    worker::WorkerEntry& entry(const std::string& session_id) { return *registry.find(session_id); }
+
+    // Runs the loop until `done()` or `timeout`; returns whether `done()` held.
+    bool run_until(const std::function<bool()>& done,
+                   std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > deadline) return false;
+            ioc.restart();
+            ioc.run_for(std::chrono::milliseconds{5});
+        }
+        return true;
+    }
+    void run_for(std::chrono::milliseconds duration) {
+        run_until([] { return false; }, duration);
+    }
+
+    store::Status status_of(const std::string& key) {
+        const auto row = store.find(key);
+        if (!row) throw std::runtime_error("no row " + key);
+        return row->status;
+    }
+    // Waits for the row to reach `status` (outcome writes are asynchronous).
+    bool await_status(const std::string& key, store::Status status,
+                      std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
+        return run_until([&] { return status_of(key) == status; }, timeout);
+    }
+
+    TestDatabase db;
+    store::OutboxStore store{db.url()};
+    store::Owner owner{"node-a/boot-1", store::ShardRanges::all()};
+    prometheus::Registry prometheus_registry;
+    metrics::NodeMetrics metrics{prometheus_registry};
+    boost::asio::io_context ioc{1};
+
+private:
+    dispatch::DbLane claims_;
+    dispatch::DbLane outcomes_;
+    dispatch::DbLane maintenance_;
+    dispatch::DbLane api_;
+
+public:
+    worker::WorkerRegistry registry;
+    dispatch::NamespaceCache namespaces;
+    dispatch::Dispatcher dispatcher;
+};
+
+}  // namespace outboxd::test

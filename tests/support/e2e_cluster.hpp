@@ -1,0 +1,51 @@
+#pragma once
+
+// Real outboxd and outboxd-worker processes on a fresh database of the test cluster.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net_client.hpp"
+#include "process.hpp"
+#include "test_database.hpp"
+
+namespace outboxd::test {
+
+struct NodeHandle {
+    std::string name;
+    std::uint16_t port = 0;
+    std::unique_ptr<Process> process;
+
+    [[nodiscard]] std::string worker_url() const {
+        return "ws://127.0.0.1:" + std::to_string(port) + "/v1/workers";
+    }
+};
+
+class E2eCluster {
+public:
+    explicit E2eCluster(const std::string& name) : dir_(scratch_dir(name)) {}
+
+    // Starts a node listening on a free port; waits until it serves. Extra env overrides.
+    NodeHandle& start_node(const std::string& name, std::map<std::string, std::string> env = {});
+    // Starts the example worker connected to `urls` with extra flags.
+    Process& start_worker(const std::string& name, const std::vector<std::string>& urls,
+                          std::vector<std::string> flags = {});
+
+    // Polls `done` (every 50 ms) until it holds or `timeout` passes.
+    static bool await(const std::function<bool()>& done, std::chrono::milliseconds timeout);
+    [[nodiscard]] std::int64_t count(const std::string& where) const;
+    [[nodiscard]] const std::string& dir() const { return dir_; }
+
+    TestDatabase db;
+    std::vector<NodeHandle> nodes;
+    std::vector<std::unique_ptr<Process>> workers;
+
+private:
+    std::string dir_;
+};
+
+}  // namespace outboxd::test

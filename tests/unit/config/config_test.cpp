@@ -1,0 +1,515 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <catch2/catch.hpp>
+
+#include "outboxd/config/config.hpp"
+
+using namespace outboxd::config;
+using Catch::Contains;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+
+// Sets and unsets environment variables for one test and restores them all afterwards, so
+// neither the caller's OUTBOXD_* variables nor one test's leak into another.
+class ScopedEnv {
+public:
+    ScopedEnv() {
+        for (const auto& name : env_names()) unset(name);
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+    ~ScopedEnv() {
+        for (const auto& [name, value] : saved_) {
+            if (value) {
+                ::setenv(name.c_str(), value->c_str(), 1);
+            } else {
+                ::unsetenv(name.c_str());
+            }
+        }
+    }
+
+    void set(const std::string& name, const std::string& value) {
+        save(name);
+        ::setenv(name.c_str(), value.c_str(), 1);
+    }
+    void unset(const std::string& name) {
+        save(name);
+        ::unsetenv(name.c_str());
+    }
+
+private:
+    void save(const std::string& name) {
+        if (saved_.count(name) != 0) return;
+        const char* value = std::getenv(name.c_str());
+        saved_[name] = value ? std::optional<std::string>{value} : std::nullopt;
+    }
+
+    std::map<std::string, std::optional<std::string>> saved_;
+};
+
+// Parses `args` (without the program name) the way main() would, then resolves.
+Config resolve_args(std::vector<std::string> args) {
+    CLI::App app{"outboxd test"};
+    Options options;
+    options.bind(app);
+    // CLI11 2.1's parse(std::vector<std::string>&) expects argv reversed, last argument first.
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
+    return options.resolve();
+}
+
+std::string env_of(const std::string& flag) {
+    std::string env = "OUTBOXD_" + flag.substr(2);
+    for (char& c : env) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
+    return env;
+}
+
+std::string label_of(const std::string& flag) {
+    return flag + " (" + env_of(flag) + ")";
+}
+
+// A config that validate() accepts: the defaults plus the two derived fields.
+Config valid_config() {
+    Config config;
+    config.node_id = "node-1";
+    config.advertise_url = "ws://127.0.0.1:8080/v1/workers";
+    return config;
+}
+
+const std::vector<std::string> kExpectedFlags{"--database-url",
+                                              "--listen",
+                                              "--node-id",
+                                              "--advertise-url",
+                                              "--worker-token",
+                                              "--admin-token",
+                                              "--poll-interval-ms",
+                                              "--batch-size",
+                                              "--max-attempts",
+                                              "--backoff-base-ms",
+                                              "--backoff-multiplier",
+                                              "--backoff-max-ms",
+                                              "--task-timeout-ms",
+                                              "--lease-ttl-ms",
+                                              "--default-max-in-flight",
+                                              "--retention-s",
+                                              "--log-level",
+                                              "--max-frame-bytes",
+                                              "--max-body-bytes",
+                                              "--drain-timeout-ms",
+                                              "--quota-cache-ttl-ms",
+                                              "--migrate",
+                                              "--max-write-queue"};
+
+}  // namespace
+
+TEST_CASE("defaults are those of design section 8", "[unit][config]") {
+    const ScopedEnv env;
+    const Config config = resolve_args({});
+
+    CHECK(config.database_url.empty());
+    CHECK(config.listen.host == "0.0.0.0");
+    CHECK(config.listen.port == 8080);
+    CHECK(config.node_id.ends_with("-" + std::to_string(::getpid())));
+    CHECK(config.advertise_url == "ws://127.0.0.1:8080/v1/workers");
+    CHECK_FALSE(config.worker_token.has_value());
+    CHECK_FALSE(config.admin_token.has_value());
+    CHECK(config.poll_interval == milliseconds{500});
+    CHECK(config.batch_size == 256);
+    CHECK(config.max_attempts == 10);
+    CHECK(config.backoff_base == milliseconds{1000});
+    CHECK(config.backoff_multiplier == 2.0);
+    CHECK(config.backoff_max == milliseconds{300000});
+    CHECK(config.task_timeout == milliseconds{30000});
+    CHECK(config.lease_ttl == milliseconds{5000});
+    CHECK(config.default_max_in_flight == 10000);
+    CHECK(config.retention == seconds{86400});
+    CHECK(config.log_level == "info");
+    CHECK(config.max_frame_bytes == 1u << 20);
+    CHECK(config.max_body_bytes == 8u << 20);
+    CHECK(config.drain_timeout == milliseconds{30000});
+    CHECK(config.quota_cache_ttl == milliseconds{1000});
+    CHECK(config.migrate_on_start);
+    CHECK(config.max_write_queue == 4096);
+}
+
+TEST_CASE("every setting is read from its environment variable", "[unit][config]") {
+    ScopedEnv env;
+    env.set("OUTBOXD_DATABASE_URL", "postgresql://u@127.0.0.1:5432/db");
+    env.set("OUTBOXD_LISTEN", "127.0.0.1:9001");
+    env.set("OUTBOXD_NODE_ID", "node-a");
+    env.set("OUTBOXD_ADVERTISE_URL", "wss://a.example:443/v1/workers");
+    env.set("OUTBOXD_WORKER_TOKEN", "wt");
+    env.set("OUTBOXD_ADMIN_TOKEN", "at");
+    env.set("OUTBOXD_POLL_INTERVAL_MS", "250");
+    env.set("OUTBOXD_BATCH_SIZE", "64");
+    env.set("OUTBOXD_MAX_ATTEMPTS", "3");
+    env.set("OUTBOXD_BACKOFF_BASE_MS", "100");
+    env.set("OUTBOXD_BACKOFF_MULTIPLIER", "1.5");
+    env.set("OUTBOXD_BACKOFF_MAX_MS", "2000");
+    env.set("OUTBOXD_TASK_TIMEOUT_MS", "1500");
+    env.set("OUTBOXD_LEASE_TTL_MS", "900");
+    env.set("OUTBOXD_DEFAULT_MAX_IN_FLIGHT", "77");
+    env.set("OUTBOXD_RETENTION_S", "60");
+    env.set("OUTBOXD_LOG_LEVEL", "debug");
+    env.set("OUTBOXD_MAX_FRAME_BYTES", "4096");
+    env.set("OUTBOXD_MAX_BODY_BYTES", "8192");
+    env.set("OUTBOXD_DRAIN_TIMEOUT_MS", "0");
+    env.set("OUTBOXD_QUOTA_CACHE_TTL_MS", "0");
+    env.set("OUTBOXD_MIGRATE", "no");
+    env.set("OUTBOXD_MAX_WRITE_QUEUE", "16");
+
+    const Config config = resolve_args({});
+
+    CHECK(config.database_url == "postgresql://u@127.0.0.1:5432/db");
+    CHECK(config.listen.host == "127.0.0.1");
+    CHECK(config.listen.port == 9001);
+    CHECK(config.node_id == "node-a");
+    CHECK(config.advertise_url == "wss://a.example:443/v1/workers");
+    CHECK(config.worker_token == "wt");
+    CHECK(config.admin_token == "at");
+    CHECK(config.poll_interval == milliseconds{250});
+    CHECK(config.batch_size == 64);
+    CHECK(config.max_attempts == 3);
+    CHECK(config.backoff_base == milliseconds{100});
+    CHECK(config.backoff_multiplier == 1.5);
+    CHECK(config.backoff_max == milliseconds{2000});
+    CHECK(config.task_timeout == milliseconds{1500});
+    CHECK(config.lease_ttl == milliseconds{900});
+    CHECK(config.default_max_in_flight == 77);
+    CHECK(config.retention == seconds{60});
+    CHECK(config.log_level == "debug");
+    CHECK(config.max_frame_bytes == 4096);
+    CHECK(config.max_body_bytes == 8192);
+    CHECK(config.drain_timeout == milliseconds{0});
+    CHECK(config.quota_cache_ttl == milliseconds{0});
+    CHECK_FALSE(config.migrate_on_start);
+    CHECK(config.max_write_queue == 16);
+}
+
+TEST_CASE("a flag beats its environment variable", "[unit][config]") {
+    ScopedEnv env;
+    env.set("OUTBOXD_BATCH_SIZE", "64");
+    env.set("OUTBOXD_LISTEN", "127.0.0.1:9001");
+    env.set("OUTBOXD_WORKER_TOKEN", "from-env");
+
+    const Config config =
+        resolve_args({"--batch-size", "32", "--listen=127.0.0.1:9002", "--worker-token", "cli"});
+
+    CHECK(config.batch_size == 32);
+    CHECK(config.listen.port == 9002);
+    CHECK(config.worker_token == "cli");
+}
+
+TEST_CASE("a flag also hides a bad environment value", "[unit][config]") {
+    ScopedEnv env;
+    env.set("OUTBOXD_BATCH_SIZE", "abc");
+    env.set("OUTBOXD_WORKER_TOKEN", "");
+    CHECK(resolve_args({"--batch-size", "8", "--worker-token", "t"}).batch_size == 8);
+}
+
+TEST_CASE("a repeated flag takes its last value", "[unit][config]") {
+    const ScopedEnv env;
+    CHECK(resolve_args({"--batch-size", "8", "--batch-size", "9"}).batch_size == 9);
+}
+
+TEST_CASE("a conversion error names flag, variable and value", "[unit][config]") {
+    const ScopedEnv env;
+    CHECK_THROWS_AS(resolve_args({"--batch-size", "abc"}), ConfigError);
+    CHECK_THROWS_WITH(resolve_args({"--batch-size", "abc"}),
+                      "--batch-size (OUTBOXD_BATCH_SIZE): must be an integer between 1 and "
+                      "100000, got 'abc'");
+}
+
+TEST_CASE("every bad value is refused naming its setting", "[unit][config]") {
+    struct Bad {
+        std::string flag;
+        std::string value;
+    };
+    const std::vector<Bad> cases{
+        {"--listen", "garbage"},
+        {"--listen", "host:99999"},
+        {"--listen", "::1:8080"},
+        {"--listen", "host:"},
+        {"--listen", "[::1]8080"},
+        {"--listen", "host:-1"},
+        {"--listen", "host name:80"},
+        {"--node-id", "has space"},
+        {"--node-id", "a/b"},
+        {"--node-id", std::string(129, 'n')},
+        {"--advertise-url", "http://node:8080/v1/workers"},
+        {"--advertise-url", "ws://"},
+        {"--poll-interval-ms", "0"},
+        {"--poll-interval-ms", "3600001"},
+        {"--poll-interval-ms", "5ms"},
+        {"--poll-interval-ms", "1.5"},
+        {"--batch-size", "0"},
+        {"--batch-size", "100001"},
+        {"--batch-size", "-1"},
+        {"--batch-size", " 5"},
+        {"--batch-size", "99999999999999999999"},
+        {"--max-attempts", "0"},
+        {"--max-attempts", "1001"},
+        {"--backoff-base-ms", "0"},
+        {"--backoff-base-ms", "86400001"},
+        {"--backoff-multiplier", "0.5"},
+        {"--backoff-multiplier", "100.5"},
+        {"--backoff-multiplier", "nan"},
+        {"--backoff-multiplier", "inf"},
+        {"--backoff-multiplier", "two"},
+        {"--backoff-max-ms", "0"},
+        {"--backoff-max-ms", "999"},  // below the default base of 1000
+        {"--task-timeout-ms", "9"},
+        {"--task-timeout-ms", "86400001"},
+        {"--lease-ttl-ms", "199"},
+        {"--lease-ttl-ms", "600001"},
+        {"--default-max-in-flight", "0"},
+        {"--default-max-in-flight", "10000001"},
+        {"--retention-s", "0"},
+        {"--retention-s", "31536001"},
+        {"--log-level", "verbose"},
+        {"--log-level", "trace"},
+        {"--max-frame-bytes", "1023"},
+        {"--max-frame-bytes", "67108865"},
+        {"--max-body-bytes", "1023"},
+        {"--max-body-bytes", "268435457"},
+        {"--drain-timeout-ms", "-1"},
+        {"--drain-timeout-ms", "3600001"},
+        {"--quota-cache-ttl-ms", "-1"},
+        {"--quota-cache-ttl-ms", "600001"},
+        {"--migrate", "maybe"},
+        {"--migrate", "2"},
+        {"--max-write-queue", "0"},
+        {"--max-write-queue", "1000001"},
+    };
+    for (const auto& bad : cases) {
+        INFO(bad.flag << " = '" << bad.value << "'");
+        {
+            const ScopedEnv env;
+            CHECK_THROWS_AS(resolve_args({bad.flag + "=" + bad.value}), ConfigError);
+            CHECK_THROWS_WITH(resolve_args({bad.flag + "=" + bad.value}),
+                              Contains(label_of(bad.flag)));
+        }
+        {
+            ScopedEnv env;
+            env.set(env_of(bad.flag), bad.value);
+            CHECK_THROWS_WITH(resolve_args({}), Contains(label_of(bad.flag)));
+        }
+    }
+}
+
+TEST_CASE("bounds themselves are accepted", "[unit][config]") {
+    const ScopedEnv env;
+    const Config low = resolve_args(
+        {"--poll-interval-ms=1", "--batch-size=1", "--max-attempts=1", "--backoff-base-ms=1",
+         "--backoff-multiplier=1", "--backoff-max-ms=1", "--task-timeout-ms=10",
+         "--lease-ttl-ms=200", "--default-max-in-flight=1", "--retention-s=1",
+         "--max-frame-bytes=1024", "--max-body-bytes=1024", "--drain-timeout-ms=0",
+         "--quota-cache-ttl-ms=0", "--max-write-queue=1", "--listen=:0"});
+    CHECK(low.batch_size == 1);
+    CHECK(low.listen.port == 0);
+    CHECK(low.backoff_max == low.backoff_base);
+
+    const Config high = resolve_args(
+        {"--poll-interval-ms=3600000", "--batch-size=100000", "--max-attempts=1000",
+         "--backoff-base-ms=86400000", "--backoff-multiplier=100", "--backoff-max-ms=86400000",
+         "--task-timeout-ms=86400000", "--lease-ttl-ms=600000", "--default-max-in-flight=10000000",
+         "--retention-s=31536000", "--max-frame-bytes=67108864", "--max-body-bytes=268435456",
+         "--drain-timeout-ms=3600000", "--quota-cache-ttl-ms=600000", "--max-write-queue=1000000",
+         "--listen=:65535"});
+    CHECK(high.max_body_bytes == 268435456u);
+    CHECK(high.listen.port == 65535);
+}
+
+TEST_CASE("booleans and log levels take the documented spellings", "[unit][config]") {
+    const ScopedEnv env;
+    for (const std::string yes : {"true", "1", "yes", "TRUE", "Yes"}) {
+        CHECK(resolve_args({"--migrate", yes}).migrate_on_start);
+    }
+    for (const std::string no : {"false", "0", "no", "False", "NO"}) {
+        CHECK_FALSE(resolve_args({"--migrate", no}).migrate_on_start);
+    }
+    for (const std::string level : {"debug", "info", "warn", "error"}) {
+        CHECK(resolve_args({"--log-level", level}).log_level == level);
+    }
+    CHECK(resolve_args({"--log-level", "WARN"}).log_level == "warn");
+}
+
+TEST_CASE("a token set but empty is refused, never taken as open", "[unit][config]") {
+    SECTION("empty variable") {
+        ScopedEnv env;
+        env.set("OUTBOXD_WORKER_TOKEN", "");
+        CHECK_THROWS_AS(resolve_args({}), ConfigError);
+        CHECK_THROWS_WITH(resolve_args({}), Contains("OUTBOXD_WORKER_TOKEN is set but empty"));
+    }
+    SECTION("empty admin variable") {
+        ScopedEnv env;
+        env.set("OUTBOXD_ADMIN_TOKEN", "");
+        CHECK_THROWS_WITH(resolve_args({}), Contains("OUTBOXD_ADMIN_TOKEN is set but empty"));
+    }
+    SECTION("empty flag") {
+        const ScopedEnv env;
+        CHECK_THROWS_WITH(resolve_args({"--worker-token", ""}),
+                          "--worker-token (OUTBOXD_WORKER_TOKEN): must not be empty");
+        CHECK_THROWS_WITH(resolve_args({"--admin-token", ""}),
+                          Contains("--admin-token (OUTBOXD_ADMIN_TOKEN)"));
+        // CLI11 itself refuses "--flag=" with no value, naming the flag.
+        CHECK_THROWS_AS(resolve_args({"--worker-token="}), CLI::ParseError);
+        CHECK_THROWS_WITH(resolve_args({"--worker-token="}), Contains("--worker-token"));
+    }
+    SECTION("validate refuses an assembled empty token") {
+        Config config = valid_config();
+        config.admin_token = "";
+        CHECK_THROWS_WITH(validate(config), Contains("--admin-token (OUTBOXD_ADMIN_TOKEN)"));
+    }
+}
+
+TEST_CASE("an empty number is refused; an empty URL or id means the default", "[unit][config]") {
+    {
+        ScopedEnv env;
+        env.set("OUTBOXD_BATCH_SIZE", "");
+        CHECK_THROWS_WITH(resolve_args({}), Contains("OUTBOXD_BATCH_SIZE is set but empty"));
+    }
+    {
+        const ScopedEnv env;
+        CHECK_THROWS_WITH(resolve_args({"--batch-size", ""}),
+                          Contains("--batch-size (OUTBOXD_BATCH_SIZE)"));
+    }
+    {
+        ScopedEnv env;
+        env.set("OUTBOXD_DATABASE_URL", "");
+        env.set("OUTBOXD_NODE_ID", "");
+        env.set("OUTBOXD_ADVERTISE_URL", "");
+        const Config config = resolve_args({"--node-id", ""});
+        CHECK(config.database_url.empty());
+        CHECK_FALSE(config.node_id.empty());
+        CHECK(config.advertise_url == "ws://127.0.0.1:8080/v1/workers");
+    }
+}
+
+TEST_CASE("listen addresses: host:port, [v6]:port and :port", "[unit][config]") {
+    const std::string setting = "--listen (OUTBOXD_LISTEN)";
+
+    auto address = parse_listen("127.0.0.1:9000", setting);
+    CHECK(address.host == "127.0.0.1");
+    CHECK(address.port == 9000);
+
+    address = parse_listen("node-1.example:80", setting);
+    CHECK(address.host == "node-1.example");
+    CHECK(address.port == 80);
+
+    address = parse_listen("[::1]:8080", setting);
+    CHECK(address.host == "::1");
+    CHECK(address.port == 8080);
+
+    address = parse_listen("[::]:0", setting);
+    CHECK(address.host == "::");
+    CHECK(address.port == 0);
+
+    address = parse_listen(":7000", setting);
+    CHECK(address.host == "0.0.0.0");
+    CHECK(address.port == 7000);
+
+    CHECK(parse_listen("h:65535", setting).port == 65535);
+
+    for (const std::string bad :
+         {"", "8080", ":", "h:65536", "h:80x", "h:+80", "h: 80", "::1:80", "[::1]",
+          "[::1]:", "[]:80", "[::1:80", "[::1]x80", "h/x:80", "h:99999999999999999999"}) {
+        INFO("'" << bad << "'");
+        CHECK_THROWS_AS(parse_listen(bad, setting), ConfigError);
+        CHECK_THROWS_WITH(parse_listen(bad, setting), Contains(setting));
+    }
+}
+
+TEST_CASE("derived defaults: node id and advertised URL", "[unit][config]") {
+    const ScopedEnv env;
+
+    const Config plain = resolve_args({});
+    const std::string& id = plain.node_id;
+    CHECK(id.size() <= 128);
+    CHECK(std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    }));
+
+    CHECK(resolve_args({"--listen", "10.1.2.3:9000"}).advertise_url ==
+          "ws://10.1.2.3:9000/v1/workers");
+    CHECK(resolve_args({"--listen", "0.0.0.0:9000"}).advertise_url ==
+          "ws://127.0.0.1:9000/v1/workers");
+    CHECK(resolve_args({"--listen", "[::]:9000"}).advertise_url ==
+          "ws://127.0.0.1:9000/v1/workers");
+    CHECK(resolve_args({"--listen", "[::1]:9000"}).advertise_url == "ws://[::1]:9000/v1/workers");
+
+    const Config given = resolve_args(
+        {"--listen", ":9000", "--node-id", "n.1_x-y", "--advertise-url", "ws://lb:80/v1/workers"});
+    CHECK(given.node_id == "n.1_x-y");
+    CHECK(given.advertise_url == "ws://lb:80/v1/workers");
+}
+
+TEST_CASE("validate checks an assembled config", "[unit][config]") {
+    CHECK_NOTHROW(validate(valid_config()));
+
+    Config config = valid_config();
+    config.backoff_base = milliseconds{5000};
+    config.backoff_max = milliseconds{4000};
+    CHECK_THROWS_AS(validate(config), ConfigError);
+    CHECK_THROWS_WITH(validate(config), Contains("--backoff-max-ms (OUTBOXD_BACKOFF_MAX_MS)") &&
+                                            Contains("--backoff-base-ms"));
+
+    config = valid_config();
+    config.backoff_multiplier = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_WITH(validate(config), Contains("--backoff-multiplier"));
+
+    config = valid_config();
+    config.node_id.clear();
+    CHECK_THROWS_WITH(validate(config), Contains("--node-id (OUTBOXD_NODE_ID)"));
+
+    config = valid_config();
+    config.max_frame_bytes = std::numeric_limits<std::size_t>::max();
+    CHECK_THROWS_WITH(validate(config), Contains("--max-frame-bytes"));
+
+    config = valid_config();
+    config.log_level = "loud";
+    CHECK_THROWS_WITH(validate(config), Contains("--log-level"));
+
+    config = valid_config();
+    config.lease_ttl = milliseconds{10};
+    CHECK_THROWS_WITH(validate(config), Contains("--lease-ttl-ms"));
+}
+
+TEST_CASE("flag_names and env_names list every setting, pairwise", "[unit][config]") {
+    const auto flags = flag_names();
+    const auto envs = env_names();
+    REQUIRE(flags.size() == kExpectedFlags.size());
+    REQUIRE(envs.size() == flags.size());
+    CHECK(std::set<std::string>(flags.begin(), flags.end()) ==
+          std::set<std::string>(kExpectedFlags.begin(), kExpectedFlags.end()));
+    for (std::size_t i = 0; i < flags.size(); ++i) CHECK(envs[i] == env_of(flags[i]));
+    CHECK(std::set<std::string>(envs.begin(), envs.end()).size() == envs.size());
+}
+
+TEST_CASE("bind adds every flag with its variable and its default in --help", "[unit][config]") {
+    CLI::App app{"outboxd test"};
+    Options options;
+    options.bind(app);
+    for (const auto& flag : flag_names()) {
+        INFO(flag);
+        const CLI::Option* option = app.get_option(flag);
+        REQUIRE(option != nullptr);
+        CHECK(option->get_envname() == env_of(flag));
+    }
+    const std::string help = app.help();
+    CHECK_THAT(help, Contains("--batch-size") && Contains("OUTBOXD_BATCH_SIZE") &&
+                         Contains("default: 256") && Contains("1..100000"));
+}

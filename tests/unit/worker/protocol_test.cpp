@@ -1,0 +1,498 @@
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "outboxd/worker/protocol.hpp"
+
+using namespace outboxd::worker::protocol;
+using Catch::Contains;
+using nlohmann::json;
+
+namespace {
+
+std::string describe(const ProtocolError& error) {
+    return error.code + ": " + error.message;
+}
+
+template <typename Frame>
+Frame worker_frame(std::string_view text) {
+    INFO("frame: " << text);
+    const auto parsed = parse_worker_message(text);
+    if (const auto* error = std::get_if<ProtocolError>(&parsed)) FAIL(describe(*error));
+    const auto& message = std::get<WorkerMessage>(parsed);
+    REQUIRE(std::holds_alternative<Frame>(message));
+    return std::get<Frame>(message);
+}
+
+template <typename Frame>
+Frame node_frame(std::string_view text) {
+    INFO("frame: " << text);
+    const auto parsed = parse_node_message(text);
+    if (const auto* error = std::get_if<ProtocolError>(&parsed)) FAIL(describe(*error));
+    const auto& message = std::get<NodeMessage>(parsed);
+    REQUIRE(std::holds_alternative<Frame>(message));
+    return std::get<Frame>(message);
+}
+
+ProtocolError worker_error(std::string_view text) {
+    INFO("frame: " << text);
+    const auto parsed = parse_worker_message(text);
+    REQUIRE(std::holds_alternative<ProtocolError>(parsed));
+    return std::get<ProtocolError>(parsed);
+}
+
+ProtocolError node_error(std::string_view text) {
+    INFO("frame: " << text);
+    const auto parsed = parse_node_message(text);
+    REQUIRE(std::holds_alternative<ProtocolError>(parsed));
+    return std::get<ProtocolError>(parsed);
+}
+
+// Expects `text` to be refused with `code` and a message naming `field`.
+void expect_worker_error(const std::string& text, std::string_view code, const std::string& field) {
+    const ProtocolError error = worker_error(text);
+    INFO("frame: " << text << "\nerror: " << describe(error));
+    CHECK(error.code == code);
+    CHECK_THAT(error.message, Contains("'" + field + "'"));
+}
+
+void expect_node_error(const std::string& text, std::string_view code, const std::string& field) {
+    const ProtocolError error = node_error(text);
+    INFO("frame: " << text << "\nerror: " << describe(error));
+    CHECK(error.code == code);
+    CHECK_THAT(error.message, Contains("'" + field + "'"));
+}
+
+std::string hello_with(const std::string& member) {
+    return R"({"type":"hello","worker_id":"w1","activity_types":["charge"],)" + member + "}";
+}
+
+std::string task_without(const std::string& field) {
+    json task = json::parse(R"({"type":"task","task_id":"t1","dispatch_key":"wf:0",
+        "workflow_id":"wf","ordinal":0,"run_id":null,"namespace":"default",
+        "task_queue":"default","node":null,"activity_type":"charge","input":{},"attempt":1,
+        "timeout_ms":30000})");
+    task.erase(field);
+    return task.dump();
+}
+
+// Input with nesting, every escape JSON has, and text outside ASCII (2-, 3- and 4-byte UTF-8).
+const std::string kNestedInput =
+    R"({"order":{"id":42,"lines":[{"sku":"ä-1","qty":2,"price":12.5},{"sku":"日本","qty":1}]},)"
+    R"("note":"quote \" backslash \\ slash \/ \b\f\n\r\t nul \u0000 snowman \u2603 emoji 😀",)"
+    R"("flags":[true,false,null],"empty":{},"none":[],"neg":-7,"big":9007199254740993})";
+
+Task sample_task() {
+    Task task;
+    task.task_id = "0191c7e8-task";
+    task.dispatch_key = "wf-1:3";
+    task.workflow_id = "wf-1";
+    task.ordinal = 3;
+    task.run_id = "run-7";
+    task.namespace_name = "payments";
+    task.task_queue = "eu";
+    task.node = "node-b";
+    task.activity_type = "charge";
+    task.input_json = kNestedInput;
+    task.attempt = 2;
+    task.timeout_ms = 15000;
+    return task;
+}
+
+}  // namespace
+
+TEST_CASE("hello fills the documented defaults", "[unit][worker]") {
+    const auto hello =
+        worker_frame<Hello>(R"({"type":"hello","worker_id":"w1","activity_types":["charge"]})");
+    CHECK(hello.worker_id == "w1");
+    CHECK(hello.namespaces == std::vector<std::string>{"default"});
+    CHECK(hello.task_queue == "default");
+    CHECK_FALSE(hello.node.has_value());
+    CHECK(hello.activity_types == std::vector<std::string>{"charge"});
+    CHECK(hello.max_in_flight == 1);
+
+    // Explicit nulls mean the same as absent members.
+    const auto nulls = worker_frame<Hello>(
+        hello_with(R"("namespaces":null,"task_queue":null,"node":null,"max_in_flight":null)"));
+    CHECK(nulls.namespaces == std::vector<std::string>{"default"});
+    CHECK(nulls.task_queue == "default");
+    CHECK(nulls.max_in_flight == 1);
+}
+
+TEST_CASE("hello reads every member of the design's example", "[unit][worker]") {
+    const auto hello = worker_frame<Hello>(
+        R"({"type":"hello","worker_id":"w1","namespaces":["default","billing"],)"
+        R"("task_queue":"eu","node":"n2","activity_types":["charge","refund"],)"
+        R"("max_in_flight":16})");
+    CHECK(hello.namespaces == std::vector<std::string>{"default", "billing"});
+    CHECK(hello.task_queue == "eu");
+    CHECK(hello.node == "n2");
+    CHECK(hello.activity_types == std::vector<std::string>{"charge", "refund"});
+    CHECK(hello.max_in_flight == 16);
+    CHECK(worker_frame<Hello>(hello_with(R"("max_in_flight":10000)")).max_in_flight == 10000);
+}
+
+TEST_CASE("frames that are not JSON objects are bad_json", "[unit][worker]") {
+    for (const std::string text :
+         {"", " ", "not json", "{", "}", R"({"type":"hello")", R"({"type":"hello",})",
+          R"({"type":"credit","max_in_flight":4)", "[]", R"(["hello"])", "42", R"("hello")", "null",
+          "true", R"({"type":"credit","max_in_flight":1e400})",
+          "{\"type\":\"hello\",\"worker_id\":\"w\xff\",\"activity_types\":[\"a\"]}"}) {
+        INFO("frame: '" << text << "'");
+        CHECK(worker_error(text).code == code::bad_json);
+        CHECK(node_error(text).code == code::bad_json);
+    }
+}
+
+TEST_CASE("a frame nested absurdly deep is refused, not a stack overflow", "[unit][worker]") {
+    const std::size_t depth = 200000;
+    const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    CHECK(worker_error(R"({"type":"complete","task_id":"t","result":)" + deep + "}").code ==
+          code::bad_json);
+    CHECK(node_error(task_without("input").insert(1, R"("input":)" + deep + ",")).code ==
+          code::bad_json);
+
+    // Ordinary nesting, and brackets inside strings, are not counted against the frame.
+    const std::string modest = std::string(100, '[') + std::string(100, ']');
+    const std::string brackets =
+        "\"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') + "\"";
+    CHECK(worker_frame<Complete>(R"({"type":"complete","task_id":"t","result":)" + modest + "}")
+              .result_json == modest);
+    CHECK(worker_frame<Complete>(R"({"type":"complete","task_id":"t","result":)" + brackets + "}")
+              .result_json == brackets);
+}
+
+TEST_CASE("a missing required member is missing_field, naming it", "[unit][worker]") {
+    expect_worker_error(R"({})", code::missing_field, "type");
+    expect_worker_error(R"({"worker_id":"w1","activity_types":["a"]})", code::missing_field,
+                        "type");
+    expect_worker_error(R"({"type":"hello","activity_types":["a"]})", code::missing_field,
+                        "worker_id");
+    expect_worker_error(R"({"type":"hello","worker_id":null,"activity_types":["a"]})",
+                        code::missing_field, "worker_id");
+    expect_worker_error(R"({"type":"hello","worker_id":"w1"})", code::missing_field,
+                        "activity_types");
+    expect_worker_error(R"({"type":"complete","result":1})", code::missing_field, "task_id");
+    expect_worker_error(R"({"type":"fail","error":"x"})", code::missing_field, "task_id");
+    expect_worker_error(R"({"type":"credit"})", code::missing_field, "max_in_flight");
+}
+
+TEST_CASE("a member of the wrong type or value is invalid_field, naming it", "[unit][worker]") {
+    expect_worker_error(R"({"type":5})", code::invalid_field, "type");
+    expect_worker_error(R"({"type":null})", code::invalid_field, "type");
+    expect_worker_error(R"({"type":"hello","worker_id":5,"activity_types":["a"]})",
+                        code::invalid_field, "worker_id");
+    expect_worker_error(R"({"type":"hello","worker_id":"","activity_types":["a"]})",
+                        code::invalid_field, "worker_id");
+    expect_worker_error(hello_with(R"("namespaces":"default")"), code::invalid_field, "namespaces");
+    expect_worker_error(hello_with(R"("namespaces":[1])"), code::invalid_field, "namespaces");
+    expect_worker_error(hello_with(R"("namespaces":[""])"), code::invalid_field, "namespaces");
+    expect_worker_error(hello_with(R"("namespaces":[])"), code::invalid_field, "namespaces");
+    expect_worker_error(hello_with(R"("task_queue":"")"), code::invalid_field, "task_queue");
+    expect_worker_error(hello_with(R"("task_queue":3)"), code::invalid_field, "task_queue");
+    expect_worker_error(hello_with(R"("node":5)"), code::invalid_field, "node");
+    expect_worker_error(hello_with(R"("node":"")"), code::invalid_field, "node");
+    expect_worker_error(R"({"type":"hello","worker_id":"w1","activity_types":"charge"})",
+                        code::invalid_field, "activity_types");
+    expect_worker_error(R"({"type":"hello","worker_id":"w1","activity_types":[""]})",
+                        code::invalid_field, "activity_types");
+    expect_worker_error(R"({"type":"hello","worker_id":"w1","activity_types":[]})",
+                        code::invalid_field, "activity_types");
+    for (const std::string bad : {"0", "-1", "10001", "1.5", "\"16\"", "true", "[]",
+                                  "18446744073709551615", "-9223372036854775809"}) {
+        INFO("max_in_flight " << bad);
+        expect_worker_error(hello_with(R"("max_in_flight":)" + bad), code::invalid_field,
+                            "max_in_flight");
+    }
+    for (const std::string bad : {"-1", "10001", "1.5", "\"4\"", "false"}) {
+        INFO("credit " << bad);
+        expect_worker_error(R"({"type":"credit","max_in_flight":)" + bad + "}", code::invalid_field,
+                            "max_in_flight");
+    }
+    expect_worker_error(R"({"type":"complete","task_id":7})", code::invalid_field, "task_id");
+    expect_worker_error(R"({"type":"complete","task_id":""})", code::invalid_field, "task_id");
+    expect_worker_error(R"({"type":"fail","task_id":"t","retryable":"yes"})", code::invalid_field,
+                        "retryable");
+}
+
+TEST_CASE("an unknown frame type is unknown_type, naming it", "[unit][worker]") {
+    expect_worker_error(R"({"type":"hullo"})", code::unknown_type, "hullo");
+    expect_worker_error(R"({"type":""})", code::unknown_type, "");
+    // Node frames are not worker frames, and the other way round.
+    expect_worker_error(R"({"type":"task"})", code::unknown_type, "task");
+    expect_node_error(R"({"type":"hello"})", code::unknown_type, "hello");
+}
+
+TEST_CASE("complete keeps its result as JSON text", "[unit][worker]") {
+    const std::string result = R"({"charged":true,"ids":[1,2,{"x":null}],"note":"ü\n"})";
+    const auto complete =
+        worker_frame<Complete>(R"({"type":"complete","task_id":"t1","result":)" + result + "}");
+    CHECK(complete.task_id == "t1");
+    CHECK(json::parse(complete.result_json) == json::parse(result));
+
+    CHECK(worker_frame<Complete>(R"({"type":"complete","task_id":"t1"})").result_json == "null");
+    CHECK(
+        worker_frame<Complete>(R"({"type":"complete","task_id":"t1","result":null})").result_json ==
+        "null");
+    CHECK(
+        worker_frame<Complete>(R"({"type":"complete","task_id":"t1","result":"ok"})").result_json ==
+        R"("ok")");
+    CHECK(worker_frame<Complete>(R"({"type":"complete","task_id":"t1","result":[]})").result_json ==
+          "[]");
+}
+
+TEST_CASE("fail defaults to retryable; error text is kept", "[unit][worker]") {
+    const auto fail =
+        worker_frame<Fail>(R"({"type":"fail","task_id":"t1","error":"card declined"})");
+    CHECK(fail.task_id == "t1");
+    CHECK(fail.error == "card declined");
+    CHECK(fail.retryable);
+
+    CHECK_FALSE(
+        worker_frame<Fail>(R"({"type":"fail","task_id":"t1","retryable":false})").retryable);
+    CHECK(worker_frame<Fail>(R"({"type":"fail","task_id":"t1","retryable":null})").retryable);
+    CHECK(worker_frame<Fail>(R"({"type":"fail","task_id":"t1"})").error.empty());
+    // A structured error travels as its JSON text rather than being refused.
+    CHECK(json::parse(
+              worker_frame<Fail>(R"({"type":"fail","task_id":"t1","error":{"c":1}})").error) ==
+          json{{"c", 1}});
+}
+
+TEST_CASE("credit may close the window to 0 and open it to the bound", "[unit][worker]") {
+    CHECK(worker_frame<Credit>(R"({"type":"credit","max_in_flight":0})").max_in_flight == 0);
+    CHECK(worker_frame<Credit>(R"({"type":"credit","max_in_flight":32})").max_in_flight == 32);
+    CHECK(worker_frame<Credit>(R"({"type":"credit","max_in_flight":10000})").max_in_flight ==
+          kMaxCreditWindow);
+}
+
+TEST_CASE("worker frames round trip through encode and parse", "[unit][worker]") {
+    Hello hello;
+    hello.worker_id = "wörker-1";
+    hello.namespaces = {"default", "billing"};
+    hello.task_queue = "eu";
+    hello.node = "n1";
+    hello.activity_types = {"charge", "refund"};
+    hello.max_in_flight = 16;
+    const auto hello_back = worker_frame<Hello>(encode(hello));
+    CHECK(hello_back.worker_id == hello.worker_id);
+    CHECK(hello_back.namespaces == hello.namespaces);
+    CHECK(hello_back.task_queue == hello.task_queue);
+    CHECK(hello_back.node == hello.node);
+    CHECK(hello_back.activity_types == hello.activity_types);
+    CHECK(hello_back.max_in_flight == hello.max_in_flight);
+
+    Hello minimal;
+    minimal.worker_id = "w";
+    minimal.activity_types = {"a"};
+    const auto minimal_back = worker_frame<Hello>(encode(minimal));
+    CHECK_FALSE(minimal_back.node.has_value());
+    CHECK(minimal_back.namespaces == std::vector<std::string>{"default"});
+    CHECK(minimal_back.max_in_flight == 1);
+
+    const Complete complete{"t1", kNestedInput};
+    const auto complete_back = worker_frame<Complete>(encode(complete));
+    CHECK(complete_back.task_id == "t1");
+    CHECK(json::parse(complete_back.result_json) == json::parse(kNestedInput));
+    CHECK(worker_frame<Complete>(encode(Complete{"t2", ""})).result_json == "null");
+
+    const Fail fail{"t1", "boom: \"quoted\"\n\ttabbed ✓", false};
+    const auto fail_back = worker_frame<Fail>(encode(fail));
+    CHECK(fail_back.task_id == fail.task_id);
+    CHECK(fail_back.error == fail.error);
+    CHECK(fail_back.retryable == fail.retryable);
+
+    CHECK(worker_frame<Credit>(encode(Credit{0})).max_in_flight == 0);
+    CHECK(worker_frame<Credit>(encode(Credit{32})).max_in_flight == 32);
+}
+
+TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
+    const std::vector<NodeInfo> nodes{{"n1", "ws://10.0.0.1:8080/v1/workers"},
+                                      {"n2", "wss://n2.example/v1/workers"}};
+
+    const auto welcome = node_frame<Welcome>(encode(Welcome{"n1", "s-1", nodes}));
+    CHECK(welcome.node_id == "n1");
+    CHECK(welcome.session_id == "s-1");
+    CHECK(welcome.cluster == nodes);
+    CHECK(node_frame<Welcome>(encode(Welcome{"n1", "s-1", {}})).cluster.empty());
+
+    const Task task = sample_task();
+    const auto back = node_frame<Task>(encode(task));
+    CHECK(back.task_id == task.task_id);
+    CHECK(back.dispatch_key == task.dispatch_key);
+    CHECK(back.workflow_id == task.workflow_id);
+    CHECK(back.ordinal == task.ordinal);
+    CHECK(back.run_id == task.run_id);
+    CHECK(back.namespace_name == task.namespace_name);
+    CHECK(back.task_queue == task.task_queue);
+    CHECK(back.node == task.node);
+    CHECK(back.activity_type == task.activity_type);
+    CHECK(json::parse(back.input_json) == json::parse(kNestedInput));
+    CHECK(json::parse(back.input_json)["note"].get<std::string>().find(
+              std::string{"nul \0 snow", 10}) != std::string::npos);
+    CHECK(back.attempt == task.attempt);
+    CHECK(back.timeout_ms == task.timeout_ms);
+
+    CHECK(node_frame<Cluster>(encode(Cluster{nodes})).nodes == nodes);
+    CHECK(node_frame<Cluster>(encode(Cluster{})).nodes.empty());
+    CHECK_NOTHROW(node_frame<Drain>(encode(Drain{})));
+
+    const auto error = node_frame<Error>(encode(Error{"unknown_task", "no task 't9' here"}));
+    CHECK(error.code == "unknown_task");
+    CHECK(error.message == "no task 't9' here");
+}
+
+TEST_CASE("encode(Task) is the design's example, field for field", "[unit][worker]") {
+    Task task;
+    task.task_id = "t-1";
+    task.dispatch_key = "wf-1:0";
+    task.workflow_id = "wf-1";
+    task.ordinal = 0;
+    task.namespace_name = "default";
+    task.task_queue = "default";
+    task.activity_type = "charge";
+    task.input_json = R"({"amount":5})";
+    task.attempt = 1;
+    task.timeout_ms = 30000;
+
+    const std::string text = encode(task);
+    CHECK(text ==
+          R"({"type":"task","task_id":"t-1","dispatch_key":"wf-1:0","workflow_id":"wf-1",)"
+          R"("ordinal":0,"run_id":null,"namespace":"default","task_queue":"default","node":null,)"
+          R"("activity_type":"charge","input":{"amount":5},"attempt":1,"timeout_ms":30000})");
+
+    const json parsed = json::parse(text);
+    CHECK(parsed.size() == 13);
+    CHECK(parsed["attempt"].is_number_integer());
+    CHECK(parsed["ordinal"].is_number_integer());
+    CHECK(parsed["timeout_ms"].is_number_integer());
+    CHECK(parsed["run_id"].is_null());
+    CHECK(parsed["node"].is_null());
+
+    task.run_id = "r1";
+    task.node = "n1";
+    task.input_json.clear();
+    const json with_run = json::parse(encode(task));
+    CHECK(with_run["run_id"] == "r1");
+    CHECK(with_run["node"] == "n1");
+    CHECK(with_run["input"].is_null());
+}
+
+TEST_CASE("task frames refuse missing or invalid members", "[unit][worker]") {
+    for (const std::string field : {"task_id", "dispatch_key", "workflow_id", "ordinal",
+                                    "namespace", "task_queue", "activity_type", "attempt"}) {
+        expect_node_error(task_without(field), code::missing_field, field);
+    }
+    // Optional members of a task.
+    for (const std::string field : {"run_id", "node", "input", "timeout_ms"}) {
+        INFO(field);
+        CHECK_NOTHROW(node_frame<Task>(task_without(field)));
+    }
+    json task = json::parse(task_without("attempt"));
+    task["attempt"] = 0;  // one-based on the wire
+    expect_node_error(task.dump(), code::invalid_field, "attempt");
+    task["attempt"] = 1;
+    task["ordinal"] = -1;
+    expect_node_error(task.dump(), code::invalid_field, "ordinal");
+
+    expect_node_error(R"({"type":"welcome","session_id":"s"})", code::missing_field, "node_id");
+    expect_node_error(R"({"type":"welcome","node_id":"n","session_id":"s","cluster":{}})",
+                      code::invalid_field, "cluster");
+    CHECK(node_error(R"({"type":"cluster","nodes":[1]})").code == code::invalid_field);
+    expect_node_error(R"({"type":"cluster","nodes":[{"node_id":"n"}]})", code::missing_field,
+                      "url");
+}
+
+TEST_CASE("encode never throws on text that is not UTF-8", "[unit][worker]") {
+    std::string encoded;
+    REQUIRE_NOTHROW(encoded = encode(Fail{"t1", "bad byte \xff here", true}));
+    const auto fail = worker_frame<Fail>(encoded);
+    CHECK_THAT(fail.error, Contains("bad byte") && Contains("here"));
+    CHECK_NOTHROW(encode(Error{"bad_json", "\xc3"}));
+}
+
+TEST_CASE("parse never throws, whatever the bytes", "[unit][worker]") {
+    std::mt19937 random{20240611};  // fixed seed: a failure must be reproducible
+    std::uniform_int_distribution<int> byte{0, 255};
+    std::uniform_int_distribution<int> length{0, 96};
+
+    // Parsed results must also re-encode into something that parses.
+    const auto exercise = [](const std::string& text) {
+        INFO("frame bytes: " << text.size());
+        std::variant<WorkerMessage, ProtocolError> worker;
+        std::variant<NodeMessage, ProtocolError> node;
+        REQUIRE_NOTHROW(worker = parse_worker_message(text));
+        REQUIRE_NOTHROW(node = parse_node_message(text));
+        if (const auto* error = std::get_if<ProtocolError>(&worker)) {
+            CHECK_FALSE(error->code.empty());
+        } else {
+            const auto again = std::visit([](const auto& m) { return encode(m); },
+                                          std::get<WorkerMessage>(worker));
+            CHECK(std::holds_alternative<WorkerMessage>(parse_worker_message(again)));
+        }
+        if (const auto* error = std::get_if<ProtocolError>(&node)) {
+            CHECK_FALSE(error->code.empty());
+        } else {
+            const auto again =
+                std::visit([](const auto& m) { return encode(m); }, std::get<NodeMessage>(node));
+            CHECK(std::holds_alternative<NodeMessage>(parse_node_message(again)));
+        }
+    };
+
+    for (int i = 0; i < 2000; ++i) {
+        std::string text(static_cast<std::size_t>(length(random)), '\0');
+        for (char& c : text) c = static_cast<char>(byte(random));
+        exercise(text);
+    }
+
+    // Mutations of valid frames reach deeper than random bytes do.
+    Hello hello;
+    hello.worker_id = "w1";
+    hello.activity_types = {"charge"};
+    const std::vector<std::string> seeds{
+        encode(hello),
+        encode(Complete{"t1", kNestedInput}),
+        encode(Fail{"t1", "x", false}),
+        encode(Credit{7}),
+        encode(sample_task()),
+        encode(Welcome{"n1", "s1", {{"n2", "ws://h:1/v1/workers"}}}),
+        encode(Drain{}),
+        encode(Error{"draining", "bye"})};
+    const std::string alphabet = "{}[]\":,\\0123456789.-eE truefalsnul\xff\xc3";
+    for (int i = 0; i < 4000; ++i) {
+        std::string text = seeds[static_cast<std::size_t>(i) % seeds.size()];
+        const int edits = 1 + i % 4;
+        for (int e = 0; e < edits && !text.empty(); ++e) {
+            const auto at = static_cast<std::size_t>(random() % text.size());
+            const char c = alphabet[random() % alphabet.size()];
+            switch (random() % 4) {
+                case 0:
+                    text[at] = c;
+                    break;
+                case 1:
+                    text.erase(at, 1);
+                    break;
+                case 2:
+                    text.insert(at, 1, c);
+                    break;
+                default:
+                    text.resize(at);
+                    break;
+            }
+        }
+        exercise(text);
+    }
+}
+
+TEST_CASE("an error frame with an empty or absent message parses", "[unit][worker]") {
+    CHECK(node_frame<Error>(encode(Error{"draining", ""})).message.empty());
+    const auto bare = node_frame<Error>(R"({"type":"error"})");
+    CHECK(bare.code == "unknown");
+    CHECK(bare.message.empty());
+    expect_node_error(R"({"type":"error","code":"x","message":5})", code::invalid_field, "message");
+}
