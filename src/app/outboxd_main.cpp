@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "outboxd/app/embedded_postgres.hpp"
 #include "outboxd/app/node.hpp"
 #include "outboxd/config/config.hpp"
 #include "outboxd/store/migrator.hpp"
@@ -42,13 +43,12 @@ int main(int argc, char** argv) {
         return 2;
     }
     set_log_level(config.log_level);
-    if (config.database_url.empty()) {
-        std::cerr << "outboxd: no database: set OUTBOXD_DATABASE_URL or --database-url "
-                     "(scripts/demo starts a local PostgreSQL for you)\n";
-        return 2;
-    }
-
     try {
+        if (config.database_url.empty()) {
+            // Demo mode: a private local PostgreSQL, shared by demo nodes on this machine.
+            config.database_url = outboxd::app::ensure_embedded_postgres(
+                outboxd::app::default_embedded_dir());
+        }
         if (migrate->parsed()) {
             const auto report = outboxd::store::migrate(config.database_url);
             spdlog::info("event=migrated version={} applied={}", report.current_version,

@@ -158,7 +158,7 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
             // row back untouched, without consuming an attempt.
             metrics_.rows_released_total.Increment();
             outcomes_.record(store::Outcome::release({row.id, row.claim_token}), row.namespace_name,
-                             "released");
+                             "");
             continue;
         }
         push(*worker, row);

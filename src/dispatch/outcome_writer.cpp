@@ -69,7 +69,10 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
     failures_ = 0;
     for (std::size_t i = 0; i < batch.size(); ++i) {
         if (applied[i]) {
-            metrics_.outcome(batch[i].namespace_name, batch[i].label).Increment();
+            // Releases are not outcomes (the row never reached a worker): no label.
+            if (!batch[i].label.empty()) {
+                metrics_.outcome(batch[i].namespace_name, batch[i].label).Increment();
+            }
         } else {
             // The claim was re-armed, cancelled or already answered: nothing to change.
             ++stale_;

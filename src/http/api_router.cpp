@@ -196,16 +196,14 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (action == "cancel") {
             auto& metrics = services_.metrics;
             return on_lane([workflow, &metrics](dispatch::DbHandles db) {
-                const auto keys = db.outbox.cancel_workflow(workflow);
-                return ok({{"workflow_id", workflow}, {"cancelled", keys}});
-            }, [respond = std::move(respond), &metrics](ApiResponse response) {
-                if (response.status == 200) {
-                    const auto body = json::parse(response.body);
-                    const auto count = body["cancelled"].size();
-                    if (count > 0) metrics.outcome("all", "cancelled").Increment(static_cast<double>(count));
+                const auto cancelled = db.outbox.cancel_workflow_counted(workflow);
+                // Prometheus counters are thread-safe; the label cache is not, so use Add.
+                for (const auto& [ns, count] : cancelled.by_namespace) {
+                    metrics.outcomes_total.Add({{"namespace", ns}, {"outcome", "cancelled"}})
+                        .Increment(static_cast<double>(count));
                 }
-                respond(std::move(response));
-            });
+                return ok({{"workflow_id", workflow}, {"cancelled", cancelled.keys}});
+            }, std::move(respond));
         }
         return respond(not_found("unknown workflow action '" + action + "'; use pause, resume or cancel"));
     }

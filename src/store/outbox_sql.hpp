@@ -127,7 +127,7 @@ ORDER BY workflow_id)SQL"};
 
 inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
     "UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
-    " WHERE workflow_id = $1 AND status IN ('pending', 'claimed') RETURNING dispatch_key"};
+    " WHERE workflow_id = $1 AND status IN ('pending', 'claimed') RETURNING dispatch_key, namespace"};
 
 inline constexpr Statement kCountInflight{"outbox_count_inflight", R"SQL(
 SELECT count(*) FROM outbox

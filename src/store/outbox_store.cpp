@@ -220,12 +220,20 @@ std::vector<std::string> OutboxStore::list_unsettled_workflow_ids(const ShardRan
 }
 
 std::vector<std::string> OutboxStore::cancel_workflow(std::string_view workflow_id) {
-    auto keys = session_->transact(sql::kCancelWorkflow.name, [&](pqxx::work& tx) {
-        return decode_texts(
-            tx.exec_prepared(std::string{sql::kCancelWorkflow.name}, std::string{workflow_id}));
+    return cancel_workflow_counted(workflow_id).keys;
+}
+
+OutboxStore::Cancelled OutboxStore::cancel_workflow_counted(std::string_view workflow_id) {
+    const auto result = session_->transact(sql::kCancelWorkflow.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kCancelWorkflow.name}, std::string{workflow_id});
     });
-    std::sort(keys.begin(), keys.end());
-    return keys;
+    Cancelled cancelled;
+    for (const auto& r : result) {
+        cancelled.keys.push_back(r[0].as<std::string>());
+        ++cancelled.by_namespace[r[1].as<std::string>()];
+    }
+    std::sort(cancelled.keys.begin(), cancelled.keys.end());
+    return cancelled;
 }
 
 std::int64_t OutboxStore::count_inflight(std::string_view namespace_name,

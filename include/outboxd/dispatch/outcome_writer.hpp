@@ -29,7 +29,8 @@ public:
                   std::size_t max_batch);
     ~OutcomeWriter();
 
-    // `label` is the outcomes_total label counted once the write lands and applies.
+    // `label` is the outcomes_total label counted once the write lands and applies (none
+    // when empty).
     void record(store::Outcome outcome, std::string namespace_name, std::string label);
 
     [[nodiscard]] bool healthy() const { return failures_ == 0; }

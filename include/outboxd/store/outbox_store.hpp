@@ -108,6 +108,11 @@ public:
     std::vector<std::string> list_unsettled_workflow_ids(const ShardRanges& ranges);
     // Settles every pending or claimed row of the workflow to cancelled; returns the keys.
     std::vector<std::string> cancel_workflow(std::string_view workflow_id);
+    struct Cancelled {
+        std::vector<std::string> keys;                 // sorted
+        std::map<std::string, std::int64_t> by_namespace;
+    };
+    Cancelled cancel_workflow_counted(std::string_view workflow_id);
 
     // --- counts and probes (scoped to `ranges`) ----------------------------------------
     std::int64_t count_inflight(std::string_view namespace_name, const ShardRanges& ranges);
