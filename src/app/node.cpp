@@ -119,6 +119,8 @@ public:
     void start() {
         member.on_change([this] {
             server.broadcast_cluster();
+            // New shards may hold a dead node's claims or cancelled rows: repair them now.
+            dispatcher.reconcile();
             dispatcher.request_sweep();
         });
         member.start();

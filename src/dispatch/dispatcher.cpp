@@ -298,6 +298,11 @@ void Dispatcher::reconcile() {
             rearmed += db.outbox.rearm_orphaned(owner, liveness, kReconcileBatch).size();
             // Backstop: anything claimed far longer than a task may take, whoever holds it.
             rearmed += db.outbox.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
+            // Rows of cancelled workflows staged after the cancel, or left by a dead node.
+            const auto cancelled = db.outbox.settle_cancelled(owner);
+            if (!cancelled.keys.empty()) {
+                spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
+            }
         } catch (const std::exception& error) {
             spdlog::warn("event=reconcile_failed error=\"{}\"", error.what());
         }

@@ -40,7 +40,8 @@ ClientCore::ClientCore(WorkerOptions options, TaskHandler handler)
       handler_(std::move(handler)),
       connection_settings_(connection_settings(options_)),
       grace_timer_(ioc_),
-      close_deadline_(ioc_) {}
+      close_deadline_(ioc_),
+      rebalance_timer_(ioc_) {}
 
 ClientCore::~ClientCore() {
     // WorkerClient stops before letting go; this only covers a core that was never started
@@ -57,6 +58,7 @@ void ClientCore::start() {
         for (const auto& url : options_.seed_urls) {
             if (NodeLink* link = add_link(url, /*seed=*/true)) connect(*link);
         }
+        if (rebalancing()) schedule_rebalance();
     });
     thread_ = std::thread([this] {
         try {
@@ -168,6 +170,16 @@ void ClientCore::schedule_reconnect(NodeLink& link) {
     });
 }
 
+void ClientCore::schedule_rebalance() {
+    rebalance_timer_.expires_after(options_.rebalance_interval);
+    rebalance_timer_.async_wait([this](const error_code& ec) {
+        if (ec || stopping_) return;
+        measure_demand();
+        rebalance_credits();
+        schedule_rebalance();
+    });
+}
+
 void ClientCore::send(const NodeLink& link, std::string frame) {
     if (const auto it = connections_.find(link.connection_id); it != connections_.end()) {
         it->second->send(std::move(frame));
@@ -226,6 +238,7 @@ void ClientCore::begin_stop(std::chrono::milliseconds grace) {
     stopping_ = true;
     spdlog::info("worker client: stopping; {} task(s) in flight", in_flight_count());
     for (const auto& link : links_) link->retry_timer.cancel();
+    rebalance_timer_.cancel();
     for (const auto& [id, connection] : connections_) {
         if (connection->is_open()) {
             connection->send(protocol::encode(protocol::Credit{0}));

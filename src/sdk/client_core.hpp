@@ -69,6 +69,11 @@ private:
     void on_drain(NodeLink& link);
     void on_error(const NodeLink& link, const worker::protocol::Error& error);
 
+    // Credit split (credit_split.hpp): every rebalance_interval, measure each connection's
+    // demand and re-split; connection events re-split with the demands as they stand.
+    [[nodiscard]] bool rebalancing() const { return options_.rebalance_interval.count() > 0; }
+    void schedule_rebalance();
+    void measure_demand();
     void rebalance_credits();
     void deliver_answer(const Responder::State& state, std::string frame, Outcome outcome);
 
@@ -108,6 +113,7 @@ private:
     std::uint64_t next_connection_id_ = 0;
     boost::asio::steady_timer grace_timer_;
     boost::asio::steady_timer close_deadline_;
+    boost::asio::steady_timer rebalance_timer_;
     bool stopping_ = false;
     bool stop_finished_ = false;
 };

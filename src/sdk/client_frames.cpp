@@ -71,6 +71,8 @@ void ClientCore::on_task(NodeLink& link, const protocol::Task& task) {
         count([](WorkerStats& s) { ++s.tasks_failed; });
         return;
     }
+    link.meter_until(LoadMeter::Clock::now());
+    link.meter.count_received();
     link.in_flight[task.task_id] = state;
     publish();
     try {
@@ -118,13 +120,42 @@ void ClientCore::on_error(const NodeLink& link, const protocol::Error& error) {
     spdlog::warn("worker client: {} reported {}: {}", link.url, error.code, error.message);
 }
 
+void ClientCore::measure_demand() {
+    const auto now = LoadMeter::Clock::now();
+    for (const auto& link : links_) {
+        if (link->phase != NodeLink::Phase::open || link->credit == 0) continue;
+        // Too short a look says little: a connection opened late in the interval keeps its
+        // starting demand until the next tick, and its meter keeps running.
+        if (link->meter.elapsed(now) < options_.rebalance_interval / 2) continue;
+        const auto load = link->meter.take(now, link->in_flight.size(), link->credit);
+        link->demand = next_demand(link->demand, load, options_.max_in_flight);
+    }
+}
+
 void ClientCore::rebalance_credits() {
     if (stopping_) return;
     std::vector<NodeLink*> live;
     for (const auto& link : links_) {
         if (link->phase == NodeLink::Phase::open) live.push_back(link.get());
     }
-    const auto shares = split_credits(options_.max_in_flight, live.size());
+    const auto total = options_.max_in_flight;
+    std::vector<std::int32_t> shares;
+    if (rebalancing()) {
+        std::vector<ConnectionLoad> loads;
+        loads.reserve(live.size());
+        for (NodeLink* link : live) {
+            // A fresh connection starts from an even share of the demand.
+            if (link->credit == 0) {
+                link->demand = static_cast<double>(total) / static_cast<double>(live.size());
+            }
+            loads.push_back(
+                {link->credit, link->demand, static_cast<std::int32_t>(link->in_flight.size())});
+        }
+        shares = split_credits(total, loads);
+    } else {
+        shares = split_credits(total, live.size());
+    }
+    const auto now = LoadMeter::Clock::now();
     for (std::size_t i = 0; i < live.size(); ++i) {
         NodeLink& link = *live[i];
         if (link.credit == shares[i]) continue;
@@ -137,7 +168,11 @@ void ClientCore::rebalance_credits() {
             hello.activity_types = options_.activity_types;
             hello.max_in_flight = shares[i];
             send(link, protocol::encode(hello));
+            link.meter.restart(now);
         } else {
+            spdlog::debug("worker client: credit for {}: {} -> {} (demand {:.1f})", link.url,
+                          link.credit, shares[i], link.demand);
+            link.meter_until(now);
             send(link, protocol::encode(protocol::Credit{shares[i]}));
         }
         link.credit = shares[i];
@@ -155,6 +190,7 @@ void ClientCore::deliver_answer(const Responder::State& state, std::string frame
                       state.task_id());
         return;
     }
+    link->meter_until(LoadMeter::Clock::now());
     link->in_flight.erase(it);
     send(*link, std::move(frame));
     count([outcome](WorkerStats& s) {

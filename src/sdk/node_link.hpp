@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "backoff.hpp"
+#include "credit_split.hpp"
 #include "responder_state.hpp"
 #include "ws_url.hpp"
 
@@ -48,8 +49,18 @@ struct NodeLink {
     // Tasks received on the current connection and not answered yet. Cleared when the
     // connection ends: the node re-arms them, so late answers are dropped.
     std::unordered_map<std::string, std::shared_ptr<Responder::State>> in_flight;
+    // Credit rebalancing (credit_split.hpp): the smoothed demand, and the load of the current
+    // interval, measured from the hello on.
+    double demand = 0;
+    LoadMeter meter;
     Backoff backoff;
     boost::asio::steady_timer retry_timer;
+
+    // Before in_flight or credit changes: the meter accounts the time until `now` at the
+    // values that held so far.
+    void meter_until(LoadMeter::Clock::time_point now) {
+        meter.advance(now, in_flight.size(), credit);
+    }
 };
 
 }  // namespace outboxd::sdk::detail

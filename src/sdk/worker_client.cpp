@@ -40,6 +40,7 @@ void validate(const WorkerOptions& options) {
     require(options.connect_timeout.count() > 0, "connect_timeout must be positive");
     require(options.idle_timeout.count() >= 0, "idle_timeout must not be negative");
     require(options.close_timeout.count() >= 0, "close_timeout must not be negative");
+    require(options.rebalance_interval.count() >= 0, "rebalance_interval must not be negative");
 }
 
 }  // namespace

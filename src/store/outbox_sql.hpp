@@ -27,10 +27,15 @@ namespace outboxd::store::sql {
     "  SELECT coalesce(array_agg(l.shard), '{}') AS shards FROM shard_leases l"       \
     "  WHERE l.owner = $1 AND l.expires_at > now() AND l.shard <@ $2::int4multirange)"
 
+// Paused and cancelled workflows are excluded inside the claim, before the LIMIT, so held
+// rows never take a slot of it.
+#define OUTBOXD_NOT_HELD                                                                 \
+    " AND NOT EXISTS (SELECT 1 FROM paused_workflows p WHERE p.workflow_id = o.workflow_id)" \
+    " AND NOT EXISTS (SELECT 1 FROM cancelled_workflows c WHERE c.workflow_id = o.workflow_id)"
+
 #define OUTBOXD_CLAIMABLE                                                              \
     "o.status = 'pending' AND o.visible_after <= now()"                               \
-    " AND o.shard = ANY ((SELECT shards FROM leased)::int[])"                                \
-    " AND NOT EXISTS (SELECT 1 FROM paused_workflows p WHERE p.workflow_id = o.workflow_id)"
+    " AND o.shard = ANY ((SELECT shards FROM leased)::int[])" OUTBOXD_NOT_HELD
 
 #define OUTBOXD_CLAIM_UPDATE                                                           \
     "UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"    \
@@ -76,9 +81,12 @@ inline constexpr Statement kRecordOutcomes{"outbox_record_outcomes", R"SQL(
 UPDATE outbox o SET
     status = CASE t.kind WHEN 'done' THEN 'done' WHEN 'fail' THEN 'failed' ELSE 'pending' END,
     attempt = CASE WHEN t.kind IN ('retry', 'fail') THEN o.attempt + 1 ELSE o.attempt END,
-    visible_after = CASE t.kind
-        WHEN 'retry' THEN now() + t.delay_ms * interval '1 millisecond'
-        WHEN 'release' THEN now()
+    -- An immediate re-arm (failover, release) keeps the row's place in line: it was due
+    -- already, and going to the back of a long backlog would delay the failover.
+    visible_after = CASE
+        WHEN t.kind = 'release' OR (t.kind = 'retry' AND t.delay_ms = 0)
+            THEN least(o.visible_after, now())
+        WHEN t.kind = 'retry' THEN now() + t.delay_ms * interval '1 millisecond'
         ELSE o.visible_after END,
     last_error = CASE WHEN t.kind IN ('retry', 'fail') THEN t.error ELSE o.last_error END,
     finished_at = CASE WHEN t.kind IN ('done', 'fail') THEN now() END,
@@ -95,8 +103,10 @@ inline constexpr Statement kListStaleClaimed{"outbox_list_stale_claimed",
     "   AND o.shard <@ $1::int4multirange"
     " ORDER BY o.claimed_at, o.id LIMIT $3"};
 
+// Re-armed rows are due at once and keep their place in line (their old visible_after).
 #define OUTBOXD_REARM_UPDATE                                                           \
-    "UPDATE outbox o SET status = 'pending', visible_after = now(), " OUTBOXD_CLEAR_CLAIM \
+    "UPDATE outbox o SET status = 'pending', visible_after = least(o.visible_after, now()), " \
+    OUTBOXD_CLEAR_CLAIM \
     " FROM picked WHERE o.id = picked.id RETURNING " OUTBOXD_ROW_COLUMNS
 
 // $1 owner, $2 ranges, $3 age in ms, $4 limit.
@@ -125,9 +135,22 @@ SELECT DISTINCT workflow_id FROM outbox
 WHERE status IN ('pending', 'claimed') AND shard <@ $1::int4multirange
 ORDER BY workflow_id)SQL"};
 
+// Remembers the cancel (rows staged later are settled too) and settles the live rows, in
+// one statement.
 inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
-    "UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
+    "WITH remembered AS (INSERT INTO cancelled_workflows (workflow_id) VALUES ($1)"
+    "   ON CONFLICT (workflow_id) DO NOTHING)"
+    " UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
     " WHERE workflow_id = $1 AND status IN ('pending', 'claimed') RETURNING dispatch_key, namespace"};
+
+// $1 owner, $2 ranges: live rows of cancelled workflows on shards leased to the owner.
+inline constexpr Statement kSettleCancelled{"outbox_settle_cancelled",
+    "WITH " OUTBOXD_LEASED_SHARDS
+    " UPDATE outbox o SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
+    " FROM cancelled_workflows c"
+    " WHERE o.workflow_id = c.workflow_id AND o.status IN ('pending', 'claimed')"
+    "   AND o.shard = ANY ((SELECT shards FROM leased)::int[])"
+    " RETURNING o.dispatch_key, o.namespace"};
 
 inline constexpr Statement kCountInflight{"outbox_count_inflight", R"SQL(
 SELECT count(*) FROM outbox
@@ -147,11 +170,10 @@ SELECT namespace, count(*), count(*) FILTER (WHERE status = 'claimed') FROM outb
 WHERE status IN ('pending', 'claimed') AND shard <@ $1::int4multirange
 GROUP BY namespace)SQL"};
 
-inline constexpr Statement kPendingRoutes{"outbox_pending_routes", R"SQL(
-SELECT DISTINCT o.namespace, o.task_queue, o.node FROM outbox o
-WHERE o.status = 'pending' AND o.visible_after <= now() AND o.shard <@ $1::int4multirange
-  AND NOT EXISTS (SELECT 1 FROM paused_workflows p WHERE p.workflow_id = o.workflow_id)
-ORDER BY 1, 2, 3)SQL"};
+inline constexpr Statement kPendingRoutes{"outbox_pending_routes",
+    "SELECT DISTINCT o.namespace, o.task_queue, o.node FROM outbox o"
+    " WHERE o.status = 'pending' AND o.visible_after <= now() AND o.shard <@ $1::int4multirange"
+    OUTBOXD_NOT_HELD " ORDER BY 1, 2, 3"};
 
 inline constexpr Statement kFind{"outbox_find",
     "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.dispatch_key = $1"};
@@ -204,7 +226,7 @@ inline constexpr std::array kOutboxStatements{
     kRearmOrphaned, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
     kCountClaimedByNamespace, kCountLiveByNamespace, kPendingRoutes, kFind, kPauseWorkflow,
     kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,
-    kPutNamespace, kGetNamespace, kListNamespaces,
+    kPutNamespace, kGetNamespace, kListNamespaces, kSettleCancelled,
 };
 
 }  // namespace outboxd::store::sql

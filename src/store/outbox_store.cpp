@@ -223,17 +223,33 @@ std::vector<std::string> OutboxStore::cancel_workflow(std::string_view workflow_
     return cancel_workflow_counted(workflow_id).keys;
 }
 
-OutboxStore::Cancelled OutboxStore::cancel_workflow_counted(std::string_view workflow_id) {
-    const auto result = session_->transact(sql::kCancelWorkflow.name, [&](pqxx::work& tx) {
-        return tx.exec_prepared(std::string{sql::kCancelWorkflow.name}, std::string{workflow_id});
-    });
-    Cancelled cancelled;
+namespace {
+
+OutboxStore::Cancelled decode_cancelled(const pqxx::result& result) {
+    OutboxStore::Cancelled cancelled;
     for (const auto& r : result) {
         cancelled.keys.push_back(r[0].as<std::string>());
         ++cancelled.by_namespace[r[1].as<std::string>()];
     }
     std::sort(cancelled.keys.begin(), cancelled.keys.end());
     return cancelled;
+}
+
+}  // namespace
+
+OutboxStore::Cancelled OutboxStore::cancel_workflow_counted(std::string_view workflow_id) {
+    if (workflow_id.empty()) throw ValidationError("workflow_id must not be empty");
+    return decode_cancelled(session_->transact(sql::kCancelWorkflow.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kCancelWorkflow.name}, std::string{workflow_id});
+    }));
+}
+
+OutboxStore::Cancelled OutboxStore::settle_cancelled(const Owner& owner) {
+    if (owner.ranges.empty()) return {};
+    return decode_cancelled(session_->transact(sql::kSettleCancelled.name, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kSettleCancelled.name}, owner.incarnation,
+                                owner.ranges.to_multirange());
+    }));
 }
 
 std::int64_t OutboxStore::count_inflight(std::string_view namespace_name,

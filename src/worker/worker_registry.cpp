@@ -1,6 +1,7 @@
 #include "outboxd/worker/worker_registry.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace outboxd::worker {
 namespace {
@@ -46,25 +47,44 @@ void WorkerRegistry::retire_all() {
     for (auto& [id, worker] : workers_) worker.retired = true;
 }
 
-bool WorkerRegistry::labelled_worker_up(const std::string& ns,
+bool WorkerRegistry::labelled_worker_up(const std::string& ns, const std::string& task_queue,
+                                        const std::string& activity_type,
                                         const std::vector<std::string>& labels) const {
     return std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
-        return !entry.second.retired && entry.second.serves(ns) && labelled_in(entry.second, labels);
+        const auto& worker = entry.second;
+        return !worker.retired && worker.serves(ns) && worker.hello.task_queue == task_queue &&
+               worker.runs(activity_type) && labelled_in(worker, labels);
     });
 }
 
-bool WorkerRegistry::takes_unpinned(const WorkerEntry& worker, const std::string& ns,
+bool WorkerRegistry::takes_unpinned(const WorkerEntry& worker, const store::OutboxRow& row,
                                     const Placement& placement) const {
     switch (placement.mode) {
         case PlacementMode::unplaced: return true;
         case PlacementMode::pinned: return labelled_in(worker, placement.nodes);
         case PlacementMode::prefer:
-            // Soft: the preferred workers take unpinned rows while any of them is up; the
-            // rest spill in only when none is.
+            // Soft: the preferred workers take unpinned rows while any of them is up and able
+            // to run the row; the rest spill in only when none is.
             return labelled_in(worker, placement.nodes) ||
-                   !labelled_worker_up(ns, placement.nodes);
+                   !labelled_worker_up(row.namespace_name, row.task_queue, row.activity_type,
+                                       placement.nodes);
     }
     return true;
+}
+
+std::vector<std::string> WorkerRegistry::unpinned_types(const WorkerEntry& worker,
+                                                        const std::string& ns,
+                                                        const Placement& placement) const {
+    std::vector<std::string> types;
+    for (const auto& type : worker.hello.activity_types) {
+        const bool free = placement.mode == PlacementMode::unplaced ||
+                          labelled_in(worker, placement.nodes) ||
+                          (placement.mode == PlacementMode::prefer &&
+                           !labelled_worker_up(ns, worker.hello.task_queue, type, placement.nodes));
+        if (free) types.push_back(type);
+    }
+    std::sort(types.begin(), types.end());
+    return types;
 }
 
 std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement) const {
@@ -85,9 +105,21 @@ std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement) cons
             if (share == 0) continue;
             auto found = placements.find(ns);
             if (found == placements.end()) found = placements.emplace(ns, placement(ns)).first;
-            const bool unpinned = takes_unpinned(worker, ns, found->second);
-            if (!unpinned && !worker.hello.node) continue;  // nothing this worker may run
-            capacity[{ns, worker.hello.task_queue, worker.hello.node, types, unpinned}] += share;
+            const auto& queue = worker.hello.task_queue;
+            const auto& node = worker.hello.node;
+            const auto open = unpinned_types(worker, ns, found->second);
+            if (open == types) {
+                capacity[{ns, queue, node, types, true}] += share;
+                continue;
+            }
+            std::vector<std::string> reserved;  // types preferred workers take unpinned
+            std::set_difference(types.begin(), types.end(), open.begin(), open.end(),
+                                std::back_inserter(reserved));
+            // Rows pinned to this worker's label stay in scope for every type it runs. When
+            // the scope splits in two, so does the credit: never promise more than it takes.
+            const std::int32_t pinned_share = !node ? 0 : open.empty() ? share : share / 2;
+            if (!open.empty()) capacity[{ns, queue, node, open, true}] += share - pinned_share;
+            if (pinned_share > 0) capacity[{ns, queue, node, reserved, false}] += pinned_share;
         }
     }
     std::vector<Route> routes;
@@ -110,7 +142,7 @@ WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const Placement& 
         }
         // A row's own node always wins over the namespace's placement.
         const bool eligible = row.node ? worker.hello.node == row.node
-                                       : takes_unpinned(worker, row.namespace_name, placement);
+                                       : takes_unpinned(worker, row, placement);
         if (!eligible) continue;
         // Least loaded relative to its window: outstanding/credit, compared exactly.
         if (!best || static_cast<std::int64_t>(worker.outstanding) * best->credit <

@@ -201,6 +201,20 @@ std::vector<nlohmann::json> FakeNode::frames_of_type(std::size_t session,
     return out;
 }
 
+std::vector<int> FakeNode::credit_windows(std::size_t session) const {
+    const std::lock_guard lock{impl_->mutex};
+    std::vector<int> windows;
+    if (session >= impl_->sessions.size()) return windows;
+    for (const auto& frame : impl_->sessions[session]->frames) {
+        if (!frame.is_object()) continue;
+        const auto type = frame.find("type");
+        if (type != frame.end() && (*type == "hello" || *type == "credit")) {
+            windows.push_back(frame.at("max_in_flight").get<int>());
+        }
+    }
+    return windows;
+}
+
 std::optional<std::string> FakeNode::authorization(std::size_t session) const {
     const std::lock_guard lock{impl_->mutex};
     if (session >= impl_->sessions.size()) return std::nullopt;

@@ -40,6 +40,9 @@ public:
     [[nodiscard]] std::vector<nlohmann::json> frames(std::size_t session) const;
     [[nodiscard]] std::vector<nlohmann::json> frames_of_type(std::size_t session,
                                                              std::string_view type) const;
+    // The credit windows the worker announced on the session, in order: its hello's
+    // max_in_flight, then each credit frame's. Cheaper than frames() on a busy session.
+    [[nodiscard]] std::vector<int> credit_windows(std::size_t session) const;
     // The Authorization header of the session's upgrade request, if it had one.
     [[nodiscard]] std::optional<std::string> authorization(std::size_t session) const;
     // Upgraded and neither side has closed yet.

@@ -1,6 +1,10 @@
-// Pure pieces of the SDK: URL parsing, the credit split, reconnect backoff, cluster plans.
+// Pure pieces of the SDK: URL parsing, the credit split and its rebalancing, reconnect backoff,
+// cluster plans.
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
 
 // Internal headers: not part of the public include tree.
 #include "sdk/backoff.hpp"
@@ -13,6 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace outboxd::sdk::detail;
 using Shares = std::vector<std::int32_t>;
+using Loads = std::vector<ConnectionLoad>;
 
 }  // namespace
 
@@ -54,6 +59,180 @@ TEST_CASE("credits are split evenly, remainder first, at least one each", "[sdk]
     CHECK(split_credits(10, 3) == Shares{4, 3, 3});
     CHECK(split_credits(2, 3) == Shares{1, 1, 1});
     CHECK(split_credits(10000, 1) == Shares{10000});
+}
+
+TEST_CASE("equal demand keeps the even split", "[sdk][unit]") {
+    CHECK(split_credits(12, Loads{{0, 4, 0}, {0, 4, 0}, {0, 4, 0}}) == Shares{4, 4, 4});
+    // Idle alike, or with a backlog alike (each asking twice its credit): even, remainder first.
+    CHECK(split_credits(11, Loads{{6, 0, 0}, {5, 0, 0}}) == Shares{6, 5});
+    CHECK(split_credits(11, Loads{{6, 11, 6}, {5, 10, 5}}) == Shares{6, 5});
+    CHECK(split_credits(10, Loads{{7, 0.5, 0}, {3, 0.5, 0}}) == Shares{5, 5});
+    // Light but unequal use leaves a surplus, which goes to the smallest shares first.
+    CHECK(split_credits(10, Loads{{5, 3, 2}, {5, 0, 0}}) == Shares{5, 5});
+}
+
+TEST_CASE("a fresh connection starts at an even share", "[sdk][unit]") {
+    // Its demand is seeded with an even share, whatever the others ask.
+    CHECK(split_credits(10, Loads{{10, 10, 0}, {0, 5, 0}}) == Shares{5, 5});
+    CHECK(split_credits(10, Loads{{10, 0, 0}, {0, 5, 0}}) == Shares{5, 5});
+    CHECK(split_credits(12, Loads{{11, 12, 0}, {1, 0, 0}, {0, 4, 0}}) == Shares{7, 1, 4});
+}
+
+TEST_CASE("a busy connection gets all but the floors of the idle ones", "[sdk][unit]") {
+    CHECK(split_credits(10, Loads{{4, 8, 4}, {3, 0, 0}, {3, 0, 0}}) == Shares{8, 1, 1});
+    CHECK(split_credits(10, Loads{{3, 0, 0}, {4, 10, 4}, {3, 0.2, 0}}) == Shares{1, 8, 1});
+    // Partly idle: the busy one gets what the other does not ask for.
+    CHECK(split_credits(16, Loads{{8, 16, 8}, {8, 3, 2}}) == Shares{13, 3});
+}
+
+TEST_CASE("shares never sum past max(total, connections)", "[sdk][unit]") {
+    std::mt19937 random{7};
+    const auto uniform = [&random](int low, int high) {
+        return std::uniform_int_distribution<int>{low, high}(random);
+    };
+    for (int round = 0; round < 2000; ++round) {
+        const auto total = uniform(1, 40);
+        const auto n = static_cast<std::size_t>(uniform(1, 6));
+        const std::int64_t bound = std::max<std::int64_t>(total, static_cast<std::int64_t>(n));
+        Loads loads(n);
+        std::int64_t held = 0;  // what the connections hold before the call
+        for (auto& load : loads) {
+            load.credit = uniform(0, 3) == 0 ? 0 : uniform(1, total);
+            load.in_flight = load.credit == 0 ? 0 : uniform(0, load.credit + 2);
+            load.demand = uniform(0, 2 * total) / 2.0;
+            held += std::max({load.credit, 1, load.in_flight});
+        }
+        const auto shares = split_credits(total, loads);
+        REQUIRE(shares.size() == n);
+        std::int64_t sum = 0;
+        std::int64_t taken = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            CHECK(shares[i] >= 1);
+            sum += shares[i];
+            taken += std::max(shares[i], loads[i].in_flight);
+        }
+        CHECK(sum <= bound);
+        // Raises never take room still held by tasks in flight (when there was none to start).
+        if (held <= bound) CHECK(taken <= bound);
+    }
+    CHECK(split_credits(2, Loads{{1, 9, 1}, {1, 9, 1}, {0, 1, 0}}) == Shares{1, 1, 1});
+}
+
+TEST_CASE("small changes of share are not worth a credit frame", "[sdk][unit]") {
+    // Less than 2 credits and at most 10%: kept.
+    CHECK(split_credits(40, Loads{{20, 21, 0}, {20, 19, 0}}) == Shares{20, 20});
+    CHECK(split_credits(40, Loads{{30, 29, 0}, {10, 11, 0}}) == Shares{30, 10});
+    // 2 credits, or more than 10%: moved.
+    CHECK(split_credits(40, Loads{{20, 22, 0}, {20, 18, 0}}) == Shares{22, 18});
+    CHECK(split_credits(8, Loads{{4, 5, 0}, {4, 3, 0}}) == Shares{5, 3});
+    // A decrease held back is given up when keeping it would push the sum past the total.
+    CHECK(split_credits(40, Loads{{30, 29, 0}, {5, 6, 0}, {5, 5, 0}}) == Shares{29, 6, 5});
+    // A fresh connection always gets its share.
+    CHECK(split_credits(40, Loads{{20, 20, 0}, {0, 20, 0}}) == Shares{20, 20});
+}
+
+TEST_CASE("raises wait for the tasks a shrunk connection still holds", "[sdk][unit]") {
+    CHECK(split_credits(10, Loads{{9, 10, 9}, {1, 10, 1}}) == Shares{5, 1});
+    CHECK(split_credits(10, Loads{{5, 10, 7}, {1, 10, 1}}) == Shares{5, 3});
+    CHECK(split_credits(10, Loads{{5, 10, 3}, {3, 10, 3}}) == Shares{5, 5});
+    // The floor is granted regardless.
+    CHECK(split_credits(10, Loads{{10, 10, 10}, {0, 5, 0}}) == Shares{5, 1});
+}
+
+TEST_CASE("demand doubles under a backlog and decays when idle", "[sdk][unit]") {
+    IntervalLoad full;
+    full.credit = 4;
+    full.full_fraction = 0.8;
+    full.mean_in_flight = 3.9;
+    CHECK(next_demand(4, full, 16) == Approx(8));
+    CHECK(next_demand(4, full, 6) == Approx(6));  // never past the total
+
+    IntervalLoad turned_over;  // fast tasks: rarely full, but refilled again and again
+    turned_over.credit = 4;
+    turned_over.received = 5;
+    turned_over.mean_in_flight = 0.2;
+    CHECK(next_demand(1, turned_over, 16) == Approx(8));
+    IntervalLoad at_floor;
+    at_floor.credit = 1;
+    at_floor.received = 2;
+    CHECK(next_demand(1, at_floor, 16) == Approx(2));
+
+    IntervalLoad light;  // one burst of exactly its credit, answered quickly
+    light.credit = 4;
+    light.received = 4;
+    light.full_fraction = 0.2;
+    light.mean_in_flight = 2;
+    CHECK(next_demand(4, light, 16) == Approx(3.5));  // halfway from 4 towards 2 * 1.5
+    CHECK(next_demand(1, light, 16) == Approx(3));    // a larger ask counts at once
+
+    IntervalLoad idle;
+    idle.credit = 8;
+    double demand = 8;
+    for (const double expected : {4.0, 2.0, 1.0, 0.5}) {
+        demand = next_demand(demand, idle, 16);
+        CHECK(demand == Approx(expected));
+    }
+}
+
+TEST_CASE("the load meter integrates tasks in flight and time at a full window", "[sdk][unit]") {
+    using Clock = LoadMeter::Clock;
+    const Clock::time_point t0{};
+    LoadMeter meter;
+    meter.restart(t0);
+    // Credit 2: one task for 100 ms, two (full) for 300 ms, none for the last 100 ms.
+    meter.advance(t0, 0, 2);
+    meter.count_received();
+    meter.advance(t0 + 100ms, 1, 2);
+    meter.count_received();
+    meter.advance(t0 + 400ms, 2, 2);
+    const auto load = meter.take(t0 + 500ms, 0, 2);
+    CHECK(load.credit == 2);
+    CHECK(load.received == 2);
+    CHECK(load.full_fraction == Approx(0.6));
+    CHECK(load.mean_in_flight == Approx(1.4));
+    // The next interval starts where that one ended.
+    CHECK(meter.elapsed(t0 + 500ms) == Clock::duration::zero());
+    const auto next = meter.take(t0 + 600ms, 1, 2);
+    CHECK(next.received == 0);
+    CHECK(next.mean_in_flight == Approx(1));
+}
+
+TEST_CASE("rebalancing moves credit to a backlog and back, then holds still", "[sdk][unit]") {
+    // The client's loop, on paper: node A refills its window again and again, B sends nothing.
+    constexpr std::int32_t kTotal = 10;
+    Shares credits{5, 5};
+    std::vector<double> demand{5, 5};
+    const auto tick = [&](bool b_busy) {
+        for (std::size_t i = 0; i < 2; ++i) {
+            IntervalLoad load;
+            load.credit = credits[i];
+            if (i == 0 || b_busy) load.received = 10 * static_cast<std::uint64_t>(credits[i]);
+            demand[i] = next_demand(demand[i], load, kTotal);
+        }
+        const auto next =
+            split_credits(kTotal, Loads{{credits[0], demand[0], 0}, {credits[1], demand[1], 0}});
+        const bool changed = next != credits;
+        credits = next;
+        return changed;
+    };
+    int rounds = 0;
+    while (credits != Shares{9, 1} && rounds < 10) {
+        (void)tick(false);
+        ++rounds;
+    }
+    CHECK(credits == Shares{9, 1});
+    CHECK(rounds <= 3);
+    for (int i = 0; i < 10; ++i) CHECK_FALSE(tick(false));
+
+    // B gets work: squeezed to the floor, it still shows its backlog and climbs back.
+    rounds = 0;
+    while (credits != Shares{5, 5} && rounds < 10) {
+        (void)tick(true);
+        ++rounds;
+    }
+    CHECK(credits == Shares{5, 5});
+    CHECK(rounds <= 4);
+    for (int i = 0; i < 10; ++i) CHECK_FALSE(tick(true));
 }
 
 TEST_CASE("backoff grows from min to max with bounded jitter and resets", "[sdk][unit]") {

@@ -314,4 +314,7 @@ TEST_CASE("options that cannot work are refused, naming the option", "[sdk]") {
     options = test_options({"ws://127.0.0.1:1/v1/workers"});
     options.worker_id.clear();
     CHECK(refuses(options, "worker_id"));
+    options = test_options({"ws://127.0.0.1:1/v1/workers"});
+    options.rebalance_interval = std::chrono::milliseconds{-1};
+    CHECK(refuses(options, "rebalance_interval"));
 }

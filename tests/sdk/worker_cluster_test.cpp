@@ -1,10 +1,12 @@
 // The worker SDK against several scripted nodes: following the cluster from welcome and
-// cluster frames, splitting the credit window, and drains.
+// cluster frames, splitting the credit window and rebalancing it, and drains.
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
+#include <string>
 
 #include "fake_node.hpp"
 #include "outboxd/sdk/worker_client.hpp"
@@ -32,6 +34,34 @@ std::optional<int> current_credit(const FakeNode& node, std::size_t session) {
     }
     return credit;
 }
+
+// The window last announced on session 0, read without copying a busy session's frames.
+std::optional<int> window(const FakeNode& node) {
+    const auto windows = node.credit_windows(0);
+    if (windows.empty()) return std::nullopt;
+    return windows.back();
+}
+
+// Speaks for a node with a backlog on session 0: a task for every credit the worker announced
+// and is not using. `answered` counts the tasks of this node the worker has answered.
+class Backlog {
+public:
+    Backlog(FakeNode& node, std::string prefix, const std::atomic<std::size_t>& answered)
+        : node_(node), prefix_(std::move(prefix)), answered_(answered) {}
+
+    void top_up() {
+        const auto credit = static_cast<std::size_t>(window(node_).value_or(0));
+        while (sent_ - answered_.load() < credit) {
+            node_.send(0, task_frame(prefix_ + std::to_string(sent_++), "echo"));
+        }
+    }
+
+private:
+    FakeNode& node_;
+    const std::string prefix_;
+    const std::atomic<std::size_t>& answered_;
+    std::size_t sent_ = 0;
+};
 
 std::vector<std::string> sorted(std::vector<std::string> urls) {
     std::sort(urls.begin(), urls.end());
@@ -158,4 +188,73 @@ TEST_CASE("a drained seed is reconnected after backoff", "[sdk]") {
     a.close(0);
     REQUIRE(eventually([&] { return hello_credit(a, 1).has_value(); }));
     CHECK(hello_credit(a, 1) == 4);
+}
+
+TEST_CASE("credit moves to the node with a backlog, and back when the other gets work", "[sdk]") {
+    FakeNode a{"node-a"};
+    FakeNode b{"node-b"};
+    a.set_welcome_cluster({a.info(), b.info()});
+    std::atomic<std::size_t> answered_a{0};
+    std::atomic<std::size_t> answered_b{0};
+    auto options = test_options({a.url()});
+    options.max_in_flight = 10;
+    options.rebalance_interval = 50ms;
+    WorkerClient client{options, [&](const protocol::Task& task, Responder responder) {
+                            responder.complete();
+                            ++(task.task_id.front() == 'a' ? answered_a : answered_b);
+                        }};
+    client.start();
+    REQUIRE(eventually([&] { return window(a) == 5 && window(b) == 5; }));
+
+    // A refills whatever the worker answers; B sends nothing. A's window keeps turning over,
+    // so A gets everything but B's floor.
+    Backlog backlog_a{a, "a-", answered_a};
+    Backlog backlog_b{b, "b-", answered_b};
+    REQUIRE(eventually(
+        [&] {
+            backlog_a.top_up();
+            return window(a) == 9 && window(b) == 1;
+        },
+        3s));
+    CHECK(answered_b == 0);
+
+    // B gets a backlog too: from its single credit it still shows one, and the split moves
+    // back to even.
+    REQUIRE(eventually(
+        [&] {
+            backlog_a.top_up();
+            backlog_b.top_up();
+            return window(a) == 5 && window(b) == 5;
+        },
+        3s));
+    CHECK(answered_b > 0);
+    CHECK(client.stats().tasks_failed == 0);
+    CHECK(client.stats().connected_nodes == 2);
+}
+
+TEST_CASE("rebalance_interval 0 keeps the even split under any load", "[sdk]") {
+    FakeNode a{"node-a"};
+    FakeNode b{"node-b"};
+    a.set_welcome_cluster({a.info(), b.info()});
+    std::atomic<std::size_t> answered_a{0};
+    auto options = test_options({a.url()});
+    options.max_in_flight = 10;
+    options.rebalance_interval = 0ms;
+    WorkerClient client{options, [&](const protocol::Task&, Responder responder) {
+                            responder.complete();
+                            ++answered_a;
+                        }};
+    client.start();
+    REQUIRE(eventually([&] { return window(a) == 5 && window(b) == 5; }));
+
+    Backlog backlog_a{a, "a-", answered_a};
+    const auto until = std::chrono::steady_clock::now() + 300ms;
+    while (std::chrono::steady_clock::now() < until) {
+        backlog_a.top_up();
+        std::this_thread::sleep_for(5ms);
+    }
+    CHECK(answered_a > 10);
+    // Alone at first, then half; nothing moves after that.
+    CHECK(a.credit_windows(0) == std::vector{10, 5});
+    CHECK(b.credit_windows(0) == std::vector{5});
 }

@@ -6,6 +6,12 @@
 namespace outboxd::test {
 
 NodeHandle& E2eCluster::start_node(const std::string& name, std::map<std::string, std::string> env) {
+    auto& node = launch_node(name, std::move(env));
+    await_ready(node);
+    return node;
+}
+
+NodeHandle& E2eCluster::launch_node(const std::string& name, std::map<std::string, std::string> env) {
     env.emplace("OUTBOXD_DATABASE_URL", db.url());
     env.emplace("OUTBOXD_LISTEN", "127.0.0.1:0");
     env.emplace("OUTBOXD_NODE_ID", name);
@@ -13,13 +19,19 @@ NodeHandle& E2eCluster::start_node(const std::string& name, std::map<std::string
     env.emplace("OUTBOXD_POLL_INTERVAL_MS", "200");
     auto process = std::make_unique<Process>(std::vector<std::string>{bin_dir() + "/outboxd"}, env,
                                              dir_ + "/" + name + ".log");
-    if (!process->await_log("event=listening", std::chrono::seconds{30})) {
+    nodes.push_back({name, 0, std::move(process)});
+    return nodes.back();
+}
+
+void E2eCluster::await_ready(NodeHandle& node) {
+    const auto& name = node.name;
+    auto& process = node.process;
+    if (!process->await_log("event=listening", std::chrono::seconds{60})) {
         throw std::runtime_error("node " + name + " did not start:\n" + process->log());
     }
     const auto port = listening_port(process->log());
     if (!port) throw std::runtime_error("no port in the log of " + name);
-    nodes.push_back({name, *port, std::move(process)});
-    auto& node = nodes.back();
+    node.port = *port;
     if (!await([&] {
             try {
                 return http_call(node.port, "GET", "/readyz").status == 200;
@@ -29,7 +41,41 @@ NodeHandle& E2eCluster::start_node(const std::string& name, std::map<std::string
         }, std::chrono::seconds{30})) {
         throw std::runtime_error("node " + name + " never became ready:\n" + node.process->log());
     }
-    return node;
+}
+
+void E2eCluster::audit_claims() {
+    // One event per claim and one per end of a claim (outcome, re-arm, release, cancel).
+    db.exec(R"SQL(
+        CREATE TABLE claim_audit (
+            seq bigserial PRIMARY KEY, kind text, row_id bigint, dispatch_key text, shard int,
+            claimed_by text, token bigint, at timestamptz DEFAULT clock_timestamp());
+        CREATE FUNCTION audit_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.status = 'claimed' THEN
+                INSERT INTO claim_audit (kind, row_id, dispatch_key, shard, claimed_by, token)
+                VALUES ('claim', NEW.id, NEW.dispatch_key, NEW.shard, NEW.claimed_by, NEW.claim_token);
+            ELSE
+                INSERT INTO claim_audit (kind, row_id, dispatch_key, shard, claimed_by, token)
+                VALUES ('end', OLD.id, OLD.dispatch_key, OLD.shard, OLD.claimed_by, OLD.claim_token);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER audit_claim AFTER UPDATE ON outbox FOR EACH ROW
+            WHEN ((NEW.status = 'claimed') <> (OLD.status = 'claimed'))
+            EXECUTE FUNCTION audit_claim();)SQL");
+}
+
+std::int64_t E2eCluster::overlapping_claims() const {
+    // A claim that follows another claim of the same row with no end in between.
+    return db.exec(R"SQL(
+        SELECT count(*) FROM (
+            SELECT kind, lag(kind) OVER (PARTITION BY row_id ORDER BY seq) AS previous
+            FROM claim_audit) x
+        WHERE kind = 'claim' AND previous = 'claim')SQL")[0][0].as<std::int64_t>();
+}
+
+std::string E2eCluster::db_now() const {
+    return db.exec("SELECT clock_timestamp()::text")[0][0].as<std::string>();
 }
 
 Process& E2eCluster::start_worker(const std::string& name, const std::vector<std::string>& urls,

@@ -3,6 +3,7 @@
 // Real outboxd and outboxd-worker processes on a fresh database of the test cluster.
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,10 +28,21 @@ struct NodeHandle {
 
 class E2eCluster {
 public:
-    explicit E2eCluster(const std::string& name) : dir_(scratch_dir(name)) {}
+    explicit E2eCluster(const std::string& name, bool migrated = true)
+        : db(migrated), dir_(scratch_dir(name)) {}
 
     // Starts a node listening on a free port; waits until it serves. Extra env overrides.
     NodeHandle& start_node(const std::string& name, std::map<std::string, std::string> env = {});
+    // Starts a node without waiting; await_ready() it later (nodes started together).
+    NodeHandle& launch_node(const std::string& name, std::map<std::string, std::string> env = {});
+    void await_ready(NodeHandle& node);
+    // Installs a trigger recording every claim and every end of a claim (row, claimer,
+    // token, clock) in claim_audit.
+    void audit_claims();
+    // Claims of a row taken while an earlier claim of it was still open (must be 0).
+    [[nodiscard]] std::int64_t overlapping_claims() const;
+    // The database's clock now.
+    [[nodiscard]] std::string db_now() const;
     // Starts the example worker connected to `urls` with extra flags.
     Process& start_worker(const std::string& name, const std::vector<std::string>& urls,
                           std::vector<std::string> flags = {});
@@ -41,7 +53,7 @@ public:
     [[nodiscard]] const std::string& dir() const { return dir_; }
 
     TestDatabase db;
-    std::vector<NodeHandle> nodes;
+    std::deque<NodeHandle> nodes;  // deque: references stay valid as nodes are added
     std::vector<std::unique_ptr<Process>> workers;
 
 private:

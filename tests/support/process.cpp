@@ -46,6 +46,11 @@ Process::Process(std::vector<std::string> argv, std::map<std::string, std::strin
         ::dup2(log_fd, STDERR_FILENO);
         const int null_fd = ::open("/dev/null", O_RDONLY);
         ::dup2(null_fd, STDIN_FILENO);
+        // Nothing else of the test process leaks into the child (sockets of a proxy or a
+        // database connection would otherwise stay open as long as the child lives).
+        for (int fd = 3, last = static_cast<int>(::sysconf(_SC_OPEN_MAX)); fd < last && fd < 65536; ++fd) {
+            ::close(fd);
+        }
         ::execve(c_argv[0], c_argv.data(), c_env.data());
         std::fprintf(stderr, "exec %s failed: %s\n", c_argv[0], std::strerror(errno));
         ::_exit(127);

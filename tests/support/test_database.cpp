@@ -48,12 +48,12 @@ std::string TestDatabase::url_for(const std::string& database) {
     return url.substr(0, slash + 1) + database + params;
 }
 
-TestDatabase::TestDatabase() : name_(unique_name()), url_(url_for(name_)) {
+TestDatabase::TestDatabase(bool migrated) : name_(unique_name()), url_(url_for(name_)) {
     {
         pqxx::connection admin{admin_url()};
         pqxx::nontransaction{admin}.exec("CREATE DATABASE " + name_);
     }
-    store::migrate(url_);
+    if (migrated) store::migrate(url_);
 }
 
 TestDatabase::~TestDatabase() {

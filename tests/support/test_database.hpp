@@ -15,7 +15,8 @@ namespace outboxd::test {
 
 class TestDatabase {
 public:
-    TestDatabase();   // creates and migrates a uniquely named database
+    // Creates a uniquely named database, migrated unless `migrated` is false.
+    explicit TestDatabase(bool migrated = true);
     ~TestDatabase();  // drops it, terminating leftover connections
     TestDatabase(const TestDatabase&) = delete;
     TestDatabase& operator=(const TestDatabase&) = delete;

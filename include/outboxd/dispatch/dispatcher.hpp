@@ -75,6 +75,9 @@ public:
 
     // A sweep should run soon (wake, new worker, changed credit, new shards).
     void request_sweep();
+    // Re-arms orphaned and stale claims and settles rows of cancelled workflows on the owned
+    // shards now (boot and takeover), instead of at the next reconcile tick.
+    void reconcile();
 
     // Answers from a worker. An answer for a task this worker does not hold is refused with
     // an unknown_task error and changes nothing.
@@ -112,7 +115,6 @@ private:
     void record_failure(const InFlight& task, const std::string& error, bool retryable,
                         bool immediate);
     void expire_timeouts();
-    void reconcile();
     void apply_retention();
     void refresh_gauges();
     void check_drained();

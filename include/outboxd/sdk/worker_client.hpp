@@ -42,6 +42,10 @@ struct WorkerOptions {
     std::chrono::milliseconds connect_timeout{5000};  // TCP connect, from the start of DNS
     std::chrono::milliseconds idle_timeout{30000};
     std::chrono::milliseconds close_timeout{1000};  // stop(): longest wait for a close handshake
+    // Every rebalance_interval the credit window is re-split towards the nodes that keep the
+    // credit they are given filled (a backlog), away from idle ones; every connection keeps
+    // at least 1 credit, and a new one starts at an even share. 0: always the even split.
+    std::chrono::milliseconds rebalance_interval{500};
 };
 
 class WorkerClient;

@@ -99,9 +99,11 @@ struct ClaimRef {
 struct Outcome {
     enum class Kind {
         done,     // -> done
-        retry,    // -> pending, attempt + 1, visible after now() + delay
+        retry,    // -> pending, attempt + 1, visible after now() + delay (delay 0: due at
+                  //    once, keeping its place in line)
         fail,     // -> failed (dead letter), attempt + 1
-        release,  // -> pending, attempt unchanged, visible now (never reached a worker)
+        release,  // -> pending, attempt unchanged, due at once in its place (never reached a
+                  //    worker)
     };
     ClaimRef ref;
     Kind kind = Kind::done;

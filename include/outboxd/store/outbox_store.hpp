@@ -95,8 +95,9 @@ public:
     std::vector<OutboxRow> list_stale_claimed(const ShardRanges& ranges,
                                               std::chrono::milliseconds older_than,
                                               std::int32_t limit);
-    // Re-arms exactly those rows (on shards leased to `owner`) to pending, visible now,
-    // attempt preserved, claim cleared. Returns the re-armed rows.
+    // Re-arms exactly those rows (on shards leased to `owner`) to pending, due at once and in
+    // their old place in line (visible_after kept, it is past), attempt preserved, claim
+    // cleared. Returns the re-armed rows.
     std::vector<OutboxRow> rearm_stale_claimed(const Owner& owner,
                                                std::chrono::milliseconds older_than,
                                                std::int32_t limit);
@@ -106,13 +107,17 @@ public:
                                           std::int32_t limit);
     // Workflow ids with a pending or claimed row in `ranges`.
     std::vector<std::string> list_unsettled_workflow_ids(const ShardRanges& ranges);
-    // Settles every pending or claimed row of the workflow to cancelled; returns the keys.
+    // Settles every pending or claimed row of the workflow to cancelled and remembers the
+    // cancel, so rows staged for it later are cancelled too; returns the settled keys.
     std::vector<std::string> cancel_workflow(std::string_view workflow_id);
     struct Cancelled {
         std::vector<std::string> keys;                 // sorted
         std::map<std::string, std::int64_t> by_namespace;
     };
     Cancelled cancel_workflow_counted(std::string_view workflow_id);
+    // Settles live rows of cancelled workflows on shards leased to `owner` (boot, takeover,
+    // and rows staged after the cancel).
+    Cancelled settle_cancelled(const Owner& owner);
 
     // --- counts and probes (scoped to `ranges`) ----------------------------------------
     std::int64_t count_inflight(std::string_view namespace_name, const ShardRanges& ranges);

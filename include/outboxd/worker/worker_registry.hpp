@@ -72,12 +72,19 @@ public:
     // nullptr. Never mutates the row.
     [[nodiscard]] WorkerEntry* pick(const store::OutboxRow& row, const Placement& placement);
 
-    // Whether a worker with no node label in `labels` may take unpinned rows of `ns` now.
-    [[nodiscard]] bool takes_unpinned(const WorkerEntry& worker, const std::string& ns,
+    // Whether `worker` may take the unpinned `row` under `placement` now. Under prefer, a
+    // worker without a preferred label may when no up preferred-label worker could run the
+    // row (same namespace, task queue and activity type).
+    [[nodiscard]] bool takes_unpinned(const WorkerEntry& worker, const store::OutboxRow& row,
                                       const Placement& placement) const;
+    // The activity types for which `worker` may take unpinned rows of `ns` now (sorted).
+    [[nodiscard]] std::vector<std::string> unpinned_types(const WorkerEntry& worker,
+                                                          const std::string& ns,
+                                                          const Placement& placement) const;
 
 private:
-    [[nodiscard]] bool labelled_worker_up(const std::string& ns,
+    [[nodiscard]] bool labelled_worker_up(const std::string& ns, const std::string& task_queue,
+                                          const std::string& activity_type,
                                           const std::vector<std::string>& labels) const;
 
     std::map<std::string, WorkerEntry> workers_;  // by session id; ordered for stable routing

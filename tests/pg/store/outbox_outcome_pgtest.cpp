@@ -337,3 +337,26 @@ TEST_CASE("retention deletes old done and cancelled rows and keeps dead letters"
     CHECK(f.count("status = 'failed'") == 1);
     CHECK(f.count("status = 'claimed'") == 1);
 }
+
+TEST_CASE("a cancel is remembered: rows staged later are never claimed and get settled",
+          "[pg][store]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("wf", 0)});
+    CHECK(f.store.cancel_workflow("wf") == std::vector<std::string>{"wf:0"});
+    // The application stages more rows for the cancelled workflow.
+    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 1, 'charge'), "
+              "('other', 0, 'charge')");
+    const auto claimed = f.store.claim(f.owner, 10);
+    REQUIRE(claimed.size() == 1);
+    CHECK(claimed[0].dispatch_key == "other:0");
+    CHECK(f.status_of("wf:1") == Status::pending);
+    CHECK(f.store.pending_routes(ShardRanges::all()).empty());
+
+    // Settling needs the lease, like any repair on owned shards.
+    CHECK(f.store.settle_cancelled({"node-z/boot", ShardRanges::all()}).keys.empty());
+    const auto settled = f.store.settle_cancelled(f.owner);
+    CHECK(settled.keys == std::vector<std::string>{"wf:1"});
+    CHECK(settled.by_namespace.at("default") == 1);
+    CHECK(f.status_of("wf:1") == Status::cancelled);
+    CHECK(f.store.settle_cancelled(f.owner).keys.empty());
+}

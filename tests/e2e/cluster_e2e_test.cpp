@@ -1,0 +1,304 @@
+// Horizontal scale with real processes: membership, shard ranges, joins, kill -9, drain,
+// and a node cut off from PostgreSQL.
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "e2e_cluster.hpp"
+#include "outboxd/store/migrator.hpp"
+#include "tcp_proxy.hpp"
+
+using namespace outboxd;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using test::E2eCluster;
+
+namespace {
+
+constexpr auto kLeaseTtlMs = 1000;
+
+std::map<std::string, std::string> node_env(int lease_ttl_ms = kLeaseTtlMs) {
+    return {{"OUTBOXD_LEASE_TTL_MS", std::to_string(lease_ttl_ms)},
+            {"OUTBOXD_POLL_INTERVAL_MS", "200"}};
+}
+
+json cluster_view(const test::NodeHandle& node) {
+    return json::parse(test::http_call(node.port, "GET", "/v1/cluster").body);
+}
+
+// Shard ranges per node id, when the view covers every shard exactly once; empty otherwise.
+std::map<std::string, int> partition_of(const json& view) {
+    std::vector<int> owners(1024, 0);
+    std::map<std::string, int> sizes;
+    for (const auto& node : view["nodes"]) {
+        for (const auto& range : node["shards"]) {
+            for (int s = range[0].get<int>(); s <= range[1].get<int>(); ++s) {
+                ++owners[s];
+                ++sizes[node["node_id"].get<std::string>()];
+            }
+        }
+    }
+    for (const int count : owners) {
+        if (count != 1) return {};
+    }
+    return sizes;
+}
+
+bool balanced_over(const test::NodeHandle& node, std::size_t members) {
+    try {
+        const auto sizes = partition_of(cluster_view(node));
+        if (sizes.size() != members) return false;
+        for (const auto& [id, size] : sizes) {
+            if (size < 1024 / static_cast<int>(members) - 1 || size > 1024 / static_cast<int>(members) + 1) {
+                return false;
+            }
+        }
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+// dispatch_key -> deliveries, over the received logs of every worker.
+std::map<std::string, int> deliveries(const std::vector<std::string>& logs) {
+    std::map<std::string, int> count;
+    for (const auto& path : logs) {
+        std::ifstream in{path};
+        for (std::string line; std::getline(in, line);) {
+            if (line.empty()) continue;
+            ++count[line.substr(0, line.rfind(':'))];
+        }
+    }
+    return count;
+}
+
+void stage(E2eCluster& cluster, int from, int count, const std::string& input) {
+    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT 'wf-' || g, 0, "
+                    "'sleep', '" + input + "' FROM generate_series(" + std::to_string(from) + ", " +
+                    std::to_string(from + count - 1) + ") g");
+}
+
+std::vector<std::string> start_workers(E2eCluster& cluster, const test::NodeHandle& seed, int count,
+                                       const std::string& credit = "64") {
+    std::vector<std::string> logs;
+    for (int i = 1; i <= count; ++i) {
+        const auto name = "w" + std::to_string(i);
+        logs.push_back(cluster.dir() + "/" + name + ".received");
+        cluster.start_worker(name, {seed.worker_url()},
+                             {"--activity-types", "sleep", "--max-in-flight", credit,
+                              "--received-log", logs.back()});
+    }
+    return logs;
+}
+
+}  // namespace
+
+TEST_CASE("three nodes started together migrate once and partition the shards",
+          "[e2e][cluster]") {
+    E2eCluster cluster{"together", /*migrated=*/false};
+    std::vector<test::NodeHandle*> nodes;
+    for (int i = 1; i <= 3; ++i) nodes.push_back(&cluster.launch_node("node-" + std::to_string(i), node_env()));
+    for (auto* node : nodes) cluster.await_ready(*node);
+
+    const auto migrations = static_cast<int>(store::bundled_migrations().size());
+    CHECK(cluster.db.exec("SELECT count(*) FROM schema_migrations")[0][0].as<int>() == migrations);
+    int applied = 0;
+    for (auto* node : nodes) {
+        const auto log = node->process->log();
+        const auto at = log.find("event=migrated");
+        REQUIRE(at != std::string::npos);
+        applied += std::stoi(log.substr(log.find("applied=", at) + 8));
+    }
+    CHECK(applied == migrations);  // each migration applied by exactly one node
+
+    // No overlap and no gap, balanced, within a few lease periods.
+    REQUIRE(E2eCluster::await([&] { return balanced_over(*nodes[0], 3); }, 10s));
+    const auto view = cluster_view(*nodes[2]);
+    CHECK(view["nodes"].size() == 3);
+    for (const auto& node : view["nodes"]) CHECK(node["shards"].size() == 1);  // contiguous
+    CHECK(cluster.db.exec("SELECT count(DISTINCT owner) FROM shard_leases WHERE expires_at > now()")[0][0]
+              .as<int>() == 3);
+}
+
+TEST_CASE("a fourth node joins under load: ranges rebalance and every row is delivered once",
+          "[e2e][cluster]") {
+    E2eCluster cluster{"join"};
+    cluster.audit_claims();
+    auto& first = cluster.start_node("node-1", node_env());
+    cluster.start_node("node-2", node_env());
+    cluster.start_node("node-3", node_env());
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 10s));
+    const auto logs = start_workers(cluster, first, 2);
+
+    stage(cluster, 0, 3000, R"({"ms": 5})");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > 500; }, 30s));
+    cluster.start_node("node-4", node_env());
+    stage(cluster, 3000, 3000, R"({"ms": 5})");
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 4); }, 15s));
+    stage(cluster, 6000, 3000, R"({"ms": 5})");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 9000; }, 90s));
+
+    const auto delivered = deliveries(logs);
+    CHECK(delivered.size() == 9000);
+    int duplicates = 0;
+    for (const auto& [key, count] : delivered) duplicates += count > 1 ? 1 : 0;
+    CHECK(duplicates == 0);
+    // The newcomer took its share of the work.
+    CHECK(cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE 'node-4/%'")[0][0]
+              .as<int>() > 0);
+    // No row was ever claimed while a claim of it was open (claimed_by history).
+    CHECK(cluster.overlapping_claims() == 0);
+    CHECK(cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim'")[0][0].as<int>() >= 9000);
+}
+
+TEST_CASE("kill -9 of one of three nodes under load: nothing is lost, failover is fast",
+          "[e2e][cluster]") {
+    constexpr int kRows = 20000;
+    constexpr int kTtlMs = 2000;
+    E2eCluster cluster{"kill"};
+    cluster.audit_claims();
+    auto& first = cluster.start_node("node-1", node_env(kTtlMs));
+    auto& victim = cluster.start_node("node-2", node_env(kTtlMs));
+    cluster.start_node("node-3", node_env(kTtlMs));
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 15s));
+    const auto logs = start_workers(cluster, first, 2);
+    REQUIRE(E2eCluster::await([&] {
+        return test::http_call(victim.port, "GET", "/metrics").body.find("outboxd_workers_connected 2") !=
+               std::string::npos;
+    }, 15s));
+
+    stage(cluster, 0, kRows, R"({"ms": 20})");
+    REQUIRE(E2eCluster::await([&] {
+        return cluster.db.exec("SELECT count(*) FROM outbox WHERE status = 'done' AND claimed_by IS NULL")[0][0]
+                   .as<int>() > kRows / 4 &&
+               cluster.db.exec("SELECT count(*) FROM outbox WHERE status = 'claimed' AND claimed_by LIKE 'node-2/%'")[0][0]
+                   .as<int>() > 0;
+    }, 60s));
+    victim.process->signal(SIGKILL);
+    const auto killed_at = cluster.db_now();
+    REQUIRE(victim.process->wait(10s));
+    const auto in_flight = cluster.db.exec(
+        "SELECT dispatch_key FROM outbox WHERE status = 'claimed' AND claimed_by LIKE 'node-2/%'");
+    std::set<std::string> stranded;
+    for (const auto& r : in_flight) stranded.insert(r[0].as<std::string>());
+
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 180s));
+    CHECK(cluster.count("status <> 'done'") == 0);
+
+    // Duplicate deliveries only for rows that were in flight on the killed node.
+    const auto delivered = deliveries(logs);
+    CHECK(delivered.size() == static_cast<std::size_t>(kRows));
+    int duplicates = 0;
+    for (const auto& [key, count] : delivered) {
+        if (count > 1) {
+            ++duplicates;
+            CHECK(stranded.contains(key));
+        }
+    }
+    // Time from the kill to the first re-dispatch of a stranded row.
+    const auto failover = cluster.db.exec(
+        "SELECT extract(epoch FROM min(a.at) - '" + killed_at + "'::timestamptz) FROM claim_audit a "
+        "WHERE a.kind = 'claim' AND a.at > '" + killed_at + "'::timestamptz AND a.row_id IN "
+        "(SELECT row_id FROM claim_audit WHERE claimed_by LIKE 'node-2/%') AND a.claimed_by NOT LIKE 'node-2/%'");
+    REQUIRE_FALSE(failover[0][0].is_null());
+    const double seconds = failover[0][0].as<double>();
+    const auto timeline = cluster.db.exec(
+        "SELECT claimed_by, min(at)::text, max(at)::text, count(*) FROM claim_audit WHERE kind = 'claim' AND row_id IN "
+        "(SELECT row_id FROM claim_audit WHERE claimed_by LIKE 'node-2/%' GROUP BY row_id HAVING count(*) >= 1) "
+        "AND at > '" + killed_at + "'::timestamptz GROUP BY 1");
+    for (const auto& r : timeline) {
+        UNSCOPED_INFO("after kill at " << killed_at << ": " << r[0].c_str() << " first " << r[1].c_str()
+                                       << " last " << r[2].c_str() << " claims " << r[3].c_str());
+    }
+    WARN("kill -9 under load: " << stranded.size() << " rows in flight on the killed node, "
+                                << duplicates << " delivered twice; first re-dispatch "
+                                << seconds << " s after the kill (lease TTL " << kTtlMs / 1000.0
+                                << " s)");
+    // Bounded by the lease TTL plus one cluster tick (TTL/3), one reconcile and one sweep.
+    CHECK(seconds < kTtlMs / 1000.0 + kTtlMs / 3000.0 + 1.0);
+    CHECK(duplicates <= static_cast<int>(stranded.size()));
+    CHECK(cluster.overlapping_claims() == 0);
+}
+
+TEST_CASE("SIGTERM drain under load delivers nothing twice", "[e2e][cluster]") {
+    constexpr int kRows = 8000;
+    E2eCluster cluster{"drain-load"};
+    auto& first = cluster.start_node("node-1", node_env());
+    auto& leaving = cluster.start_node("node-2", node_env());
+    cluster.start_node("node-3", node_env());
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 10s));
+    const auto logs = start_workers(cluster, first, 2);
+    stage(cluster, 0, kRows, R"({"ms": 10})");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > kRows / 4; }, 60s));
+    leaving.process->signal(SIGTERM);
+    const auto code = leaving.process->wait(40s);
+    REQUIRE(code);
+    CHECK(*code == 0);
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 2); }, 10s));
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 120s));
+    const auto delivered = deliveries(logs);
+    CHECK(delivered.size() == static_cast<std::size_t>(kRows));
+    int duplicates = 0;
+    for (const auto& [key, count] : delivered) duplicates += count > 1 ? 1 : 0;
+    CHECK(duplicates == 0);
+    CHECK(cluster.count("attempt <> 0") == 0);
+}
+
+TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
+          "[e2e][cluster]") {
+    E2eCluster cluster{"partition"};
+    cluster.audit_claims();
+    const auto admin = test::TestDatabase::admin_url();
+    const auto pg_port = static_cast<std::uint16_t>(
+        std::stoi(admin.substr(admin.rfind(':') + 1, admin.rfind('/') - admin.rfind(':') - 1)));
+    test::TcpProxy proxy{pg_port};
+    auto proxied_url = cluster.db.url();
+    proxied_url.replace(proxied_url.find(":" + std::to_string(pg_port) + "/"),
+                        std::to_string(pg_port).size() + 2, ":" + std::to_string(proxy.port()) + "/");
+
+    auto& first = cluster.start_node("node-1", node_env());
+    cluster.start_node("node-2", node_env());
+    auto env = node_env();
+    env["OUTBOXD_DATABASE_URL"] = proxied_url;
+    auto& island = cluster.start_node("node-3", env);
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 10s));
+    const auto logs = start_workers(cluster, first, 2);
+    stage(cluster, 0, 1000, R"({"ms": 1})");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 1000; }, 60s));
+
+    proxy.cut();
+    const auto cut_at = cluster.db_now();
+    // The others see it go and take its ranges once its leases lapse.
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 2); }, 15s));
+    stage(cluster, 1000, 1000, R"({"ms": 1})");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 2000; }, 60s));
+    // Cut off, it claimed nothing after its lease lapsed.
+    CHECK(cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE 'node-3/%' AND at > '" +
+                          cut_at + "'::timestamptz + interval '" + std::to_string(kLeaseTtlMs) +
+                          " milliseconds'")[0][0].as<int>() == 0);
+    CHECK(island.process->running());  // it waits for the database, it does not die
+
+    proxy.restore();
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 20s));
+    stage(cluster, 2000, 1000, R"({"ms": 1})");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 3000; }, 60s));
+    // Back in the cluster, it dispatches its share of the new rows.
+    CHECK(cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE 'node-3/%' "
+                          "AND at > '" + cut_at + "'::timestamptz")[0][0].as<int>() > 0);
+    CHECK(cluster.overlapping_claims() == 0);
+    const auto delivered = deliveries(logs);
+    CHECK(delivered.size() == 3000);
+    int duplicates = 0;
+    for (const auto& [key, count] : delivered) duplicates += count > 1 ? 1 : 0;
+    CHECK(duplicates == 0);  // nothing was in flight on it when it was cut
+    // After rejoining it claims again, under a new lease.
+    CHECK(E2eCluster::await([&] {
+        return cluster.db.exec("SELECT count(*) FROM shard_leases WHERE owner LIKE 'node-3/%' AND expires_at > now()")[0][0]
+                   .as<int>() > 300;
+    }, 10s));
+}
