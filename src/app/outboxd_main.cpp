@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
     auto* serve = app.add_subcommand("serve", "Run a node (the default)");
     auto* migrate = app.add_subcommand("migrate", "Apply migrations and exit");
     app.require_subcommand(0, 1);
+    // Settings may follow the subcommand too: `outboxd migrate --database-url …`.
+    serve->fallthrough();
+    migrate->fallthrough();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {

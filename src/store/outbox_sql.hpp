@@ -22,9 +22,11 @@ namespace outboxd::store::sql {
 
 // Shards in range $2 leased to incarnation $1 with an unexpired lease, by the database
 // clock, evaluated inside the statement that uses it.
+// As a multirange: a row's shard is checked by binary search over a few ranges.
 #define OUTBOXD_LEASED_SHARDS                                                          \
     "leased AS MATERIALIZED ("                                                        \
-    "  SELECT coalesce(array_agg(l.shard), '{}') AS shards FROM shard_leases l"       \
+    "  SELECT coalesce(range_agg(int4range(l.shard, l.shard + 1)), '{}') AS shards"   \
+    "  FROM shard_leases l"                                                           \
     "  WHERE l.owner = $1 AND l.expires_at > now() AND l.shard <@ $2::int4multirange)"
 
 // Paused and cancelled workflows are excluded inside the claim, before the LIMIT, so held
@@ -35,12 +37,14 @@ namespace outboxd::store::sql {
 
 #define OUTBOXD_CLAIMABLE                                                              \
     "o.status = 'pending' AND o.visible_after <= now()"                               \
-    " AND o.shard = ANY ((SELECT shards FROM leased)::int[])" OUTBOXD_NOT_HELD
+    " AND o.shard <@ (SELECT shards FROM leased)" OUTBOXD_NOT_HELD
 
+// `id = ANY(ARRAY(…))` makes the update a primary-key probe per picked row; a join on
+// `picked` lets the planner hash the whole table when it underestimates the pick.
 #define OUTBOXD_CLAIM_UPDATE                                                           \
     "UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"    \
     " claim_token = (SELECT value FROM token)"                                         \
-    " FROM picked WHERE o.id = picked.id RETURNING " OUTBOXD_ROW_COLUMNS
+    " WHERE o.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING " OUTBOXD_ROW_COLUMNS
 
 #define OUTBOXD_CLEAR_CLAIM "claimed_at = NULL, claimed_by = NULL, claim_token = NULL"
 
@@ -107,14 +111,14 @@ inline constexpr Statement kListStaleClaimed{"outbox_list_stale_claimed",
 #define OUTBOXD_REARM_UPDATE                                                           \
     "UPDATE outbox o SET status = 'pending', visible_after = least(o.visible_after, now()), " \
     OUTBOXD_CLEAR_CLAIM \
-    " FROM picked WHERE o.id = picked.id RETURNING " OUTBOXD_ROW_COLUMNS
+    " WHERE o.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING " OUTBOXD_ROW_COLUMNS
 
 // $1 owner, $2 ranges, $3 age in ms, $4 limit.
 inline constexpr Statement kRearmStaleClaimed{"outbox_rearm_stale_claimed",
     "WITH " OUTBOXD_LEASED_SHARDS ","
     " picked AS (SELECT o.id FROM outbox o"
     "   WHERE o.status = 'claimed' AND o.claimed_at < now() - $3 * interval '1 millisecond'"
-    "     AND o.shard = ANY ((SELECT shards FROM leased)::int[])"
+    "     AND o.shard <@ (SELECT shards FROM leased)"
     "   ORDER BY o.claimed_at, o.id LIMIT $4 FOR UPDATE OF o SKIP LOCKED) "
     OUTBOXD_REARM_UPDATE};
 
@@ -126,7 +130,7 @@ inline constexpr Statement kRearmOrphaned{"outbox_rearm_orphaned",
     " picked AS (SELECT o.id FROM outbox o"
     "   WHERE o.status = 'claimed' AND o.claimed_by <> $1"
     "     AND o.claimed_by NOT IN (SELECT incarnation FROM live)"
-    "     AND o.shard = ANY ((SELECT shards FROM leased)::int[])"
+    "     AND o.shard <@ (SELECT shards FROM leased)"
     "   ORDER BY o.claimed_at, o.id LIMIT $4 FOR UPDATE OF o SKIP LOCKED) "
     OUTBOXD_REARM_UPDATE};
 
@@ -143,13 +147,15 @@ inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
     " UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
     " WHERE workflow_id = $1 AND status IN ('pending', 'claimed') RETURNING dispatch_key, namespace"};
 
-// $1 owner, $2 ranges: live rows of cancelled workflows on shards leased to the owner.
+// $1 owner, $2 ranges: pending rows of cancelled workflows on shards leased to the owner
+// (claimed rows never belong to a cancelled workflow: claims skip them, and the cancel
+// statement settles the rows claimed before it).
 inline constexpr Statement kSettleCancelled{"outbox_settle_cancelled",
     "WITH " OUTBOXD_LEASED_SHARDS
     " UPDATE outbox o SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
     " FROM cancelled_workflows c"
-    " WHERE o.workflow_id = c.workflow_id AND o.status IN ('pending', 'claimed')"
-    "   AND o.shard = ANY ((SELECT shards FROM leased)::int[])"
+    " WHERE o.workflow_id = c.workflow_id AND o.status = 'pending'"
+    "   AND o.shard <@ (SELECT shards FROM leased)"
     " RETURNING o.dispatch_key, o.namespace"};
 
 inline constexpr Statement kCountInflight{"outbox_count_inflight", R"SQL(
@@ -221,12 +227,18 @@ inline constexpr Statement kGetNamespace{"outbox_get_namespace",
 inline constexpr Statement kListNamespaces{"outbox_list_namespaces",
     "SELECT " OUTBOXD_NAMESPACE_COLUMNS " FROM namespaces ORDER BY namespace"};
 
+// Claims and re-arms read a LIMIT off an ordered partial index. With generic plans the
+// planner underestimates how many rows pass the filters and may read the whole backlog and
+// sort it instead; within those transactions a sort is made a last resort.
+inline constexpr Statement kPreferIndexOrder{"outbox_prefer_index_order",
+    "SET LOCAL enable_sort = off"};
+
 inline constexpr std::array kOutboxStatements{
     kAppend, kClaim, kClaimScoped, kRecordOutcomes, kListStaleClaimed, kRearmStaleClaimed,
     kRearmOrphaned, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
     kCountClaimedByNamespace, kCountLiveByNamespace, kPendingRoutes, kFind, kPauseWorkflow,
     kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,
-    kPutNamespace, kGetNamespace, kListNamespaces, kSettleCancelled,
+    kPutNamespace, kGetNamespace, kListNamespaces, kSettleCancelled, kPreferIndexOrder,
 };
 
 }  // namespace outboxd::store::sql

@@ -14,6 +14,10 @@ namespace {
 
 std::int64_t millis(std::chrono::milliseconds duration) { return duration.count(); }
 
+void prefer_index_order(pqxx::work& tx) {
+    tx.exec_prepared(std::string{sql::kPreferIndexOrder.name});
+}
+
 OutboxRow decode_row(const pqxx::row& r) {
     OutboxRow row;
     row.id = r[0].as<std::int64_t>();
@@ -116,6 +120,7 @@ std::vector<OutboxRow> OutboxStore::claim(const Owner& owner, std::int32_t limit
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->transact(sql::kClaim.name, [&](pqxx::work& tx) {
+        prefer_index_order(tx);
         return decode_claimed(tx.exec_prepared(std::string{sql::kClaim.name}, owner.incarnation,
                                                owner.ranges.to_multirange(), limit));
     });
@@ -126,6 +131,7 @@ std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const Claim
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->transact(sql::kClaimScoped.name, [&](pqxx::work& tx) {
+        prefer_index_order(tx);
         return decode_claimed(tx.exec_prepared(
             std::string{sql::kClaimScoped.name}, owner.incarnation, owner.ranges.to_multirange(),
             scope.namespace_name, scope.task_queue, scope.node,
@@ -193,6 +199,7 @@ std::vector<OutboxRow> OutboxStore::rearm_stale_claimed(const Owner& owner,
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->transact(sql::kRearmStaleClaimed.name, [&](pqxx::work& tx) {
+        prefer_index_order(tx);
         return decode_claimed(tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name},
                                                owner.incarnation, owner.ranges.to_multirange(),
                                                millis(older_than), limit));
@@ -205,6 +212,7 @@ std::vector<OutboxRow> OutboxStore::rearm_orphaned(const Owner& owner,
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->transact(sql::kRearmOrphaned.name, [&](pqxx::work& tx) {
+        prefer_index_order(tx);
         return decode_claimed(tx.exec_prepared(std::string{sql::kRearmOrphaned.name},
                                                owner.incarnation, owner.ranges.to_multirange(),
                                                millis(liveness), limit));

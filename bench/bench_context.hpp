@@ -1,0 +1,53 @@
+#pragma once
+
+// What every scenario needs: the settings, the cluster's databases, CPU accounting and a
+// progress log (stderr; stdout carries only the report).
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench_database.hpp"
+#include "node_fleet.hpp"
+#include "proc_stat.hpp"
+
+namespace outboxd::bench {
+
+struct BenchSettings {
+    bool quick = false;
+    std::string database_url;  // admin URI of the bench cluster
+    std::string pg_data_dir;   // its data directory, for CPU accounting (optional)
+    std::string bin_dir;
+    std::string work_dir;
+    std::int64_t rows = 200'000;          // floor and e2e
+    std::int64_t grid_rows = 100'000;     // each sql_limit grid cell
+    std::int64_t history_rows = 5'000'000;
+    int repeat = 3;                       // floor and e2e runs; the median is reported
+    int node_batch_size = 1024;
+    std::vector<std::pair<std::string, std::string>> node_env;
+    int worker_processes = 2;
+    int worker_max_in_flight = 1024;
+    double latency_rate = 1000;           // rows/s
+    double latency_seconds = 10;          // measured, after the warm-up
+    double latency_warmup_seconds = 1;
+    int latency_stagers = 16;             // connections; enough to keep the rate at ~10 ms commits
+    double wake_seconds = 10;             // per phase
+    int wake_writers = 8;
+    int wake_rounds = 2;                  // each round: off, on (then on, off: ABBA)
+    double snapshot_max_seconds = 60;
+    std::vector<std::string> only;        // scenarios to run; empty: all
+};
+
+struct BenchContext {
+    const BenchSettings& settings;
+    BenchDatabases& databases;
+    const PgClusterCpu& pg_cpu;
+
+    [[nodiscard]] FleetSettings fleet(const std::string& database_url) const {
+        return {settings.bin_dir, settings.work_dir, database_url, settings.node_batch_size,
+                settings.node_env};
+    }
+};
+
+}  // namespace outboxd::bench

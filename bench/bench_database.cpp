@@ -1,0 +1,124 @@
+#include "bench_database.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "outboxd/store/migrator.hpp"
+
+namespace outboxd::bench {
+namespace {
+
+constexpr std::int64_t kStageChunk = 50'000;
+constexpr std::int64_t kHistoryChunk = 500'000;
+
+// Only names the driver makes itself reach SQL, but quote them anyway.
+std::string quoted(const std::string& name) { return "\"" + name + "\""; }
+
+}  // namespace
+
+BenchDatabases::BenchDatabases(std::string admin_url) : admin_url_(std::move(admin_url)) {
+    if (admin_url_.rfind("postgresql://", 0) != 0 && admin_url_.rfind("postgres://", 0) != 0) {
+        throw std::invalid_argument{"--database-url must be a postgresql:// URI"};
+    }
+}
+
+std::string BenchDatabases::url(const std::string& name) const {
+    // postgresql://user@host:port/db?params: replace the path, keep the parameters.
+    const auto authority = admin_url_.find("://") + 3;
+    const auto query = admin_url_.find('?', authority);
+    const auto path = std::min(admin_url_.find('/', authority), query);
+    const auto base = admin_url_.substr(0, path);
+    const auto params = query == std::string::npos ? std::string{} : admin_url_.substr(query);
+    return base + "/" + name + params;
+}
+
+void BenchDatabases::exec_admin(const std::string& sql) const {
+    pqxx::connection conn{admin_url_};
+    pqxx::nontransaction tx{conn};
+    tx.exec(sql);
+}
+
+std::string BenchDatabases::create_migrated(const std::string& name) {
+    drop(name);
+    exec_admin("CREATE DATABASE " + quoted(name));
+    const auto database_url = url(name);
+    outboxd::store::migrate(database_url);
+    return database_url;
+}
+
+std::string BenchDatabases::create_copy(const std::string& name, const std::string& template_name) {
+    drop(name);
+    exec_admin("CREATE DATABASE " + quoted(name) + " TEMPLATE " + quoted(template_name));
+    return url(name);
+}
+
+void BenchDatabases::drop(const std::string& name) {
+    exec_admin("DROP DATABASE IF EXISTS " + quoted(name) + " WITH (FORCE)");
+}
+
+std::string BenchDatabases::server_version() const {
+    pqxx::connection conn{admin_url_};
+    pqxx::nontransaction tx{conn};
+    return tx.exec1("SHOW server_version")[0].as<std::string>();
+}
+
+std::string BenchDatabases::durability() const {
+    pqxx::connection conn{admin_url_};
+    pqxx::nontransaction tx{conn};
+    std::string result;
+    for (const char* setting : {"fsync", "synchronous_commit", "full_page_writes",
+                                "shared_buffers", "max_wal_size"}) {
+        if (!result.empty()) result += " ";
+        result += std::string{setting} + "=" +
+                  tx.exec1(std::string{"SHOW "} + setting)[0].as<std::string>();
+    }
+    return result;
+}
+
+void stage_pending_rows(const std::string& url, std::int64_t rows, const std::string& prefix) {
+    pqxx::connection conn{url};
+    conn.prepare("stage", R"SQL(
+INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type)
+SELECT $1 || g, $1 || 'wf-' || g, 0, 'noop' FROM generate_series($2::bigint, $3::bigint) g)SQL");
+    for (std::int64_t first = 1; first <= rows; first += kStageChunk) {
+        const auto last = std::min(rows, first + kStageChunk - 1);
+        pqxx::work tx{conn};
+        tx.exec_prepared("stage", prefix, first, last);
+        tx.commit();
+    }
+}
+
+void insert_history_rows(const std::string& url, std::int64_t rows) {
+    pqxx::connection conn{url};
+    conn.prepare("history", R"SQL(
+INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, status,
+                    visible_after, created_at, finished_at)
+SELECT 'hist-' || g, 'hist-wf-' || g, 0, 'noop', 'done',
+       now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'
+FROM generate_series($1::bigint, $2::bigint) g)SQL");
+    for (std::int64_t first = 1; first <= rows; first += kHistoryChunk) {
+        const auto last = std::min(rows, first + kHistoryChunk - 1);
+        pqxx::work tx{conn};
+        tx.exec_prepared("history", first, last);
+        tx.commit();
+    }
+}
+
+void settle(const std::string& url) {
+    pqxx::connection conn{url};
+    pqxx::nontransaction tx{conn};
+    tx.exec("VACUUM ANALYZE outbox");
+    tx.exec("CHECKPOINT");
+}
+
+std::int64_t wal_position(pqxx::connection_base& conn) {
+    pqxx::nontransaction tx{conn};
+    return tx.exec1("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint")[0].as<std::int64_t>();
+}
+
+std::int64_t count_rows(pqxx::connection_base& conn, const std::string& where) {
+    pqxx::nontransaction tx{conn};
+    return tx.exec1("SELECT count(*) FROM outbox WHERE " + where)[0].as<std::int64_t>();
+}
+
+}  // namespace outboxd::bench

@@ -1,0 +1,210 @@
+// outboxd-bench: the benchmark driver behind scripts/bench (issue 7, docs/benchmarks.md).
+//
+// Runs against a PostgreSQL cluster it is given (scripts/bench starts a durable one),
+// creating a fresh database per scenario, and starts outboxd and outboxd-worker processes
+// from --bin-dir. Progress goes to stderr; stdout gets a table and, as its last line, one
+// JSON object. Exit code 0 when every scenario ran, 1 when one failed (the report then has
+// what ran and an "error" field), 2 for bad flags.
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "bench_context.hpp"
+#include "bench_report.hpp"
+#include "child_process.hpp"
+#include "claim_loop.hpp"
+#include "e2e_scenario.hpp"
+#include "history_scenario.hpp"
+#include "latency_scenario.hpp"
+#include "wake_scenario.hpp"
+
+namespace {
+
+using namespace outboxd::bench;
+
+const std::set<std::string> kScenarios{"floor", "limit", "e2e", "latency", "wake", "history"};
+
+struct CommandLine {
+    BenchSettings settings;
+    std::string json_file;
+    std::string pid_file;
+};
+
+std::vector<ClaimLoopConfig> grid_configs(bool quick) {
+    std::vector<ClaimLoopConfig> configs;
+    if (quick) {
+        configs.push_back({100, 4, Finish::complete, std::nullopt});
+        configs.push_back({1000, 1, Finish::complete, std::nullopt});
+        configs.push_back({1000, 2, Finish::complete, std::nullopt});
+        configs.push_back({1000, 4, Finish::complete, std::nullopt});
+        configs.push_back({1000, 4, Finish::remove, std::nullopt});
+        return configs;
+    }
+    for (const auto finish : {Finish::complete, Finish::remove}) {
+        for (const int batch : {100, 500, 1000}) {
+            for (const int clients : {1, 2, 4}) configs.push_back({batch, clients, finish, std::nullopt});
+        }
+    }
+    return configs;
+}
+
+// Parses argv; quick mode changes the defaults of every size option not given explicitly.
+std::optional<int> parse(int argc, char** argv, CommandLine& command) {
+    CLI::App app{"outboxd-bench: benchmark driver (run it through scripts/bench)"};
+    auto& s = command.settings;
+    std::vector<std::string> node_env;
+    app.add_option("--database-url", s.database_url,
+                   "postgresql:// URI of a superuser on the bench cluster")
+        ->required();
+    app.add_option("--pg-data", s.pg_data_dir, "the cluster's data directory (for its CPU time)");
+    app.add_option("--bin-dir", s.bin_dir, "directory holding outboxd and outboxd-worker")->required();
+    app.add_option("--work-dir", s.work_dir, "logs of the processes it starts")->required();
+    app.add_flag("--quick", s.quick, "the CI-sized run (< 3 minutes)");
+    auto* rows = app.add_option("--rows", s.rows, "rows per floor and e2e run (200000; quick 50000)");
+    auto* grid_rows = app.add_option("--grid-rows", s.grid_rows, "rows per sql_limit cell (100000; quick 25000)");
+    auto* history_rows = app.add_option("--history-rows", s.history_rows,
+                                        "finished rows of the history scenario (5000000; quick 500000)");
+    auto* repeat = app.add_option("--repeat", s.repeat, "floor and e2e runs, median reported (3; quick 1)")
+                       ->check(CLI::Range(1, 9));
+    app.add_option("--node-batch-size", s.node_batch_size, "OUTBOXD_BATCH_SIZE of the nodes")
+        ->capture_default_str();
+    app.add_option("--node-env", node_env, "extra KEY=VALUE for every node (repeatable)");
+    app.add_option("--workers", s.worker_processes, "outboxd-worker processes")->capture_default_str();
+    app.add_option("--worker-max-in-flight", s.worker_max_in_flight, "credit of each worker")
+        ->capture_default_str();
+    auto* latency_seconds =
+        app.add_option("--latency-seconds", s.latency_seconds, "measured latency run (10; quick 5)");
+    app.add_option("--latency-rate", s.latency_rate, "rows/s of the latency run")->capture_default_str();
+    app.add_option("--latency-stagers", s.latency_stagers, "staging connections of the latency run")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100));
+    auto* wake_seconds = app.add_option("--wake-seconds", s.wake_seconds, "each wake phase (10; quick 3)");
+    auto* wake_rounds = app.add_option("--wake-rounds", s.wake_rounds, "wake ABBA rounds (2; quick 1)");
+    app.add_option("--snapshot-max-seconds", s.snapshot_max_seconds, "longest old snapshot")
+        ->capture_default_str();
+    app.add_option("--only", s.only, "scenarios to run: floor,limit,e2e,latency,wake,history")
+        ->delimiter(',')
+        ->check(CLI::IsMember(kScenarios));
+    app.add_option("--json-file", command.json_file, "also write the JSON result here");
+    app.add_option("--pid-file", command.pid_file, "append the pid of every child process here");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+        return app.exit(error);
+    }
+    if (s.quick) {
+        if (!*rows) s.rows = 50'000;
+        if (!*grid_rows) s.grid_rows = 25'000;
+        if (!*history_rows) s.history_rows = 500'000;
+        if (!*repeat) s.repeat = 1;
+        if (!*latency_seconds) s.latency_seconds = 5;
+        if (!*wake_seconds) s.wake_seconds = 3;
+        if (!*wake_rounds) s.wake_rounds = 1;
+    }
+    for (const auto& entry : node_env) {
+        const auto equals = entry.find('=');
+        if (equals == std::string::npos || equals == 0) {
+            std::cerr << "outboxd-bench: --node-env wants KEY=VALUE, got '" << entry << "'\n";
+            return 2;
+        }
+        s.node_env.emplace_back(entry.substr(0, equals), entry.substr(equals + 1));
+    }
+    return std::nullopt;
+}
+
+bool wanted(const BenchSettings& settings, const std::string& scenario) {
+    return settings.only.empty() ||
+           std::find(settings.only.begin(), settings.only.end(), scenario) != settings.only.end();
+}
+
+ClaimLoopResult staged_loop(const BenchContext& context, const std::string& database,
+                            std::int64_t rows, const ClaimLoopConfig& config) {
+    const auto url = context.databases.create_migrated(database);
+    stage_pending_rows(url, rows, "sql-");
+    settle(url);
+    auto result = run_claim_loop(url, config, context.pg_cpu);
+    context.databases.drop(database);
+    if (result.rows != rows) {
+        throw std::runtime_error{describe(config) + ": finished " + std::to_string(result.rows) +
+                                 " of " + std::to_string(rows) + " rows"};
+    }
+    return result;
+}
+
+void run_scenarios(const BenchContext& context, BenchReport& report) {
+    const auto& s = context.settings;
+    // Floor and e2e runs interleave, so that drift of a shared machine hits both alike.
+    for (int run = 1; run <= s.repeat; ++run) {
+        if (wanted(s, "floor")) {
+            spdlog::info("floor: run {}/{}: {} rows", run, s.repeat, s.rows);
+            report.floor_runs.push_back(
+                staged_loop(context, "bench_floor", s.rows, {100, 1, Finish::complete, std::nullopt}));
+            spdlog::info("floor: {:.0f} rows/s", report.floor_runs.back().rows_per_s());
+        }
+        if (wanted(s, "e2e")) {
+            for (const int nodes : {1, 3}) {
+                const auto tag = "e2e_" + std::to_string(nodes) + "n_r" + std::to_string(run);
+                auto result = run_e2e(context, nodes, tag);
+                spdlog::info("{}: {:.0f} rows/s", tag, result.rows_per_s());
+                (nodes == 1 ? report.e2e_1node_runs : report.e2e_3node_runs).push_back(result);
+            }
+        }
+    }
+    if (wanted(s, "limit")) {
+        for (const auto& config : grid_configs(s.quick)) {
+            report.grid.emplace_back(config, staged_loop(context, "bench_limit", s.grid_rows, config));
+            spdlog::info("limit: {}: {:.0f} rows/s", describe(config),
+                         report.grid.back().second.rows_per_s());
+        }
+    }
+    if (wanted(s, "latency")) report.latency = run_latency(context);
+    if (wanted(s, "wake")) report.wake = run_wake_cost(context);
+    if (wanted(s, "history")) report.history = run_history(context);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    auto logger = spdlog::stderr_color_mt("bench");
+    logger->set_pattern("[bench %H:%M:%S] %v");
+    spdlog::set_default_logger(logger);
+
+    CommandLine command;
+    if (const auto code = parse(argc, argv, command)) return *code;
+    set_child_pid_file(command.pid_file);
+    install_child_reaper_signals();
+
+    const auto& settings = command.settings;
+    const auto start = std::chrono::steady_clock::now();
+    BenchReport report;
+    std::string error;
+    try {
+        BenchDatabases databases{settings.database_url};
+        const PgClusterCpu pg_cpu{settings.pg_data_dir};
+        if (!pg_cpu.available()) spdlog::warn("no --pg-data: PostgreSQL CPU reads as 0");
+        report.machine = read_machine_info(databases);
+        const BenchContext context{settings, databases, pg_cpu};
+        run_scenarios(context, report);
+    } catch (const std::exception& failure) {
+        error = failure.what();
+        spdlog::error("benchmark failed: {}", error);
+    }
+    report.total_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.load_after = load_average();
+    auto json = render_json(settings, report);
+    if (!error.empty()) json["error"] = error;
+    std::cout << render_table(settings, report);
+    if (!error.empty()) std::cout << "\nFAILED: " << error << "\n";
+    std::cout << "\n" << json.dump() << std::endl;
+    if (!command.json_file.empty()) std::ofstream{command.json_file} << json.dump(2) << "\n";
+    return error.empty() ? 0 : 1;
+}

@@ -1,0 +1,359 @@
+#include "bench_report.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace outboxd::bench {
+namespace {
+
+// Targets of issue 7.
+constexpr double kTargetRatioToFloor = 1.2;
+constexpr double kTargetP50Ms = 2;
+constexpr double kTargetP99Ms = 10;
+constexpr double kTargetWakeCost = 0.10;
+constexpr double kTargetHistoryRatio = 0.8;
+
+template <typename Run>
+const Run* median_run(const std::vector<Run>& runs) {
+    if (runs.empty()) return nullptr;
+    std::vector<const Run*> sorted;
+    for (const auto& run : runs) sorted.push_back(&run);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Run* a, const Run* b) { return a->rows_per_s() < b->rows_per_s(); });
+    return sorted[(sorted.size() - 1) / 2];  // lower median for an even count
+}
+
+const std::pair<ClaimLoopConfig, ClaimLoopResult>* best_cell(const BenchReport& report) {
+    const std::pair<ClaimLoopConfig, ClaimLoopResult>* best = nullptr;
+    for (const auto& cell : report.grid) {
+        if (!best || cell.second.rows_per_s() > best->second.rows_per_s()) best = &cell;
+    }
+    return best;
+}
+
+double per_10k(double cpu_s, std::int64_t rows) { return rows > 0 ? cpu_s * 1e4 / rows : 0; }
+double per_row(std::int64_t bytes, std::int64_t rows) {
+    return rows > 0 ? static_cast<double>(bytes) / static_cast<double>(rows) : 0;
+}
+
+std::optional<double> best_e2e(const BenchReport& report) {
+    std::optional<double> best;
+    for (const auto* run : {median_run(report.e2e_1node_runs), median_run(report.e2e_3node_runs)}) {
+        if (run && (!best || run->rows_per_s() > *best)) best = run->rows_per_s();
+    }
+    return best;
+}
+
+std::string strf(const char* pattern, auto... values) {
+    char buffer[512];
+    std::snprintf(buffer, sizeof buffer, pattern, values...);
+    return buffer;
+}
+
+// Above this share of the machine used by other processes, a run is flagged as noisy.
+constexpr double kNoisyForeignShare = 0.05;
+
+double max_foreign_cpu(const BenchReport& report) {
+    double most = 0;
+    for (const auto& run : report.floor_runs) most = std::max(most, run.foreign_cpu);
+    for (const auto& [config, run] : report.grid) most = std::max(most, run.foreign_cpu);
+    for (const auto& run : report.e2e_1node_runs) most = std::max(most, run.foreign_cpu);
+    for (const auto& run : report.e2e_3node_runs) most = std::max(most, run.foreign_cpu);
+    if (report.history) {
+        for (const auto* run : {&report.history->clean, &report.history->history,
+                                &report.history->old_snapshot}) {
+            most = std::max(most, run->foreign_cpu);
+        }
+    }
+    return most;
+}
+
+std::string verdict(bool met) { return met ? "met" : "MISSED"; }
+
+std::string history_label(std::int64_t rows) {
+    if (rows % 1'000'000 == 0) return std::to_string(rows / 1'000'000) + "M";
+    if (rows % 1'000 == 0) return std::to_string(rows / 1'000) + "k";
+    return std::to_string(rows);
+}
+
+std::string runs_list(const auto& runs) {
+    std::string text;
+    for (const auto& run : runs) {
+        if (!text.empty()) text += ", ";
+        text += strf("%.0f", run.rows_per_s());
+    }
+    return text;
+}
+
+}  // namespace
+
+double load_average() {
+    std::ifstream file{"/proc/loadavg"};
+    double one_minute = 0;
+    file >> one_minute;
+    return one_minute;
+}
+
+MachineInfo read_machine_info(const BenchDatabases& databases) {
+    MachineInfo info;
+    info.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+    std::ifstream cpuinfo{"/proc/cpuinfo"};
+    for (std::string line; std::getline(cpuinfo, line);) {
+        if (line.rfind("model name", 0) == 0) {
+            info.cpu_model = line.substr(line.find(':') + 2);
+            break;
+        }
+    }
+    std::ifstream meminfo{"/proc/meminfo"};
+    std::string label;
+    double kib = 0;
+    if (meminfo >> label >> kib) info.memory_gib = kib / (1024.0 * 1024.0);
+    info.postgres_version = databases.server_version();
+    info.postgres_settings = databases.durability();
+    info.load_before = load_average();
+    return info;
+}
+
+std::string render_table(const BenchSettings& settings, const BenchReport& report) {
+    std::ostringstream out;
+    const auto& m = report.machine;
+    out << "\n== outboxd benchmark (" << (settings.quick ? "quick" : "full") << ") ==\n";
+    out << strf("machine: %d CPU (%s), %.1f GiB RAM; PostgreSQL %s (%s)\n", m.cpus,
+                  m.cpu_model.c_str(), m.memory_gib, m.postgres_version.c_str(),
+                  m.postgres_settings.c_str());
+    const double foreign = max_foreign_cpu(report);
+    out << strf("load average (1 min) %.2f at start, %.2f at end; other processes used up to %.0f%% "
+                "of the machine during a throughput run%s\n",
+                m.load_before, report.load_after, foreign * 100,
+                foreign > kNoisyForeignShare ? " -- NOISY: the machine was shared" : "");
+    out << strf("N = %lld rows per throughput run, median of %d run(s); node batch %d; "
+                  "%d outboxd-worker process(es), max in flight %d each\n\n",
+                  static_cast<long long>(settings.rows), settings.repeat,
+                  settings.node_batch_size, settings.worker_processes,
+                  settings.worker_max_in_flight);
+
+    out << "Throughput                                   rows/s  node cpu  pg cpu  worker  host  other  WAL    "
+           "runs (rows/s)\n";
+    out << "                                                      s/10k     s/10k   s/10k   busy  cpu    B/row\n";
+    const auto floor = median_run(report.floor_runs);
+    if (floor) {
+        out << strf("  %-42s %7.0f  %8s  %6.2f  %6s  %4s  %4.0f%%  %5.0f  %s\n",
+                    "sql floor: claim 100 + complete, 1 client", floor->rows_per_s(), "-",
+                    per_10k(floor->pg_cpu_s, floor->rows), "-", "-", floor->foreign_cpu * 100,
+                    per_row(floor->wal_bytes, floor->rows), runs_list(report.floor_runs).c_str());
+    }
+    const auto best = best_cell(report);
+    if (best) {
+        out << strf("  %-42s %7.0f  %8s  %6.2f  %6s  %4s  %4.0f%%  %5.0f  %s\n",
+                    "sql limit: best of grid", best->second.rows_per_s(), "-",
+                    per_10k(best->second.pg_cpu_s, best->second.rows), "-", "-",
+                    best->second.foreign_cpu * 100, per_row(best->second.wal_bytes, best->second.rows),
+                    describe(best->first).c_str());
+    }
+    for (const auto* runs : {&report.e2e_1node_runs, &report.e2e_3node_runs}) {
+        const auto run = median_run(*runs);
+        if (!run) continue;
+        const auto label = strf("e2e: %d node%s -> workers over WebSocket", run->nodes,
+                                run->nodes == 1 ? "" : "s");
+        out << strf("  %-42s %7.0f  %8.2f  %6.2f  %6.2f  %3.0f%%  %4.0f%%  %5.0f  %s%s\n",
+                    label.c_str(), run->rows_per_s(), per_10k(run->node_cpu_s, run->rows),
+                    per_10k(run->pg_cpu_s, run->rows), per_10k(run->worker_cpu_s, run->rows),
+                    run->host_busy * 100, run->foreign_cpu * 100, per_row(run->wal_bytes, run->rows),
+                    runs_list(*runs).c_str(), run->complete ? "" : "  INCOMPLETE (timed out)");
+    }
+    if (const auto e2e = best_e2e(report)) {
+        if (floor) {
+            const double ratio = *e2e / floor->rows_per_s();
+            out << strf("  %-42s %8.2f   target >= %.1f: %s\n", "ratio to floor (best e2e / floor)",
+                          ratio, kTargetRatioToFloor, verdict(ratio >= kTargetRatioToFloor).c_str());
+        }
+        if (best) {
+            out << strf("  %-42s %8.2f\n", "ratio to limit (best e2e / sql limit)",
+                          *e2e / best->second.rows_per_s());
+        }
+    }
+
+    if (report.latency) {
+        const auto& l = *report.latency;
+        out << strf("\nLatency at %.0f rows/s (COMMIT returned -> task received by an in-process "
+                      "SDK worker; 1 node)\n",
+                      settings.latency_rate);
+        out << strf("  rows %lld after a %.0f s warm-up, achieved %.0f rows/s, missing %lld, node "
+                      "cpu %.0f%% of a core\n",
+                      static_cast<long long>(l.rows), settings.latency_warmup_seconds,
+                      l.achieved_rate, static_cast<long long>(l.missing), l.node_cpu_share * 100);
+        out << strf("  p50 %.2f ms (target <= %.0f: %s)   p90 %.2f ms   p99 %.2f ms (target <= %.0f: "
+                      "%s)   max %.2f ms\n",
+                      l.p50_ms, kTargetP50Ms, verdict(l.p50_ms <= kTargetP50Ms).c_str(), l.p90_ms,
+                      l.p99_ms, kTargetP99Ms, verdict(l.p99_ms <= kTargetP99Ms).c_str(), l.max_ms);
+    }
+
+    if (report.wake) {
+        const auto& w = *report.wake;
+        out << strf("\nApplication insert cost of the wake trigger (%d writers, single-row "
+                      "transactions, %d x %.0f s per state, ABBA)\n",
+                      settings.wake_writers, settings.wake_rounds, settings.wake_seconds);
+        out << strf("  trigger off %.0f rows/s   trigger on %.0f rows/s   cost %.3f (target <= "
+                      "%.2f: %s)\n",
+                      w.rows_per_s_off, w.rows_per_s_on, w.cost(), kTargetWakeCost,
+                      verdict(w.cost() <= kTargetWakeCost).c_str());
+    }
+
+    if (report.history) {
+        const auto& h = *report.history;
+        const double clean = h.clean.rows_per_s();
+        const auto ratio = [clean](const ClaimLoopResult& r) {
+            return clean > 0 ? r.rows_per_s() / clean : 0;
+        };
+        out << strf("\nClaim cost vs history (SQL floor loop: claim 100 + complete, 1 client, "
+                      "%lld staged rows each)\n",
+                      static_cast<long long>(settings.rows));
+        out << strf("  %-44s %8.0f rows/s\n", "clean table", clean);
+        const auto history_name = "+ " + history_label(h.history_rows) + " finished rows";
+        out << strf("  %-44s %8.0f rows/s  ratio %.2f (target >= %.1f: %s)\n",
+                      history_name.c_str(), h.history.rows_per_s(), ratio(h.history),
+                      kTargetHistoryRatio, verdict(ratio(h.history) >= kTargetHistoryRatio).c_str());
+        const auto snapshot_name = history_name + " + old snapshot";
+        const auto capped = h.old_snapshot.capped
+                                ? strf("  (stopped at %.0f s: %lld rows)", h.old_snapshot.seconds,
+                                       static_cast<long long>(h.old_snapshot.rows))
+                                : std::string{};
+        out << strf("  %-44s %8.0f rows/s  ratio %.2f (target >= %.1f: %s)%s\n",
+                    snapshot_name.c_str(), h.old_snapshot.rows_per_s(), ratio(h.old_snapshot),
+                    kTargetHistoryRatio, verdict(ratio(h.old_snapshot) >= kTargetHistoryRatio).c_str(),
+                    capped.c_str());
+        out << strf("  (history generated in %.0f s)\n", h.history_generate_seconds);
+    }
+
+    if (!report.grid.empty()) {
+        out << strf("\nSQL limit grid (%lld rows per cell)            rows/s   pg cpu s/10k  WAL "
+                      "B/row\n",
+                      static_cast<long long>(settings.grid_rows));
+        for (const auto& [config, result] : report.grid) {
+            out << strf("  %-42s %8.0f   %6.2f        %6.0f\n", describe(config).c_str(),
+                          result.rows_per_s(), per_10k(result.pg_cpu_s, result.rows),
+                          per_row(result.wal_bytes, result.rows));
+        }
+    }
+    out << strf("\nTotal benchmark time %.0f s\n", report.total_seconds);
+    return out.str();
+}
+
+nlohmann::json render_json(const BenchSettings& settings, const BenchReport& report) {
+    using nlohmann::json;
+    json out;
+    out["mode"] = settings.quick ? "quick" : "full";
+    out["rows"] = settings.rows;
+    out["repeat"] = settings.repeat;
+    out["node_batch_size"] = settings.node_batch_size;
+    out["worker_processes"] = settings.worker_processes;
+    out["machine"] = {{"cpus", report.machine.cpus},
+                      {"cpu_model", report.machine.cpu_model},
+                      {"memory_gib", report.machine.memory_gib},
+                      {"postgres", report.machine.postgres_version},
+                      {"postgres_settings", report.machine.postgres_settings},
+                      {"load_before", report.machine.load_before},
+                      {"load_after", report.load_after}};
+    // Dividing by a power of ten (not multiplying by its inverse) gives the double nearest
+    // the decimal, which prints short.
+    const auto rate = [](double value) { return std::round(value); };
+    const auto fine = [](double value) { return std::round(value * 1e4) / 1e4; };
+
+    // Every contract key is present; null when its scenario did not run.
+    for (const char* key :
+         {"e2e_rows_per_s_1node", "e2e_rows_per_s_3nodes", "sql_floor_rows_per_s",
+          "sql_limit_rows_per_s", "ratio_to_floor", "ratio_to_limit", "latency_p50_ms",
+          "latency_p99_ms", "latency_max_ms", "node_cpu_s_per_10k", "pg_cpu_s_per_10k",
+          "app_insert_cost_of_wake", "history_rows", "history_rows_per_s",
+          "old_snapshot_rows_per_s", "clean_rows_per_s"}) {
+        out[key] = nullptr;
+    }
+
+    const auto floor = median_run(report.floor_runs);
+    if (floor) {
+        out["sql_floor_rows_per_s"] = rate(floor->rows_per_s());
+        out["sql_floor_runs"] = json::array();
+        for (const auto& run : report.floor_runs) out["sql_floor_runs"].push_back(rate(run.rows_per_s()));
+        out["sql_floor_pg_cpu_s_per_10k"] = fine(per_10k(floor->pg_cpu_s, floor->rows));
+        out["sql_floor_wal_bytes_per_row"] = rate(per_row(floor->wal_bytes, floor->rows));
+    }
+    const auto best = best_cell(report);
+    if (best) {
+        out["sql_limit_rows_per_s"] = rate(best->second.rows_per_s());
+        out["sql_limit_config"] = describe(best->first);
+        json grid = json::array();
+        for (const auto& [config, result] : report.grid) {
+            grid.push_back({{"config", describe(config)}, {"rows_per_s", rate(result.rows_per_s())}});
+        }
+        out["sql_limit_grid"] = grid;
+    }
+    const auto e2e_json = [&](const std::vector<E2eResult>& runs, const std::string& suffix) {
+        const auto run = median_run(runs);
+        if (!run) return;
+        out["e2e_rows_per_s_" + suffix] = rate(run->rows_per_s());
+        out["e2e_runs_" + suffix] = json::array();
+        for (const auto& r : runs) out["e2e_runs_" + suffix].push_back(rate(r.rows_per_s()));
+        out["e2e_complete_" + suffix] =
+            std::all_of(runs.begin(), runs.end(), [](const E2eResult& r) { return r.complete; });
+        out["node_cpu_s_per_10k_" + suffix] = fine(per_10k(run->node_cpu_s, run->rows));
+        out["pg_cpu_s_per_10k_" + suffix] = fine(per_10k(run->pg_cpu_s, run->rows));
+        out["worker_cpu_s_per_10k_" + suffix] = fine(per_10k(run->worker_cpu_s, run->rows));
+        out["host_busy_" + suffix] = fine(run->host_busy);
+        out["wal_bytes_per_row_" + suffix] = rate(per_row(run->wal_bytes, run->rows));
+        out["foreign_cpu_" + suffix] = fine(run->foreign_cpu);
+    };
+    e2e_json(report.e2e_1node_runs, "1node");
+    e2e_json(report.e2e_3node_runs, "3nodes");
+    // The headline CPU costs are the 1-node run's (the 3-node figures sum three nodes).
+    if (const auto run = median_run(report.e2e_1node_runs)) {
+        out["node_cpu_s_per_10k"] = fine(per_10k(run->node_cpu_s, run->rows));
+        out["pg_cpu_s_per_10k"] = fine(per_10k(run->pg_cpu_s, run->rows));
+    }
+    if (const auto e2e = best_e2e(report)) {
+        if (floor) out["ratio_to_floor"] = fine(*e2e / floor->rows_per_s());
+        if (best) out["ratio_to_limit"] = fine(*e2e / best->second.rows_per_s());
+    }
+    if (report.latency) {
+        const auto& l = *report.latency;
+        out["latency_p50_ms"] = fine(l.p50_ms);
+        out["latency_p90_ms"] = fine(l.p90_ms);
+        out["latency_p99_ms"] = fine(l.p99_ms);
+        out["latency_max_ms"] = fine(l.max_ms);
+        out["latency_rows"] = l.rows;
+        out["latency_missing"] = l.missing;
+        out["latency_rate_achieved"] = rate(l.achieved_rate);
+        out["latency_node_cpu_share"] = fine(l.node_cpu_share);
+    }
+    if (report.wake) {
+        const auto& w = *report.wake;
+        out["app_insert_cost_of_wake"] = fine(w.cost());
+        out["app_insert_rows_per_s_wake_off"] = rate(w.rows_per_s_off);
+        out["app_insert_rows_per_s_wake_on"] = rate(w.rows_per_s_on);
+    }
+    if (report.history) {
+        const auto& h = *report.history;
+        const double clean = h.clean.rows_per_s();
+        out["history_claim_loop"] = "sql floor (claim 100 + complete, 1 client)";
+        out["clean_rows_per_s"] = rate(clean);
+        out["history_rows"] = h.history_rows;
+        out["history_rows_per_s"] = rate(h.history.rows_per_s());
+        if (h.history_rows == 5'000'000) out["history_5m_rows_per_s"] = rate(h.history.rows_per_s());
+        out["old_snapshot_rows_per_s"] = rate(h.old_snapshot.rows_per_s());
+        out["old_snapshot_capped"] = h.old_snapshot.capped;
+        out["old_snapshot_seconds"] = fine(h.old_snapshot.seconds);
+        if (clean > 0) {
+            out["history_ratio_to_clean"] = fine(h.history.rows_per_s() / clean);
+            out["old_snapshot_ratio_to_clean"] = fine(h.old_snapshot.rows_per_s() / clean);
+        }
+    }
+    out["max_foreign_cpu"] = fine(max_foreign_cpu(report));
+    out["total_seconds"] = rate(report.total_seconds);
+    return out;
+}
+
+}  // namespace outboxd::bench

@@ -1,0 +1,51 @@
+#pragma once
+
+// Everything one benchmark run measured, and its two renderings: a table for people
+// (stdout) and one JSON object for tools (the last line of stdout, optionally a file).
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_context.hpp"
+#include "claim_loop.hpp"
+#include "e2e_scenario.hpp"
+#include "history_scenario.hpp"
+#include "latency_scenario.hpp"
+#include "wake_scenario.hpp"
+
+namespace outboxd::bench {
+
+struct MachineInfo {
+    int cpus = 0;
+    std::string cpu_model;
+    double memory_gib = 0;
+    std::string postgres_version;
+    std::string postgres_settings;
+    double load_before = 0;  // 1-minute load average when the run started
+};
+
+struct BenchReport {
+    MachineInfo machine;
+    std::vector<ClaimLoopResult> floor_runs;
+    std::vector<std::pair<ClaimLoopConfig, ClaimLoopResult>> grid;
+    std::vector<E2eResult> e2e_1node_runs;
+    std::vector<E2eResult> e2e_3node_runs;
+    std::optional<LatencyResult> latency;
+    std::optional<WakeResult> wake;
+    std::optional<HistoryResult> history;
+    double total_seconds = 0;
+    double load_after = 0;  // 1-minute load average when it ended
+};
+
+[[nodiscard]] double load_average();
+
+[[nodiscard]] MachineInfo read_machine_info(const BenchDatabases& databases);
+
+[[nodiscard]] std::string render_table(const BenchSettings& settings, const BenchReport& report);
+[[nodiscard]] nlohmann::json render_json(const BenchSettings& settings, const BenchReport& report);
+
+}  // namespace outboxd::bench

@@ -1,0 +1,113 @@
+#include "e2e_scenario.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
+
+namespace outboxd::bench {
+namespace {
+
+constexpr std::chrono::milliseconds kPollInterval{100};
+constexpr std::chrono::seconds kProgressInterval{5};
+
+double epoch_seconds(std::chrono::system_clock::time_point t) {
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// Pending or claimed rows left; cheap at any backlog: both probes walk a partial index.
+bool rows_left(pqxx::connection& conn) {
+    pqxx::nontransaction tx{conn};
+    return tx.exec1("SELECT EXISTS (SELECT 1 FROM outbox WHERE status = 'pending')"
+                    " OR EXISTS (SELECT 1 FROM outbox WHERE status = 'claimed')")[0]
+        .as<bool>();
+}
+
+}  // namespace
+
+E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag) {
+    const auto& settings = context.settings;
+    const auto database = "bench_" + tag;
+    const auto url = context.databases.create_migrated(database);
+    spdlog::info("{}: staging {} rows", tag, settings.rows);
+    stage_pending_rows(url, settings.rows, "e2e-");
+    settle(url);
+
+    E2eResult result;
+    result.nodes = nodes;
+    result.rows = settings.rows;
+    const auto fleet_settings = context.fleet(url);
+    NodeFleet fleet{fleet_settings, nodes, tag};
+    spdlog::info("{}: {} node(s) up and balanced; starting {} worker process(es)", tag, nodes,
+                 settings.worker_processes);
+
+    auto conn_holder = std::make_unique<pqxx::connection>(url);
+    auto& conn = *conn_holder;
+    const auto wal_before = wal_position(conn);
+    const auto host_before = read_host_cpu();
+    const auto pg_before = context.pg_cpu.sample();
+    const auto node_before = fleet.cpu_seconds();
+    const auto self_before = process_cpu_seconds(::getpid());
+    const auto start = std::chrono::system_clock::now();
+    WorkerFleet workers{fleet_settings, settings.worker_processes, settings.worker_max_in_flight,
+                        fleet.worker_urls().front(), tag};
+    // Generous: a tenth of the floor rate, and never under two minutes.
+    const auto timeout = std::chrono::seconds{std::max<std::int64_t>(120, settings.rows / 1000)};
+    auto next_progress = std::chrono::steady_clock::now() + kProgressInterval;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        std::this_thread::sleep_for(kPollInterval);
+        if (!rows_left(conn)) break;
+        fleet.check_alive();
+        workers.check_alive();
+        const auto now = std::chrono::steady_clock::now();
+        if (now > deadline) {
+            result.complete = false;
+            break;
+        }
+        if (now > next_progress) {
+            next_progress = now + kProgressInterval;
+            spdlog::info("{}: {} of {} rows done", tag, count_rows(conn, "status = 'done'"),
+                         settings.rows);
+        }
+    }
+    result.node_cpu_s = fleet.cpu_seconds() - node_before;
+    result.worker_cpu_s = workers.cpu_seconds();  // they started inside the window
+    result.pg_cpu_s = context.pg_cpu.sample() - pg_before;
+    const auto host_after = read_host_cpu();
+    result.host_busy = busy_fraction(host_before, host_after);
+    result.foreign_cpu =
+        foreign_share(host_before, host_after,
+                      result.node_cpu_s + result.worker_cpu_s + result.pg_cpu_s +
+                          process_cpu_seconds(::getpid()) - self_before);
+    result.wal_bytes = wal_position(conn) - wal_before;
+
+    {
+        pqxx::nontransaction tx{conn};
+        const auto row = tx.exec1(
+            "SELECT count(*), extract(epoch FROM max(finished_at))::float8 FROM outbox"
+            " WHERE status = 'done'");
+        const auto done = row[0].as<std::int64_t>();
+        const double last_finished = row[1].is_null() ? 0.0 : row[1].as<double>();
+        if (done != settings.rows) result.complete = false;
+        result.rows = done;
+        const double end = result.complete ? last_finished : epoch_seconds(std::chrono::system_clock::now());
+        result.seconds = end - epoch_seconds(start);
+    }
+    if (!result.complete) {
+        spdlog::warn("{}: only {} of {} rows done within {} s", tag, result.rows, settings.rows,
+                     timeout.count());
+    }
+    workers.stop();
+    fleet.stop();
+    conn_holder.reset();  // DROP DATABASE … WITH (FORCE) would end it anyway
+    context.databases.drop(database);
+    return result;
+}
+
+}  // namespace outboxd::bench

@@ -1,0 +1,36 @@
+#pragma once
+
+// End to end: N staged rows drained by outboxd node process(es) pushing to no-op
+// outboxd-worker processes over WebSocket.
+//
+// The clock starts when the workers are launched (the nodes are up and own their shards
+// by then, and claim nothing without worker credit) and stops at the last row's
+// finished_at, read from the database once no row is pending or claimed (polled every
+// 100 ms), so the poll interval does not round the time up. Node, worker and PostgreSQL
+// CPU are sampled over the same window.
+
+#include <cstdint>
+#include <string>
+
+#include "bench_context.hpp"
+
+namespace outboxd::bench {
+
+struct E2eResult {
+    int nodes = 0;
+    std::int64_t rows = 0;
+    double seconds = 0;
+    bool complete = true;  // every row done before the timeout
+    double node_cpu_s = 0;
+    double worker_cpu_s = 0;
+    double pg_cpu_s = 0;
+    double host_busy = 0;  // fraction of the machine's CPU busy during the run
+    std::int64_t wal_bytes = 0;
+    double foreign_cpu = 0;  // machine share used by other processes (see ClaimLoopResult)
+
+    [[nodiscard]] double rows_per_s() const { return seconds > 0 ? rows / seconds : 0.0; }
+};
+
+E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag);
+
+}  // namespace outboxd::bench

@@ -1,0 +1,168 @@
+#include "latency_scenario.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
+
+#include "outboxd/sdk/worker_client.hpp"
+
+namespace outboxd::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kKeyPrefix = "lat-";
+constexpr std::chrono::seconds kDrainTimeout{10};
+constexpr std::chrono::seconds kConnectTimeout{30};
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+        .count();
+}
+
+// Nearest-rank percentile of sorted values.
+double percentile(const std::vector<double>& sorted, double p) {
+    if (sorted.empty()) return 0;
+    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * sorted.size()));
+    return sorted[std::min(sorted.size(), std::max<std::size_t>(rank, 1)) - 1];
+}
+
+// Timestamps by row index; 0 = not yet. Written by the stagers and the SDK thread.
+struct Timeline {
+    explicit Timeline(std::size_t rows) : committed(rows), received(rows) {}
+    std::vector<std::atomic<std::int64_t>> committed;
+    std::vector<std::atomic<std::int64_t>> received;
+};
+
+void run_stager(const std::string& url, int index, int stagers, std::size_t rows, double rate,
+                Clock::time_point start, Timeline& timeline, std::exception_ptr& error,
+                std::mutex& error_mutex) {
+    try {
+        pqxx::connection conn{url};
+        conn.prepare("stage", "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type)"
+                              " VALUES ($1, $2, 0, 'noop')");
+        for (std::size_t row = static_cast<std::size_t>(index); row < rows;
+             row += static_cast<std::size_t>(stagers)) {
+            std::this_thread::sleep_until(
+                start + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(static_cast<double>(row) / rate)));
+            const auto key = kKeyPrefix + std::to_string(row);
+            pqxx::work tx{conn};
+            tx.exec_prepared("stage", key, "lat-wf-" + std::to_string(row));
+            tx.commit();
+            timeline.committed[row] = now_ns();
+        }
+    } catch (...) {
+        const std::lock_guard lock{error_mutex};
+        if (!error) error = std::current_exception();
+    }
+}
+
+}  // namespace
+
+LatencyResult run_latency(const BenchContext& context) {
+    const auto& settings = context.settings;
+    const std::string database = "bench_latency";
+    const auto url = context.databases.create_migrated(database);
+    settle(url);
+    NodeFleet fleet{context.fleet(url), 1, "latency"};
+
+    const auto warmup_rows =
+        static_cast<std::size_t>(settings.latency_rate * settings.latency_warmup_seconds);
+    const auto rows = warmup_rows +
+                      static_cast<std::size_t>(settings.latency_rate * settings.latency_seconds);
+    Timeline timeline{rows};
+
+    sdk::WorkerOptions options;
+    options.seed_urls = fleet.worker_urls();
+    options.worker_id = "bench-latency-worker";
+    options.activity_types = {"noop"};
+    options.max_in_flight = settings.worker_max_in_flight;
+    sdk::WorkerClient client{options, [&timeline, rows](const worker::protocol::Task& task,
+                                                        sdk::Responder responder) {
+        const auto at = now_ns();
+        if (task.dispatch_key.rfind(kKeyPrefix, 0) == 0) {
+            const auto row = std::stoull(task.dispatch_key.substr(std::string{kKeyPrefix}.size()));
+            if (row < rows) {
+                std::int64_t unset = 0;
+                timeline.received[row].compare_exchange_strong(unset, at);  // first delivery
+            }
+        }
+        responder.complete();
+    }};
+    client.start();
+    const auto connect_deadline = Clock::now() + kConnectTimeout;
+    while (client.stats().connected_nodes == 0) {
+        fleet.check_alive();
+        if (Clock::now() > connect_deadline) throw std::runtime_error{"SDK worker did not connect"};
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    spdlog::info("latency: node up, worker connected; staging {} rows at {}/s ({} s warm-up)", rows,
+                 settings.latency_rate, settings.latency_warmup_seconds);
+
+    const auto node_before = fleet.cpu_seconds();
+    const auto start = Clock::now() + std::chrono::milliseconds{100};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    std::vector<std::thread> stagers;
+    for (int i = 0; i < settings.latency_stagers; ++i) {
+        stagers.emplace_back(run_stager, url, i, settings.latency_stagers, rows,
+                             settings.latency_rate, start, std::ref(timeline), std::ref(error),
+                             std::ref(error_mutex));
+    }
+    for (auto& stager : stagers) stager.join();
+    if (error) std::rethrow_exception(error);
+    const auto drain_deadline = Clock::now() + kDrainTimeout;
+    const auto all_received = [&] {
+        for (std::size_t row = warmup_rows; row < rows; ++row) {
+            if (timeline.received[row].load() == 0) return false;
+        }
+        return true;
+    };
+    while (!all_received() && Clock::now() < drain_deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    const double node_cpu = fleet.cpu_seconds() - node_before;
+
+    LatencyResult result;
+    std::vector<double> latencies;
+    std::int64_t first_commit = 0, last_commit = 0;
+    for (std::size_t row = warmup_rows; row < rows; ++row) {
+        const auto committed = timeline.committed[row].load();
+        const auto received = timeline.received[row].load();
+        if (first_commit == 0) first_commit = committed;
+        last_commit = std::max(last_commit, committed);
+        if (received == 0) {
+            ++result.missing;
+            continue;
+        }
+        latencies.push_back(static_cast<double>(received - committed) / 1e6);
+    }
+    std::sort(latencies.begin(), latencies.end());
+    result.rows = static_cast<std::int64_t>(rows - warmup_rows);
+    const double commit_span = static_cast<double>(last_commit - first_commit) / 1e9;
+    result.achieved_rate = commit_span > 0 ? (result.rows - 1) / commit_span : 0;
+    result.p50_ms = percentile(latencies, 50);
+    result.p90_ms = percentile(latencies, 90);
+    result.p99_ms = percentile(latencies, 99);
+    result.max_ms = latencies.empty() ? 0 : latencies.back();
+    result.node_cpu_share = elapsed > 0 ? node_cpu / elapsed : 0;
+
+    client.stop(std::chrono::milliseconds{1000});
+    fleet.stop();
+    context.databases.drop(database);
+    return result;
+}
+
+}  // namespace outboxd::bench

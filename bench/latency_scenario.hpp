@@ -1,0 +1,29 @@
+#pragma once
+
+// Latency at a steady rate: an in-process "application" commits one row per transaction
+// at settings.latency_rate rows/s (open loop: row i is due at start + i / rate, spread
+// over a few stager connections so a slow fsync does not slow the schedule), one outboxd
+// node dispatches, and an in-process SDK WorkerClient records when each task arrives.
+// Latency = task received - COMMIT returned, both read from steady_clock in this process.
+// Rows of the warm-up are staged but not counted.
+
+#include <cstdint>
+
+#include "bench_context.hpp"
+
+namespace outboxd::bench {
+
+struct LatencyResult {
+    std::int64_t rows = 0;       // counted (after the warm-up)
+    std::int64_t missing = 0;    // counted rows not received within the drain timeout
+    double achieved_rate = 0;    // rows/s the stagers committed
+    double p50_ms = 0;
+    double p90_ms = 0;
+    double p99_ms = 0;
+    double max_ms = 0;
+    double node_cpu_share = 0;   // node CPU seconds per second of the run
+};
+
+LatencyResult run_latency(const BenchContext& context);
+
+}  // namespace outboxd::bench

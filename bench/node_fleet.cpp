@@ -1,0 +1,158 @@
+#include "node_fleet.hpp"
+
+#include <signal.h>
+
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <stdexcept>
+#include <thread>
+
+#include <pqxx/pqxx>
+
+#include "proc_stat.hpp"
+
+namespace outboxd::bench {
+namespace {
+
+constexpr int kShards = 1024;
+constexpr std::chrono::milliseconds kPollInterval{50};
+constexpr std::chrono::milliseconds kWorkerStopGrace{5000};
+
+// The port of a node from its log, once it has logged `event=listening`.
+std::optional<std::string> listening_address(const std::string& log_path) {
+    static const std::regex pattern{R"(event=listening .*address=([^ ]+:[0-9]+))"};
+    std::ifstream file{log_path};
+    for (std::string line; std::getline(file, line);) {
+        std::smatch match;
+        if (std::regex_search(line, match, pattern)) return match[1].str();
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+NodeFleet::NodeFleet(const FleetSettings& settings, int count, const std::string& tag)
+    : database_url_(settings.database_url) {
+    for (int i = 0; i < count; ++i) {
+        const auto node_id = "bench-" + tag + "-node-" + std::to_string(i + 1);
+        ChildSpec spec;
+        spec.argv = {settings.bin_dir + "/outboxd", "serve"};
+        // info, not warn: the listening line that names the port is an info line. The node
+        // logs nothing per row or per batch at info.
+        spec.env = {{"OUTBOXD_DATABASE_URL", settings.database_url},
+                    {"OUTBOXD_LISTEN", "127.0.0.1:0"},
+                    {"OUTBOXD_NODE_ID", node_id},
+                    {"OUTBOXD_BATCH_SIZE", std::to_string(settings.batch_size)},
+                    {"OUTBOXD_LOG_LEVEL", "info"}};
+        for (const auto& entry : settings.extra_env) spec.env.push_back(entry);
+        spec.log_path = settings.log_dir + "/" + node_id + ".log";
+        std::ofstream{spec.log_path, std::ios::trunc};  // a rerun must not read an old port
+        nodes_.push_back(std::make_unique<ChildProcess>(spec));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+    for (auto& node : nodes_) {
+        for (;;) {
+            if (const auto address = listening_address(node->log_path())) {
+                urls_.push_back("ws://" + *address + "/v1/workers");
+                http_urls_.push_back("http://" + *address);
+                break;
+            }
+            check_alive();
+            if (std::chrono::steady_clock::now() > deadline) {
+                throw std::runtime_error{"node did not report its port in time; log " +
+                                         node->log_path() + ":\n" + node->log_tail(20)};
+            }
+            std::this_thread::sleep_for(kPollInterval);
+        }
+    }
+    wait_for_balanced_leases(count);
+}
+
+NodeFleet::~NodeFleet() { stop(); }
+
+void NodeFleet::wait_for_balanced_leases(int count) {
+    pqxx::connection conn{database_url_};
+    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+    for (;;) {
+        pqxx::nontransaction tx{conn};
+        // Owners are node incarnations; a lease counts while it has not expired.
+        const auto row = tx.exec1(R"SQL(
+SELECT count(*), coalesce(sum(n), 0), coalesce(max(n) - min(n), 0)
+FROM (SELECT count(*) AS n FROM shard_leases
+      WHERE owner IS NOT NULL AND expires_at > now() GROUP BY owner) owners)SQL");
+        tx.commit();
+        if (row[0].as<int>() == count && row[1].as<int>() == kShards && row[2].as<int>() <= 1) {
+            return;
+        }
+        check_alive();
+        if (std::chrono::steady_clock::now() > deadline) {
+            throw std::runtime_error{"shard leases did not settle over " + std::to_string(count) +
+                                     " node(s) in time (owners " + row[0].c_str() + ", leased " +
+                                     row[1].c_str() + ")"};
+        }
+        std::this_thread::sleep_for(kPollInterval);
+    }
+}
+
+double NodeFleet::cpu_seconds() const {
+    double total = 0;
+    for (const auto& node : nodes_) total += process_cpu_seconds(node->pid());
+    return total;
+}
+
+void NodeFleet::check_alive() {
+    for (auto& node : nodes_) {
+        if (!node->alive()) {
+            throw std::runtime_error{"outboxd node exited; log " + node->log_path() + ":\n" +
+                                     node->log_tail(20)};
+        }
+    }
+}
+
+void NodeFleet::stop() {
+    // SIGTERM to all first, so that they drain in parallel.
+    for (auto& node : nodes_) {
+        if (node->alive()) ::kill(node->pid(), SIGTERM);
+    }
+    for (auto& node : nodes_) node->stop(ChildProcess::kStopGrace);
+}
+
+WorkerFleet::WorkerFleet(const FleetSettings& settings, int count, int max_in_flight,
+                         const std::string& seed_url, const std::string& tag) {
+    for (int i = 0; i < count; ++i) {
+        const auto worker_id = "bench-" + tag + "-worker-" + std::to_string(i + 1);
+        ChildSpec spec;
+        spec.argv = {settings.bin_dir + "/outboxd-worker", "--url", seed_url, "--activity-types",
+                     "noop", "--max-in-flight", std::to_string(max_in_flight), "--worker-id",
+                     worker_id, "--log-level", "warn"};
+        spec.log_path = settings.log_dir + "/" + worker_id + ".log";
+        workers_.push_back(std::make_unique<ChildProcess>(spec));
+    }
+}
+
+WorkerFleet::~WorkerFleet() { stop(); }
+
+double WorkerFleet::cpu_seconds() const {
+    double total = 0;
+    for (const auto& worker : workers_) total += process_cpu_seconds(worker->pid());
+    return total;
+}
+
+void WorkerFleet::check_alive() {
+    for (auto& worker : workers_) {
+        if (!worker->alive()) {
+            throw std::runtime_error{"outboxd-worker exited; log " + worker->log_path() + ":\n" +
+                                     worker->log_tail(20)};
+        }
+    }
+}
+
+void WorkerFleet::stop() {
+    for (auto& worker : workers_) {
+        if (worker->alive()) ::kill(worker->pid(), SIGTERM);
+    }
+    for (auto& worker : workers_) worker->stop(kWorkerStopGrace);
+}
+
+}  // namespace outboxd::bench

@@ -1,0 +1,77 @@
+#pragma once
+
+// outboxd node processes and outboxd-worker processes for the end-to-end scenarios.
+//
+// NodeFleet starts `count` nodes on 127.0.0.1:0 against one database, learns each one's
+// port from its `event=listening … address=HOST:PORT` log line, and waits until the 1024
+// shard leases are balanced over all of them, so that the clock of a run never includes
+// cluster formation. Driver thread only (see ChildProcess).
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "child_process.hpp"
+
+namespace outboxd::bench {
+
+struct FleetSettings {
+    std::string bin_dir;      // holds outboxd and outboxd-worker
+    std::string log_dir;      // one log file per process
+    std::string database_url;
+    int batch_size = 1024;    // OUTBOXD_BATCH_SIZE
+    std::vector<std::pair<std::string, std::string>> extra_env;  // e.g. from --node-env
+};
+
+class NodeFleet {
+public:
+    // Throws std::runtime_error (with the log tail) when a node exits or does not report
+    // its port, or the leases do not settle, within kStartTimeout.
+    NodeFleet(const FleetSettings& settings, int count, const std::string& tag);
+    ~NodeFleet();
+    NodeFleet(const NodeFleet&) = delete;
+    NodeFleet& operator=(const NodeFleet&) = delete;
+
+    // ws://127.0.0.1:PORT/v1/workers of each node, in start order.
+    [[nodiscard]] const std::vector<std::string>& worker_urls() const { return urls_; }
+    [[nodiscard]] const std::vector<std::string>& http_urls() const { return http_urls_; }
+    [[nodiscard]] double cpu_seconds() const;  // summed over the nodes
+    // Throws std::runtime_error with the log tail when a node has exited.
+    void check_alive();
+    // SIGTERM (drain), SIGKILL after the grace. Idempotent.
+    void stop();
+
+    static constexpr std::chrono::seconds kStartTimeout{60};
+
+private:
+    void wait_for_balanced_leases(int count);
+
+    std::string database_url_;
+    std::vector<std::unique_ptr<ChildProcess>> nodes_;
+    std::vector<std::string> urls_;
+    std::vector<std::string> http_urls_;
+};
+
+// outboxd-worker processes running the `noop` activity, seeded with one node URL each
+// (they discover the rest of the cluster).
+class WorkerFleet {
+public:
+    WorkerFleet(const FleetSettings& settings, int count, int max_in_flight,
+                const std::string& seed_url, const std::string& tag);
+    ~WorkerFleet();
+    WorkerFleet(const WorkerFleet&) = delete;
+    WorkerFleet& operator=(const WorkerFleet&) = delete;
+
+    [[nodiscard]] double cpu_seconds() const;
+    void check_alive();
+    void stop();
+
+private:
+    std::vector<std::unique_ptr<ChildProcess>> workers_;
+};
+
+}  // namespace outboxd::bench

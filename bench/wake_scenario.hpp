@@ -1,0 +1,28 @@
+#pragma once
+
+// The application's cost of the wake trigger: `wake_writers` threads, each on its own
+// connection, commit single-row transactions (BEGIN; INSERT INTO outbox …; COMMIT) as
+// fast as they can for `wake_seconds`, with the outbox_notify_wake trigger disabled and
+// enabled, in ABBA order over `wake_rounds` rounds so that drift cancels. No node runs;
+// one connection LISTENs on outbox_wake and drains notifications, as a node would (with no
+// listener PostgreSQL does less work per NOTIFY). The table is truncated and a checkpoint
+// taken before every phase so that each starts alike.
+
+#include "bench_context.hpp"
+
+namespace outboxd::bench {
+
+struct WakeResult {
+    double rows_per_s_off = 0;  // mean over the phases with the trigger disabled
+    double rows_per_s_on = 0;
+    std::int64_t notifications = 0;  // received by the listener over the on phases
+
+    // 1 - on/off: the share of the application's insert throughput the trigger costs.
+    [[nodiscard]] double cost() const {
+        return rows_per_s_off > 0 ? 1.0 - rows_per_s_on / rows_per_s_off : 0.0;
+    }
+};
+
+WakeResult run_wake_cost(const BenchContext& context);
+
+}  // namespace outboxd::bench
