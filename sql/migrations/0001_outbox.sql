@@ -13,22 +13,25 @@ CREATE FUNCTION outbox_shard(workflow_id text) RETURNS integer
 -- so an outcome for an earlier claim of a re-armed row matches nothing.
 CREATE SEQUENCE outbox_claim_token_seq AS bigint CACHE 64;
 
+-- Identifiers compare as bytes (COLLATE "C"): under a libc locale every text comparison
+-- would be a strcoll() call, and each claim and outcome re-inserts dispatch_key into its
+-- unique index. Nothing depends on linguistic order; the column types stay text.
 CREATE TABLE outbox (
     id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    dispatch_key  text        NOT NULL,
-    workflow_id   text        NOT NULL,
+    dispatch_key  text COLLATE "C" NOT NULL,
+    workflow_id   text COLLATE "C" NOT NULL,
     ordinal       bigint      NOT NULL,
     run_id        text,
-    namespace     text        NOT NULL DEFAULT 'default',
-    task_queue    text        NOT NULL DEFAULT 'default',
-    node          text,
-    activity_type text        NOT NULL,
+    namespace     text COLLATE "C" NOT NULL DEFAULT 'default',
+    task_queue    text COLLATE "C" NOT NULL DEFAULT 'default',
+    node          text COLLATE "C",
+    activity_type text COLLATE "C" NOT NULL,
     input         jsonb       NOT NULL DEFAULT 'null',
     status        text        NOT NULL DEFAULT 'pending',
     attempt       integer     NOT NULL DEFAULT 0,
     visible_after timestamptz NOT NULL DEFAULT now(),
     claimed_at    timestamptz,
-    claimed_by    text,
+    claimed_by    text COLLATE "C",
     claim_token   bigint,
     last_error    text,
     created_at    timestamptz NOT NULL DEFAULT now(),
@@ -153,6 +156,6 @@ CREATE TABLE namespaces (
 
 -- Paused workflows: their rows stay pending and are skipped by every claim.
 CREATE TABLE paused_workflows (
-    workflow_id text        PRIMARY KEY CHECK (workflow_id <> ''),
+    workflow_id text COLLATE "C" PRIMARY KEY CHECK (workflow_id <> ''),
     paused_at   timestamptz NOT NULL DEFAULT now()
 );

@@ -41,10 +41,22 @@ namespace outboxd::store::sql {
 
 // `id = ANY(ARRAY(…))` makes the update a primary-key probe per picked row; a join on
 // `picked` lets the planner hash the whole table when it underestimates the pick.
+// A claim returns only what a task needs (decode_claimed's order): every row of one claim
+// shares its instant and token, computed once in the `token` CTE.
+#define OUTBOXD_CLAIMED_COLUMNS                                                          \
+    "o.id, o.dispatch_key, o.workflow_id, o.ordinal, o.run_id, o.namespace,"          \
+    " o.task_queue, o.node, o.activity_type, o.input::text, o.attempt, "              \
+    OUTBOXD_SQL_MICROS("o.visible_after") ", o.claim_token, o.shard,"                 \
+    " (SELECT at FROM token)"
+
+#define OUTBOXD_CLAIM_TOKEN                                                            \
+    " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value, "     \
+    OUTBOXD_SQL_MICROS("now()") " AS at),"
+
 #define OUTBOXD_CLAIM_UPDATE                                                           \
     "UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"    \
     " claim_token = (SELECT value FROM token)"                                         \
-    " WHERE o.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING " OUTBOXD_ROW_COLUMNS
+    " WHERE o.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING " OUTBOXD_CLAIMED_COLUMNS
 
 #define OUTBOXD_CLEAR_CLAIM "claimed_at = NULL, claimed_by = NULL, claim_token = NULL"
 
@@ -64,7 +76,7 @@ RETURNING dispatch_key)SQL"};
 
 inline constexpr Statement kClaim{"outbox_claim",
     "WITH " OUTBOXD_LEASED_SHARDS ","
-    " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value),"
+    OUTBOXD_CLAIM_TOKEN
     " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
     "   ORDER BY o.visible_after, o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED) "
     OUTBOXD_CLAIM_UPDATE};
@@ -73,7 +85,7 @@ inline constexpr Statement kClaim{"outbox_claim",
 // types (empty: any), $7 limit, $8 whether unpinned rows are in scope.
 inline constexpr Statement kClaimScoped{"outbox_claim_scoped",
     "WITH " OUTBOXD_LEASED_SHARDS ","
-    " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value),"
+    OUTBOXD_CLAIM_TOKEN
     " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
     "   AND o.namespace = $3 AND o.task_queue = $4 AND (o.node = $5 OR ($8 AND o.node IS NULL))"
     "   AND (cardinality($6::text[]) = 0 OR o.activity_type = ANY ($6::text[]))"

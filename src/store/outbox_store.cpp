@@ -43,15 +43,48 @@ OutboxRow decode_row(const pqxx::row& r) {
     return row;
 }
 
-// Claims come back from UPDATE … RETURNING in no particular order; hand them out in
-// claim order.
-std::vector<OutboxRow> decode_claimed(const pqxx::result& result) {
-    std::vector<OutboxRow> rows;
-    rows.reserve(result.size());
-    for (const auto& r : result) rows.push_back(decode_row(r));
+void sort_claim_order(std::vector<OutboxRow>& rows) {
     std::sort(rows.begin(), rows.end(), [](const OutboxRow& a, const OutboxRow& b) {
         return std::tie(a.visible_after, a.id) < std::tie(b.visible_after, b.id);
     });
+}
+
+// Rows of a claim (OUTBOXD_CLAIMED_COLUMNS), in claim order: UPDATE … RETURNING gives them
+// in no particular order.
+std::vector<OutboxRow> decode_claimed(const pqxx::result& result, const std::string& claimer) {
+    std::vector<OutboxRow> rows;
+    rows.reserve(result.size());
+    for (const auto& r : result) {
+        OutboxRow row;
+        row.id = r[0].as<std::int64_t>();
+        row.dispatch_key = r[1].as<std::string>();
+        row.workflow_id = r[2].as<std::string>();
+        row.ordinal = r[3].as<std::int64_t>();
+        row.run_id = pg::optional_text(r[4]);
+        row.namespace_name = r[5].as<std::string>();
+        row.task_queue = r[6].as<std::string>();
+        row.node = pg::optional_text(r[7]);
+        row.activity_type = r[8].as<std::string>();
+        row.input_json = r[9].as<std::string>();
+        row.status = Status::claimed;
+        row.attempt = r[10].as<std::int32_t>();
+        row.visible_after = pg::from_micros(r[11].as<std::int64_t>());
+        row.claim_token = r[12].as<std::int64_t>();
+        row.shard = r[13].as<std::int32_t>();
+        row.claimed_at = pg::from_micros(r[14].as<std::int64_t>());
+        row.claimed_by = claimer;
+        rows.push_back(std::move(row));
+    }
+    sort_claim_order(rows);
+    return rows;
+}
+
+// Full rows (OUTBOXD_ROW_COLUMNS) in claim order.
+std::vector<OutboxRow> decode_rows_in_claim_order(const pqxx::result& result) {
+    std::vector<OutboxRow> rows;
+    rows.reserve(result.size());
+    for (const auto& r : result) rows.push_back(decode_row(r));
+    sort_claim_order(rows);
     return rows;
 }
 
@@ -122,7 +155,8 @@ std::vector<OutboxRow> OutboxStore::claim(const Owner& owner, std::int32_t limit
     return session_->transact(sql::kClaim.name, [&](pqxx::work& tx) {
         prefer_index_order(tx);
         return decode_claimed(tx.exec_prepared(std::string{sql::kClaim.name}, owner.incarnation,
-                                               owner.ranges.to_multirange(), limit));
+                                               owner.ranges.to_multirange(), limit),
+                              owner.incarnation);
     });
 }
 
@@ -135,7 +169,8 @@ std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const Claim
         return decode_claimed(tx.exec_prepared(
             std::string{sql::kClaimScoped.name}, owner.incarnation, owner.ranges.to_multirange(),
             scope.namespace_name, scope.task_queue, scope.node,
-            pg::text_array(scope.activity_types), limit, scope.include_unpinned));
+            pg::text_array(scope.activity_types), limit, scope.include_unpinned),
+            owner.incarnation);
     });
 }
 
@@ -200,7 +235,7 @@ std::vector<OutboxRow> OutboxStore::rearm_stale_claimed(const Owner& owner,
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->transact(sql::kRearmStaleClaimed.name, [&](pqxx::work& tx) {
         prefer_index_order(tx);
-        return decode_claimed(tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name},
+        return decode_rows_in_claim_order(tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name},
                                                owner.incarnation, owner.ranges.to_multirange(),
                                                millis(older_than), limit));
     });
@@ -213,7 +248,7 @@ std::vector<OutboxRow> OutboxStore::rearm_orphaned(const Owner& owner,
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->transact(sql::kRearmOrphaned.name, [&](pqxx::work& tx) {
         prefer_index_order(tx);
-        return decode_claimed(tx.exec_prepared(std::string{sql::kRearmOrphaned.name},
+        return decode_rows_in_claim_order(tx.exec_prepared(std::string{sql::kRearmOrphaned.name},
                                                owner.incarnation, owner.ranges.to_multirange(),
                                                millis(liveness), limit));
     });
