@@ -28,6 +28,7 @@ struct BenchSettings {
     std::vector<std::pair<std::string, std::string>> node_env;
     int worker_processes = 2;
     int worker_max_in_flight = 1024;
+    double e2e_max_seconds = 45;          // a slower run stops there: rows/s over rows done
     double latency_rate = 1000;           // rows/s
     double latency_seconds = 10;          // measured, after the warm-up
     double latency_warmup_seconds = 1;

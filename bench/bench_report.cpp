@@ -56,7 +56,7 @@ std::string strf(const char* pattern, auto... values) {
 }
 
 // Above this share of the machine used by other processes, a run is flagged as noisy.
-constexpr double kNoisyForeignShare = 0.05;
+constexpr double kNoisyForeignShare = 0.10;
 
 double max_foreign_cpu(const BenchReport& report) {
     double most = 0;
@@ -81,11 +81,13 @@ std::string history_label(std::int64_t rows) {
     return std::to_string(rows);
 }
 
+// Rows/s of each run; a run that other processes disturbed says by how much.
 std::string runs_list(const auto& runs) {
     std::string text;
     for (const auto& run : runs) {
         if (!text.empty()) text += ", ";
         text += strf("%.0f", run.rows_per_s());
+        if (run.foreign_cpu > kNoisyForeignShare) text += strf(" (other %.0f%%)", run.foreign_cpu * 100);
     }
     return text;
 }
@@ -164,7 +166,12 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
                     label.c_str(), run->rows_per_s(), per_10k(run->node_cpu_s, run->rows),
                     per_10k(run->pg_cpu_s, run->rows), per_10k(run->worker_cpu_s, run->rows),
                     run->host_busy * 100, run->foreign_cpu * 100, per_row(run->wal_bytes, run->rows),
-                    runs_list(*runs).c_str(), run->complete ? "" : "  INCOMPLETE (timed out)");
+                    runs_list(*runs).c_str(),
+                    run->complete ? ""
+                                  : strf("  CAPPED at %.0f s: %lld of %lld rows done", run->seconds,
+                                         static_cast<long long>(run->rows),
+                                         static_cast<long long>(run->staged))
+                                        .c_str());
     }
     if (const auto e2e = best_e2e(report)) {
         if (floor) {
@@ -183,10 +190,12 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
         out << strf("\nLatency at %.0f rows/s (COMMIT returned -> task received by an in-process "
                       "SDK worker; 1 node)\n",
                       settings.latency_rate);
-        out << strf("  rows %lld after a %.0f s warm-up, achieved %.0f rows/s, missing %lld, node "
-                      "cpu %.0f%% of a core\n",
-                      static_cast<long long>(l.rows), settings.latency_warmup_seconds,
-                      l.achieved_rate, static_cast<long long>(l.missing), l.node_cpu_share * 100);
+        out << strf("  %lld of %lld rows staged after a %.0f s warm-up, achieved %.0f rows/s%s, "
+                    "not received %lld, node cpu %.0f%% of a core\n",
+                    static_cast<long long>(l.rows), static_cast<long long>(l.planned),
+                    settings.latency_warmup_seconds, l.achieved_rate,
+                    l.achieved_rate < 0.95 * settings.latency_rate ? " (BELOW the target rate)" : "",
+                    static_cast<long long>(l.missing), l.node_cpu_share * 100);
         out << strf("  p50 %.2f ms (target <= %.0f: %s)   p90 %.2f ms   p99 %.2f ms (target <= %.0f: "
                       "%s)   max %.2f ms\n",
                       l.p50_ms, kTargetP50Ms, verdict(l.p50_ms <= kTargetP50Ms).c_str(), l.p90_ms,
@@ -278,7 +287,11 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
     if (floor) {
         out["sql_floor_rows_per_s"] = rate(floor->rows_per_s());
         out["sql_floor_runs"] = json::array();
-        for (const auto& run : report.floor_runs) out["sql_floor_runs"].push_back(rate(run.rows_per_s()));
+        out["sql_floor_foreign_cpu"] = json::array();
+        for (const auto& run : report.floor_runs) {
+            out["sql_floor_runs"].push_back(rate(run.rows_per_s()));
+            out["sql_floor_foreign_cpu"].push_back(fine(run.foreign_cpu));
+        }
         out["sql_floor_pg_cpu_s_per_10k"] = fine(per_10k(floor->pg_cpu_s, floor->rows));
         out["sql_floor_wal_bytes_per_row"] = rate(per_row(floor->wal_bytes, floor->rows));
     }
@@ -297,7 +310,11 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
         if (!run) return;
         out["e2e_rows_per_s_" + suffix] = rate(run->rows_per_s());
         out["e2e_runs_" + suffix] = json::array();
-        for (const auto& r : runs) out["e2e_runs_" + suffix].push_back(rate(r.rows_per_s()));
+        out["foreign_cpu_runs_" + suffix] = json::array();
+        for (const auto& r : runs) {
+            out["e2e_runs_" + suffix].push_back(rate(r.rows_per_s()));
+            out["foreign_cpu_runs_" + suffix].push_back(fine(r.foreign_cpu));
+        }
         out["e2e_complete_" + suffix] =
             std::all_of(runs.begin(), runs.end(), [](const E2eResult& r) { return r.complete; });
         out["node_cpu_s_per_10k_" + suffix] = fine(per_10k(run->node_cpu_s, run->rows));
@@ -325,6 +342,7 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
         out["latency_p99_ms"] = fine(l.p99_ms);
         out["latency_max_ms"] = fine(l.max_ms);
         out["latency_rows"] = l.rows;
+        out["latency_rows_planned"] = l.planned;
         out["latency_missing"] = l.missing;
         out["latency_rate_achieved"] = rate(l.achieved_rate);
         out["latency_node_cpu_share"] = fine(l.node_cpu_share);

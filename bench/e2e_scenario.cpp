@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -41,6 +40,7 @@ E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag
     E2eResult result;
     result.nodes = nodes;
     result.rows = settings.rows;
+    result.staged = settings.rows;
     const auto fleet_settings = context.fleet(url);
     NodeFleet fleet{fleet_settings, nodes, tag};
     spdlog::info("{}: {} node(s) up and balanced; starting {} worker process(es)", tag, nodes,
@@ -56,8 +56,8 @@ E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag
     const auto start = std::chrono::system_clock::now();
     WorkerFleet workers{fleet_settings, settings.worker_processes, settings.worker_max_in_flight,
                         fleet.worker_urls().front(), tag};
-    // Generous: a tenth of the floor rate, and never under two minutes.
-    const auto timeout = std::chrono::seconds{std::max<std::int64_t>(120, settings.rows / 1000)};
+    const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(settings.e2e_max_seconds));
     auto next_progress = std::chrono::steady_clock::now() + kProgressInterval;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
@@ -100,8 +100,8 @@ E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag
         result.seconds = end - epoch_seconds(start);
     }
     if (!result.complete) {
-        spdlog::warn("{}: only {} of {} rows done within {} s", tag, result.rows, settings.rows,
-                     timeout.count());
+        spdlog::warn("{}: stopped after {:.0f} s with {} of {} rows done", tag, result.seconds,
+                     result.rows, settings.rows);
     }
     workers.stop();
     fleet.stop();

@@ -58,7 +58,11 @@ double PgClusterCpu::sample() const {
     if (postmaster_ <= 0) return 0.0;
     const auto root = read_process_times(postmaster_);
     if (!root) return 0.0;
-    double total = root->self_s + root->children_s;
+    return root->self_s + root->children_s + children_cpu_seconds(postmaster_);
+}
+
+double children_cpu_seconds(pid_t parent) {
+    double total = 0;
     DIR* proc = ::opendir("/proc");
     if (proc == nullptr) return total;
     while (const dirent* entry = ::readdir(proc)) {
@@ -66,7 +70,7 @@ double PgClusterCpu::sample() const {
         const long pid = std::strtol(entry->d_name, &end, 10);
         if (end == entry->d_name || *end != '\0') continue;
         const auto times = read_process_times(static_cast<pid_t>(pid));
-        if (times && times->parent == postmaster_) total += times->self_s + times->children_s;
+        if (times && times->parent == parent) total += times->self_s + times->children_s;
     }
     ::closedir(proc);
     return total;
@@ -79,8 +83,10 @@ HostCpu read_host_cpu() {
     if (!(file >> label >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal)) {
         return {};
     }
-    const double busy = user + nice + system + irq + softirq + steal;
-    return {busy / ticks_per_second(), (busy + idle + iowait) / ticks_per_second()};
+    constexpr pid_t kKthreadd = 2;
+    const double busy = user + nice + system + steal;
+    return {busy / ticks_per_second(), (busy + idle + iowait + irq + softirq) / ticks_per_second(),
+            children_cpu_seconds(kKthreadd)};
 }
 
 double busy_fraction(const HostCpu& before, const HostCpu& after) {
@@ -91,7 +97,8 @@ double busy_fraction(const HostCpu& before, const HostCpu& after) {
 double foreign_share(const HostCpu& before, const HostCpu& after, double own_s) {
     const double total = after.total_s - before.total_s;
     if (total <= 0) return 0.0;
-    return std::max(0.0, (after.busy_s - before.busy_s - own_s) / total);
+    const double kernel = after.kernel_threads_s - before.kernel_threads_s;
+    return std::max(0.0, (after.busy_s - before.busy_s - kernel - own_s) / total);
 }
 
 }  // namespace outboxd::bench

@@ -18,6 +18,9 @@ struct ProcessTimes {
 
 [[nodiscard]] std::optional<ProcessTimes> read_process_times(pid_t pid);
 
+// CPU seconds (self and reaped children) of the live children of `parent`.
+[[nodiscard]] double children_cpu_seconds(pid_t parent);
+
 // CPU seconds a process has used so far (utime + stime); 0 when it is gone.
 [[nodiscard]] double process_cpu_seconds(pid_t pid);
 
@@ -36,16 +39,21 @@ private:
     pid_t postmaster_ = 0;
 };
 
-// The whole machine from /proc/stat: busy and total jiffies, to tell a CPU-bound run.
+// The whole machine from /proc/stat, to tell a CPU-bound run and a shared machine.
+// busy_s counts user, nice, system and steal time (not interrupts, which serve whoever
+// does I/O); kernel_threads_s is what kernel threads (writeback, journaling: work our own
+// fsyncs cause) have used, read from /proc/PID/stat of kthreadd's children.
 struct HostCpu {
     double busy_s = 0;
     double total_s = 0;
+    double kernel_threads_s = 0;
 };
 [[nodiscard]] HostCpu read_host_cpu();
 // Fraction of the machine's CPU capacity that was busy between two samples (0..1).
 [[nodiscard]] double busy_fraction(const HostCpu& before, const HostCpu& after);
-// Share of the machine's capacity between two samples that `own_s` CPU seconds (the
-// processes a scenario accounts for) do not explain: other work on a shared machine.
+// Share of the machine's capacity between two samples that neither `own_s` CPU seconds
+// (the processes a scenario accounts for) nor kernel threads explain: other work on a
+// shared machine (or time the hypervisor stole).
 [[nodiscard]] double foreign_share(const HostCpu& before, const HostCpu& after, double own_s);
 
 }  // namespace outboxd::bench

@@ -46,7 +46,9 @@ struct DispatchSettings {
     std::chrono::milliseconds reconcile_interval{1000};
     std::chrono::seconds retention{86400};
     std::chrono::milliseconds retention_interval{60000};
-    std::chrono::milliseconds gauge_interval{1000};
+    // The durable gauges count the whole live backlog (one grouped query): every few
+    // seconds, not per scrape.
+    std::chrono::milliseconds gauge_interval{5000};
     std::size_t max_outcome_batch = 2000;
 };
 
