@@ -18,8 +18,8 @@ void prefer_index_order(pqxx::work& tx) {
     tx.exec_prepared(std::string{sql::kPreferIndexOrder.name});
 }
 
-OutboxRow decode_row(const pqxx::row& r) {
-    OutboxRow row;
+// Columns 0..9, the same in OUTBOXD_ROW_COLUMNS and OUTBOXD_CLAIMED_COLUMNS: what a task is.
+void decode_task_fields(const pqxx::row& r, OutboxRow& row) {
     row.id = r[0].as<std::int64_t>();
     row.dispatch_key = r[1].as<std::string>();
     row.workflow_id = r[2].as<std::string>();
@@ -30,6 +30,11 @@ OutboxRow decode_row(const pqxx::row& r) {
     row.node = pg::optional_text(r[7]);
     row.activity_type = r[8].as<std::string>();
     row.input_json = r[9].as<std::string>();
+}
+
+OutboxRow decode_row(const pqxx::row& r) {
+    OutboxRow row;
+    decode_task_fields(r, row);
     row.status = parse_status(r[10].c_str());
     row.attempt = r[11].as<std::int32_t>();
     row.visible_after = pg::from_micros(r[12].as<std::int64_t>());
@@ -56,16 +61,7 @@ std::vector<OutboxRow> decode_claimed(const pqxx::result& result, const std::str
     rows.reserve(result.size());
     for (const auto& r : result) {
         OutboxRow row;
-        row.id = r[0].as<std::int64_t>();
-        row.dispatch_key = r[1].as<std::string>();
-        row.workflow_id = r[2].as<std::string>();
-        row.ordinal = r[3].as<std::int64_t>();
-        row.run_id = pg::optional_text(r[4]);
-        row.namespace_name = r[5].as<std::string>();
-        row.task_queue = r[6].as<std::string>();
-        row.node = pg::optional_text(r[7]);
-        row.activity_type = r[8].as<std::string>();
-        row.input_json = r[9].as<std::string>();
+        decode_task_fields(r, row);
         row.status = Status::claimed;
         row.attempt = r[10].as<std::int32_t>();
         row.visible_after = pg::from_micros(r[11].as<std::int64_t>());

@@ -13,20 +13,7 @@
 using namespace outboxd;
 using namespace std::chrono_literals;
 using test::E2eCluster;
-
-namespace {
-
-// dispatch_key:attempt lines the example worker appends per task received.
-std::vector<std::string> received(const std::string& path) {
-    std::ifstream in{path};
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) {
-        if (!line.empty()) lines.push_back(line);
-    }
-    return lines;
-}
-
-}  // namespace
+using test::received;
 
 TEST_CASE("rows staged by plain SQL in an application transaction reach a worker and end done",
           "[e2e]") {

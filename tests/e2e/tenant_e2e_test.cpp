@@ -14,19 +14,11 @@ using namespace outboxd;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using test::E2eCluster;
+using test::received;
 using test::http_call;
 
 namespace {
 
-// dispatch_key:attempt lines the example worker appends per task received.
-std::vector<std::string> received(const std::string& path) {
-    std::ifstream in{path};
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) {
-        if (!line.empty()) lines.push_back(line);
-    }
-    return lines;
-}
 
 // The worker's --stats-file, or an empty object before its first write.
 json stats(const std::string& path) {

@@ -1,9 +1,19 @@
 #include "e2e_cluster.hpp"
 
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
 namespace outboxd::test {
+
+std::vector<std::string> received(const std::string& path) {
+    std::ifstream in{path};
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) {
+        if (!line.empty()) lines.push_back(line);
+    }
+    return lines;
+}
 
 NodeHandle& E2eCluster::start_node(const std::string& name, std::map<std::string, std::string> env) {
     auto& node = launch_node(name, std::move(env));

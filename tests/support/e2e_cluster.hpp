@@ -26,6 +26,9 @@ struct NodeHandle {
     }
 };
 
+// The `dispatch_key:attempt` lines outboxd-worker --received-log appended, in order.
+[[nodiscard]] std::vector<std::string> received(const std::string& path);
+
 class E2eCluster {
 public:
     explicit E2eCluster(const std::string& name, bool migrated = true)
