@@ -23,6 +23,7 @@ namespace {
 namespace net = boost::asio;
 
 constexpr auto kMigrateDeadline = std::chrono::seconds{60};
+constexpr auto kWakeFollowUp = std::chrono::milliseconds{3};
 
 std::string boot_id() {
     std::mt19937_64 random{std::random_device{}()};
@@ -127,7 +128,20 @@ public:
         namespaces.start();
         dispatcher.start();
         wake = std::make_unique<store::WakeListener>(config.database_url, [this] {
-            net::post(ioc, [this] { dispatcher.request_sweep(); });
+            net::post(ioc, [this] { on_wake(); });
+        });
+    }
+
+    // A wake sweeps at once and once more shortly after: transactions that committed
+    // alongside the one that notified skipped their own NOTIFY (migration 0004).
+    void on_wake() {
+        dispatcher.request_sweep();
+        if (follow_up_armed) return;
+        follow_up_armed = true;
+        follow_up_timer.expires_after(kWakeFollowUp);
+        follow_up_timer.async_wait([this](auto ec) {
+            follow_up_armed = false;
+            if (!ec) dispatcher.request_sweep();
         });
     }
 
@@ -178,6 +192,8 @@ public:
     http::HttpServer server;
     net::signal_set signals;
     net::steady_timer drain_timer{ioc};
+    net::steady_timer follow_up_timer{ioc};
+    bool follow_up_armed = false;
     bool draining = false;
     bool drained = false;
     std::unique_ptr<store::WakeListener> wake;

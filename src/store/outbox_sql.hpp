@@ -239,9 +239,9 @@ inline constexpr Statement kGetNamespace{"outbox_get_namespace",
 inline constexpr Statement kListNamespaces{"outbox_list_namespaces",
     "SELECT " OUTBOXD_NAMESPACE_COLUMNS " FROM namespaces ORDER BY namespace"};
 
-// Claims and re-arms read a LIMIT off an ordered partial index. With generic plans the
-// planner underestimates how many rows pass the filters and may read the whole backlog and
-// sort it instead; within those transactions a sort is made a last resort.
+// Claims and re-arms read a LIMIT off an ordered partial index. The planner can
+// underestimate how many rows pass the filters and read the whole backlog and sort it
+// instead; within those transactions a sort is made a last resort.
 inline constexpr Statement kPreferIndexOrder{"outbox_prefer_index_order",
     "SET LOCAL enable_sort = off"};
 
