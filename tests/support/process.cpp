@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,8 @@ Process::Process(std::vector<std::string> argv, std::map<std::string, std::strin
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
+        // Die with the test process even when it crashes before its destructors run.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         ::dup2(log_fd, STDOUT_FILENO);
         ::dup2(log_fd, STDERR_FILENO);
         const int null_fd = ::open("/dev/null", O_RDONLY);
