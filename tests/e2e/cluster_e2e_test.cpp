@@ -1,6 +1,7 @@
 // Horizontal scale with real processes: membership, shard ranges, joins, kill -9, drain,
 // and a node cut off from PostgreSQL.
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -116,11 +117,19 @@ TEST_CASE("three nodes started together migrate once and partition the shards",
     }
     CHECK(applied == migrations);  // each migration applied by exactly one node
 
-    // No overlap and no gap, balanced, within a few lease periods.
-    REQUIRE(E2eCluster::await([&] { return balanced_over(*nodes[0], 3); }, 10s));
-    const auto view = cluster_view(*nodes[2]);
-    CHECK(view["nodes"].size() == 3);
-    for (const auto& node : view["nodes"]) CHECK(node["shards"].size() == 1);  // contiguous
+    // No overlap and no gap, balanced, within a few lease periods. Each node refreshes its
+    // view of the others once per tick, so wait until every node's view has settled.
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return std::all_of(nodes.begin(), nodes.end(),
+                               [](const auto* node) { return balanced_over(*node, 3); });
+        },
+        10s));
+    for (auto* node : nodes) {
+        const auto view = cluster_view(*node);
+        CHECK(view["nodes"].size() == 3);
+        for (const auto& member : view["nodes"]) CHECK(member["shards"].size() == 1);  // contiguous
+    }
     CHECK(cluster.db.exec("SELECT count(DISTINCT owner) FROM shard_leases WHERE expires_at > now()")[0][0]
               .as<int>() == 3);
 }
