@@ -89,7 +89,8 @@ public:
     explicit Impl(config::Config c)
         : config(std::move(c)),
           metrics(prometheus_registry),
-          claims("claims", config.database_url),
+          // Claims need not wait for the WAL flush: one lost in a crash is claimed again.
+          claims("claims", config.database_url, store::OutboxStore::Commits::relaxed),
           outcomes("outcomes", config.database_url),
           maintenance("maintenance", config.database_url),
           api("api", config.database_url),

@@ -1,31 +1,72 @@
 #include "outboxd/dispatch/claim_round.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace outboxd::dispatch {
 
+namespace {
+
+// Whether some namespace's headroom under `claimed` is less than its routes could take,
+// so that the ceiling, not the workers' credit, decides its share.
+bool ceiling_binds(const PlanInput& input) {
+    std::map<std::string, std::int64_t> capacity;
+    for (const auto& route : input.routes) capacity[route.scope.namespace_name] += route.capacity;
+    for (const auto& [ns, wanted] : capacity) {
+        const auto claimed = input.claimed.find(ns);
+        const auto headroom = per_node_ceiling(input.quota(ns), input.owned_shards) -
+                              (claimed == input.claimed.end() ? 0 : claimed->second);
+        if (headroom < std::min<std::int64_t>(wanted, input.batch_size)) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
 ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
                              const std::vector<worker::Route>& routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
-                             std::int32_t batch_size, std::size_t rotation) {
+                             std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally) {
     ClaimRoundResult result;
     if (routes.empty() || owner.ranges.empty()) return result;
     std::set<std::string> names;
     for (const auto& route : routes) names.insert(route.scope.namespace_name);
     const std::vector<std::string> namespaces(names.begin(), names.end());
 
+    const auto count = [&] {
+        tally.upper = store.count_claimed_by_namespace(namespaces, owner.ranges);
+        tally.ranges = owner.ranges;
+        tally.known = true;
+        result.counted = true;
+    };
+    if (!tally.known || tally.ranges != owner.ranges ||
+        std::any_of(namespaces.begin(), namespaces.end(),
+                    [&](const std::string& ns) { return !tally.upper.contains(ns); })) {
+        count();
+    }
+
     PlanInput input;
     input.routes = routes;
-    input.claimed = store.count_claimed_by_namespace(namespaces, owner.ranges);
+    input.claimed = tally.upper;
     input.quota = quota;
     input.owned_shards = owner.ranges.count();
     input.batch_size = batch_size;
     input.rotation = rotation;
-    for (const auto& claim : plan_claims(input)) {
-        auto rows = store.claim_scoped(owner, claim.scope, claim.limit);
-        if (static_cast<std::int32_t>(rows.size()) == claim.limit) result.saturated = true;
-        result.rows.insert(result.rows.end(), std::make_move_iterator(rows.begin()),
-                           std::make_move_iterator(rows.end()));
+    if (!result.counted && ceiling_binds(input)) {
+        count();
+        input.claimed = tally.upper;
+    }
+    try {
+        for (const auto& claim : plan_claims(input)) {
+            auto rows = store.claim_scoped(owner, claim.scope, claim.limit);
+            tally.upper[claim.scope.namespace_name] += static_cast<std::int64_t>(rows.size());
+            if (static_cast<std::int32_t>(rows.size()) == claim.limit) result.saturated = true;
+            result.rows.insert(result.rows.end(), std::make_move_iterator(rows.begin()),
+                               std::make_move_iterator(rows.end()));
+        }
+    } catch (...) {
+        tally.known = false;  // a failed claim may have claimed rows after all
+        throw;
     }
     return result;
 }

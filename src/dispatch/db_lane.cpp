@@ -4,8 +4,11 @@
 
 namespace outboxd::dispatch {
 
-DbLane::DbLane(std::string name, std::string database_url)
-    : name_(std::move(name)), database_url_(std::move(database_url)), thread_([this] { run(); }) {}
+DbLane::DbLane(std::string name, std::string database_url, store::OutboxStore::Commits commits)
+    : name_(std::move(name)),
+      database_url_(std::move(database_url)),
+      commits_(commits),
+      thread_([this] { run(); }) {}
 
 DbLane::~DbLane() {
     {
@@ -32,7 +35,7 @@ std::size_t DbLane::queued() const {
 void DbLane::run() {
     // Connections are created lazily by the stores, on this thread, and reconnect after a
     // broken connection on their next use.
-    store::OutboxStore outbox{database_url_};
+    store::OutboxStore outbox{database_url_, commits_};
     store::ClusterStore cluster{database_url_};
     while (true) {
         Job job;

@@ -119,13 +119,14 @@ void Dispatcher::sweep() {
     lanes_.claims.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
                           routes = std::move(routes), quotas = std::move(quotas),
                           batch = settings_.batch_size, rotation = rotation_++,
-                          started](DbHandles db) {
+                          tally = claimed_tally_, started](DbHandles db) {
         ClaimRoundResult result;
         std::string error;
         try {
             result = claim_round(
                 db.outbox, owner, routes,
-                [&quotas](const std::string& ns) { return quotas.at(ns); }, batch, rotation);
+                [&quotas](const std::string& ns) { return quotas.at(ns); }, batch, rotation,
+                *tally);
         } catch (const std::exception& e) {
             error = e.what();
         }

@@ -46,6 +46,9 @@ void HttpServer::Impl::accept() {
         if (ec) {
             spdlog::warn("event=accept_failed error=\"{}\"", ec.message());
         } else {
+            // Frames are small and latency-bound: never hold one back waiting for an ACK.
+            boost::system::error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
             std::make_shared<HttpSession>(std::move(socket), *this)->run();
         }
         accept();

@@ -46,6 +46,9 @@ void NodeConnection::on_connect(const error_code& ec, const net::ip::tcp::endpoi
 
     // The websocket stream runs its own timers from here on; the tcp_stream's must be off.
     beast::get_lowest_layer(ws_).expires_never();
+    // Answers are small frames: send each at once instead of waiting for the last one's ACK.
+    error_code ignored;
+    beast::get_lowest_layer(ws_).socket().set_option(net::ip::tcp::no_delay(true), ignored);
     auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::client);
     if (settings_.idle_timeout.count() > 0) {
         // Suggested client settings never time out an idle connection; pings make silence

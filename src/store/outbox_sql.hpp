@@ -35,9 +35,13 @@ namespace outboxd::store::sql {
     " AND NOT EXISTS (SELECT 1 FROM paused_workflows p WHERE p.workflow_id = o.workflow_id)" \
     " AND NOT EXISTS (SELECT 1 FROM cancelled_workflows c WHERE c.workflow_id = o.workflow_id)"
 
+// A claim checks the lease of each candidate row's shard by primary key: a handful of
+// probes for a small claim, where aggregating every lease of the range costs ~0.5 ms per
+// statement whatever it claims. $1 incarnation, $2 ranges.
 #define OUTBOXD_CLAIMABLE                                                              \
-    "o.status = 'pending' AND o.visible_after <= now()"                               \
-    " AND o.shard <@ (SELECT shards FROM leased)" OUTBOXD_NOT_HELD
+    "o.status = 'pending' AND o.visible_after <= now() AND o.shard <@ $2::int4multirange" \
+    " AND EXISTS (SELECT 1 FROM shard_leases l"                                       \
+    "   WHERE l.shard = o.shard AND l.owner = $1 AND l.expires_at > now())" OUTBOXD_NOT_HELD
 
 // `id = ANY(ARRAY(…))` makes the update a primary-key probe per picked row; a join on
 // `picked` lets the planner hash the whole table when it underestimates the pick.
@@ -75,8 +79,7 @@ ON CONFLICT (dispatch_key) DO NOTHING
 RETURNING dispatch_key)SQL"};
 
 inline constexpr Statement kClaim{"outbox_claim",
-    "WITH " OUTBOXD_LEASED_SHARDS ","
-    OUTBOXD_CLAIM_TOKEN
+    "WITH " OUTBOXD_CLAIM_TOKEN
     " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
     "   ORDER BY o.visible_after, o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED) "
     OUTBOXD_CLAIM_UPDATE};
@@ -84,8 +87,7 @@ inline constexpr Statement kClaim{"outbox_claim",
 // $3 namespace, $4 task_queue, $5 node label (NULL: unpinned rows only), $6 activity
 // types (empty: any), $7 limit, $8 whether unpinned rows are in scope.
 inline constexpr Statement kClaimScoped{"outbox_claim_scoped",
-    "WITH " OUTBOXD_LEASED_SHARDS ","
-    OUTBOXD_CLAIM_TOKEN
+    "WITH " OUTBOXD_CLAIM_TOKEN
     " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
     "   AND o.namespace = $3 AND o.task_queue = $4 AND (o.node = $5 OR ($8 AND o.node IS NULL))"
     "   AND (cardinality($6::text[]) = 0 OR o.activity_type = ANY ($6::text[]))"
@@ -241,16 +243,19 @@ inline constexpr Statement kListNamespaces{"outbox_list_namespaces",
 
 // Claims and re-arms read a LIMIT off an ordered partial index. The planner can
 // underestimate how many rows pass the filters and read the whole backlog and sort it
-// instead; within those transactions a sort is made a last resort.
-inline constexpr Statement kPreferIndexOrder{"outbox_prefer_index_order",
-    "SET LOCAL enable_sort = off"};
+// instead; on the store's connections a sort is made a last resort. Set once per
+// connection, so that a claim is one statement in one round trip.
+inline constexpr std::array<std::string_view, 1> kSessionSetup{"SET enable_sort = off"};
+// The same for a connection that only claims (OutboxStore::Commits::relaxed).
+inline constexpr std::array<std::string_view, 2> kRelaxedSessionSetup{
+    "SET enable_sort = off", "SET synchronous_commit = off"};
 
 inline constexpr std::array kOutboxStatements{
     kAppend, kClaim, kClaimScoped, kRecordOutcomes, kListStaleClaimed, kRearmStaleClaimed,
     kRearmOrphaned, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
     kCountClaimedByNamespace, kCountLiveByNamespace, kPendingRoutes, kFind, kPauseWorkflow,
     kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,
-    kPutNamespace, kGetNamespace, kListNamespaces, kSettleCancelled, kPreferIndexOrder,
+    kPutNamespace, kGetNamespace, kListNamespaces, kSettleCancelled,
 };
 
 }  // namespace outboxd::store::sql

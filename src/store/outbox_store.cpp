@@ -14,10 +14,6 @@ namespace {
 
 std::int64_t millis(std::chrono::milliseconds duration) { return duration.count(); }
 
-void prefer_index_order(pqxx::work& tx) {
-    tx.exec_prepared(std::string{sql::kPreferIndexOrder.name});
-}
-
 // Columns 0..9, the same in OUTBOXD_ROW_COLUMNS and OUTBOXD_CLAIMED_COLUMNS: what a task is.
 void decode_task_fields(const pqxx::row& r, OutboxRow& row) {
     row.id = r[0].as<std::int64_t>();
@@ -107,8 +103,11 @@ std::string_view outcome_kind(Outcome::Kind kind) {
 
 }  // namespace
 
-OutboxStore::OutboxStore(std::string database_url)
-    : session_(std::make_unique<PgSession>(std::move(database_url), sql::kOutboxStatements)) {}
+OutboxStore::OutboxStore(std::string database_url, Commits commits)
+    : session_(std::make_unique<PgSession>(
+          std::move(database_url), sql::kOutboxStatements,
+          commits == Commits::relaxed ? std::span<const std::string_view>{sql::kRelaxedSessionSetup}
+                                      : std::span<const std::string_view>{sql::kSessionSetup})) {}
 
 OutboxStore::~OutboxStore() = default;
 
@@ -148,8 +147,7 @@ AppendResult OutboxStore::append(std::span<const NewRow> rows) {
 std::vector<OutboxRow> OutboxStore::claim(const Owner& owner, std::int32_t limit) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    return session_->transact(sql::kClaim.name, [&](pqxx::work& tx) {
-        prefer_index_order(tx);
+    return session_->autocommit(sql::kClaim.name, [&](pqxx::nontransaction& tx) {
         return decode_claimed(tx.exec_prepared(std::string{sql::kClaim.name}, owner.incarnation,
                                                owner.ranges.to_multirange(), limit),
                               owner.incarnation);
@@ -160,8 +158,7 @@ std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const Claim
                                                  std::int32_t limit) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    return session_->transact(sql::kClaimScoped.name, [&](pqxx::work& tx) {
-        prefer_index_order(tx);
+    return session_->autocommit(sql::kClaimScoped.name, [&](pqxx::nontransaction& tx) {
         return decode_claimed(tx.exec_prepared(
             std::string{sql::kClaimScoped.name}, owner.incarnation, owner.ranges.to_multirange(),
             scope.namespace_name, scope.task_queue, scope.node,
@@ -180,7 +177,7 @@ std::vector<bool> OutboxStore::record_outcomes(std::span<const Outcome> outcomes
         delays.add(std::max<std::int64_t>(0, millis(outcome.delay)));
         errors.add(std::string_view{outcome.error});
     }
-    const auto result = session_->transact(sql::kRecordOutcomes.name, [&](pqxx::work& tx) {
+    const auto result = session_->autocommit(sql::kRecordOutcomes.name, [&](pqxx::nontransaction& tx) {
         return tx.exec_prepared(std::string{sql::kRecordOutcomes.name}, ids.str(), tokens.str(),
                                 kinds.str(), delays.str(), errors.str());
     });
@@ -229,8 +226,7 @@ std::vector<OutboxRow> OutboxStore::rearm_stale_claimed(const Owner& owner,
                                                         std::int32_t limit) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    return session_->transact(sql::kRearmStaleClaimed.name, [&](pqxx::work& tx) {
-        prefer_index_order(tx);
+    return session_->autocommit(sql::kRearmStaleClaimed.name, [&](pqxx::nontransaction& tx) {
         return decode_rows_in_claim_order(tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name},
                                                owner.incarnation, owner.ranges.to_multirange(),
                                                millis(older_than), limit));
@@ -242,8 +238,7 @@ std::vector<OutboxRow> OutboxStore::rearm_orphaned(const Owner& owner,
                                                    std::int32_t limit) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    return session_->transact(sql::kRearmOrphaned.name, [&](pqxx::work& tx) {
-        prefer_index_order(tx);
+    return session_->autocommit(sql::kRearmOrphaned.name, [&](pqxx::nontransaction& tx) {
         return decode_rows_in_claim_order(tx.exec_prepared(std::string{sql::kRearmOrphaned.name},
                                                owner.incarnation, owner.ranges.to_multirange(),
                                                millis(liveness), limit));
@@ -318,7 +313,7 @@ std::map<std::string, std::int64_t> OutboxStore::count_claimed_by_namespace(
     std::map<std::string, std::int64_t> counts;
     for (const auto& ns : namespaces) counts.emplace(ns, 0);
     if (namespaces.empty() || ranges.empty()) return counts;
-    const auto result = session_->transact(sql::kCountClaimedByNamespace.name, [&](pqxx::work& tx) {
+    const auto result = session_->autocommit(sql::kCountClaimedByNamespace.name, [&](pqxx::nontransaction& tx) {
         return tx.exec_prepared(std::string{sql::kCountClaimedByNamespace.name},
                                 pg::text_array(namespaces), ranges.to_multirange());
     });

@@ -21,7 +21,10 @@ struct Statement {
 
 class PgSession {
 public:
-    PgSession(std::string database_url, std::span<const Statement> statements);
+    // `setup` statements run once on every new connection, before anything else (session
+    // settings such as planner preferences).
+    PgSession(std::string database_url, std::span<const Statement> statements,
+              std::span<const std::string_view> setup = {});
 
     // Runs `body(pqxx::work&)` in one transaction and commits it. pqxx failures are
     // rethrown as store errors (see rethrow_as_store_error); a broken connection is dropped
@@ -43,6 +46,19 @@ public:
         }
     }
 
+    // Runs `body(pqxx::nontransaction&)` in autocommit mode: one round trip for one
+    // statement, which PostgreSQL runs atomically on its own. No BEGIN/COMMIT exchange: for
+    // single-statement operations on the hot path. Errors as in transact().
+    template <typename Body>
+    auto autocommit(std::string_view operation, Body&& body) {
+        try {
+            pqxx::nontransaction tx{connection()};
+            return body(tx);
+        } catch (...) {
+            rethrow_as_store_error(operation);
+        }
+    }
+
     // The live connection, connecting (and preparing statements) when there is none.
     pqxx::connection& connection();
 
@@ -53,6 +69,7 @@ public:
 private:
     std::string database_url_;
     std::span<const Statement> statements_;
+    std::span<const std::string_view> setup_;
     std::unique_ptr<pqxx::connection> connection_;
 };
 

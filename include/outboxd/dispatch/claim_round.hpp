@@ -1,11 +1,20 @@
 #pragma once
 
-// One sweep's claims, run on a database lane: read the durable claimed count of every
-// namespace with a route (one grouped query), plan the claims under quotas and fairness,
-// then claim route by route (one statement each).
+// One sweep's claims, run on a database lane: know the claimed count of every namespace
+// with a route, plan the claims under quotas and fairness, then claim route by route (one
+// statement each).
+//
+// The claimed counts come from a ClaimedTally carried from round to round: an upper bound
+// of each namespace's claimed rows in the owned ranges, read from the database (one grouped
+// query) and raised by every claim since. Rows only leave `claimed` by outcomes, and no one
+// else claims in ranges we lease, so the bound holds until the ranges change. A round
+// trusts it while it leaves every namespace more headroom than its routes can take, and
+// counts again (then plans again) only when a ceiling would bind: the common round is one
+// statement, and a namespace at its ceiling is judged by the durable count as before.
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,11 +27,21 @@ struct ClaimRoundResult {
     std::vector<store::OutboxRow> rows;
     // Some route got every row it asked for: more are probably waiting.
     bool saturated = false;
+    // The round read the claimed counts from the database.
+    bool counted = false;
+};
+
+// Upper bounds of claimed rows per namespace in `ranges`. Default-constructed: unknown,
+// the next round counts. Owned by one claimer and used by one round at a time.
+struct ClaimedTally {
+    store::ShardRanges ranges;
+    std::map<std::string, std::int64_t> upper;
+    bool known = false;
 };
 
 ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
                              const std::vector<worker::Route>& routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
-                             std::int32_t batch_size, std::size_t rotation);
+                             std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally);
 
 }  // namespace outboxd::dispatch

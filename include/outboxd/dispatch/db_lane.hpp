@@ -28,7 +28,9 @@ class DbLane {
 public:
     using Job = std::function<void(DbHandles)>;
 
-    DbLane(std::string name, std::string database_url);
+    // `commits` applies to the lane's outbox store (relaxed only for the claims lane).
+    DbLane(std::string name, std::string database_url,
+           store::OutboxStore::Commits commits = store::OutboxStore::Commits::durable);
     ~DbLane();
     DbLane(const DbLane&) = delete;
     DbLane& operator=(const DbLane&) = delete;
@@ -42,6 +44,7 @@ private:
 
     std::string name_;
     std::string database_url_;
+    store::OutboxStore::Commits commits_;
     mutable std::mutex mutex_;
     std::condition_variable ready_;
     std::deque<Job> jobs_;

@@ -141,6 +141,9 @@ private:
     bool stopped_ = false;
     bool maintenance_busy_ = false;
     std::size_t rotation_ = 0;
+    // Claimed-count bounds carried between claim rounds; used by one round at a time (on
+    // the claims lane), shared so that a round in flight outlives the dispatcher safely.
+    std::shared_ptr<ClaimedTally> claimed_tally_ = std::make_shared<ClaimedTally>();
     std::uint64_t claim_errors_ = 0;
     std::function<void()> drained_;
 

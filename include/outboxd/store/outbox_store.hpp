@@ -61,8 +61,18 @@ struct NamespaceSettings {
 
 class OutboxStore {
 public:
+    // Whether this store's commits wait for the WAL flush.
+    enum class Commits {
+        durable,  // every commit waits (synchronous_commit as the server has it)
+        // Commits return before the flush: only for a store that claims and counts, never
+        // stages or records outcomes. A claim lost in a database crash leaves its row
+        // pending, to be claimed and delivered again (at least once); the claimer's answer
+        // for it is then refused by the claim fence. A later durable commit flushes it.
+        relaxed,
+    };
+
     // Connects lazily on first use; `database_url` is a libpq string or URI.
-    explicit OutboxStore(std::string database_url);
+    explicit OutboxStore(std::string database_url, Commits commits = Commits::durable);
     ~OutboxStore();
     OutboxStore(const OutboxStore&) = delete;
     OutboxStore& operator=(const OutboxStore&) = delete;

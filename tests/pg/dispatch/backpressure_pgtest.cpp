@@ -56,11 +56,14 @@ std::function<std::int64_t(const std::string&)> quotas_of(store::OutboxStore& st
     };
 }
 
-// One sweep's claims, as Dispatcher::sweep runs them.
+// One sweep's claims, as Dispatcher::sweep runs them. A fresh tally each time: these cases
+// also claim outside claim_round, which a carried tally may not see (the node never does).
 std::vector<store::OutboxRow> sweep(store::OutboxStore& store, const store::Owner& owner,
                                     const std::vector<worker::Route>& routes,
                                     std::int32_t batch_size, std::size_t rotation = 0) {
-    return dispatch::claim_round(store, owner, routes, quotas_of(store), batch_size, rotation).rows;
+    dispatch::ClaimedTally tally;
+    return dispatch::claim_round(store, owner, routes, quotas_of(store), batch_size, rotation, tally)
+        .rows;
 }
 
 std::vector<store::OutboxRow> sweep(test::StoreFixture& f, const std::vector<worker::Route>& routes,
@@ -395,4 +398,46 @@ TEST_CASE("a changed quota takes effect within the namespace cache TTL", "[pg][d
     CHECK(h.run_until([&] {
         return h.db.exec("SELECT count(*) FROM outbox WHERE status = 'done'")[0][0].as<int>() == 5;
     }));
+}
+
+TEST_CASE("a carried tally skips the count far below the ceiling and counts again where it binds",
+          "[pg][dispatch][tenant]") {
+    test::StoreFixture f;
+    set_quota(f.store, "t", 10);
+    stage(f, "row", "t", 40);
+    dispatch::ClaimedTally tally;
+    const auto round = [&](std::int32_t batch) {
+        return dispatch::claim_round(f.store, f.owner, {route("t")}, quotas_of(f.store), batch, 0,
+                                     tally);
+    };
+
+    auto first = round(4);  // nothing known yet: counts
+    CHECK(first.counted);
+    CHECK(first.rows.size() == 4);
+    auto second = round(4);  // bound 4, headroom 6 >= 4: trusts the tally
+    CHECK_FALSE(second.counted);
+    CHECK(second.rows.size() == 4);
+    CHECK(tally.upper.at("t") == 8);
+
+    // Rows finish behind the tally's back: its bound is now too high, never too low.
+    complete_all(f, first.rows);
+    complete_all(f, second.rows);
+    REQUIRE(f.store.count_claimed("t", ShardRanges::all()) == 0);
+    auto third = round(4);  // bound 8, headroom 2 < 4: the ceiling would bind, so it counts
+    CHECK(third.counted);
+    CHECK(third.rows.size() == 4);
+    CHECK(tally.upper.at("t") == 4);
+
+    // However the rounds go, the durable claimed count never passes the ceiling.
+    for (int i = 0; i < 8; ++i) {
+        const auto more = round(8);
+        CHECK(f.store.count_claimed("t", ShardRanges::all()) <= 10);
+        CHECK(tally.upper.at("t") >= f.store.count_claimed("t", ShardRanges::all()));
+        if (i % 2 == 1) complete_all(f, more.rows);
+    }
+
+    // New ranges make the bound unknown again.
+    auto fewer = f.owner;
+    fewer.ranges = ShardRanges{{{0, 511}}};
+    CHECK(dispatch::claim_round(f.store, fewer, {route("t")}, quotas_of(f.store), 1, 0, tally).counted);
 }
