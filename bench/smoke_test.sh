@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# CI's run of the benchmark (CTest `bench.quick`): `scripts/bench --quick` on the binaries of
+# the build under test must run to the end and report every headline number. It checks that
+# the benchmark works, never what it measures. Usage: bench/smoke_test.sh BIN_DIR
+set -euo pipefail
+bin_dir=${1:?usage: bench/smoke_test.sh BIN_DIR}
+cd "$(dirname "$0")/.."
+
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
+OUTBOXD_BENCH_BIN_DIR=$bin_dir scripts/bench --quick | tee "$report"
+
+last=$(tail -n 1 "$report")
+missing=()
+for key in e2e_rows_per_s_1node e2e_rows_per_s_3nodes sql_floor_rows_per_s sql_limit_rows_per_s \
+           ratio_to_floor latency_p50_ms latency_p99_ms latency_max_ms node_cpu_s_per_10k \
+           pg_cpu_s_per_10k app_insert_cost_of_wake clean_rows_per_s history_rows_per_s \
+           old_snapshot_rows_per_s; do
+  [[ $last =~ \"$key\":[0-9] ]] || missing+=("$key")
+done
+if ((${#missing[@]} > 0)); then
+  echo "bench smoke test: the report's last line lacks a number for: ${missing[*]}" >&2
+  exit 1
+fi
+echo "bench smoke test: every headline number reported"
