@@ -56,6 +56,7 @@ void migrate_with_retry(const std::string& url) {
 dispatch::DispatchSettings dispatch_settings(const config::Config& c) {
     dispatch::DispatchSettings s;
     s.poll_interval = c.poll_interval;
+    s.claim_lookback = c.claim_lookback;
     s.batch_size = c.batch_size;
     s.max_attempts = c.max_attempts;
     s.backoff = {c.backoff_base, c.backoff_multiplier, c.backoff_max};

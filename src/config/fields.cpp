@@ -47,6 +47,13 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) {
              c.poll_interval = milliseconds{to_integer(kPollInterval, text)};
          }},
+        {kClaimLookback, "MS",
+         "claims start where their route stood this long ago; rows committed later than "
+         "that behind it wait for the poll backstop",
+         false, [](const Config& d) { return number_text(d.claim_lookback.count()); },
+         [](const std::string& text, Config& c) {
+             c.claim_lookback = milliseconds{to_integer(kClaimLookback, text)};
+         }},
         {kBatchSize, "N", "max rows claimed per sweep", false,
          [](const Config& d) { return number_text(d.batch_size); },
          [](const std::string& text, Config& c) {

@@ -31,6 +31,7 @@ inline constexpr Setting kAdvertiseUrl{"advertise-url", "OUTBOXD_ADVERTISE_URL"}
 inline constexpr Setting kWorkerToken{"worker-token", "OUTBOXD_WORKER_TOKEN"};
 inline constexpr Setting kAdminToken{"admin-token", "OUTBOXD_ADMIN_TOKEN"};
 inline constexpr Setting kPollInterval{"poll-interval-ms", "OUTBOXD_POLL_INTERVAL_MS", 1, kHourMs};
+inline constexpr Setting kClaimLookback{"claim-lookback-ms", "OUTBOXD_CLAIM_LOOKBACK_MS", 0, kHourMs};
 inline constexpr Setting kBatchSize{"batch-size", "OUTBOXD_BATCH_SIZE", 1, 100'000};
 inline constexpr Setting kMaxAttempts{"max-attempts", "OUTBOXD_MAX_ATTEMPTS", 1, 1'000};
 inline constexpr Setting kBackoffBase{"backoff-base-ms", "OUTBOXD_BACKOFF_BASE_MS", 1, kDayMs};

@@ -34,6 +34,7 @@ void check_identity(const Config& config) {
 
 void check_ranges(const Config& config) {
     check_range(detail::kPollInterval, config.poll_interval.count());
+    check_range(detail::kClaimLookback, config.claim_lookback.count());
     check_range(detail::kBatchSize, config.batch_size);
     check_range(detail::kMaxAttempts, config.max_attempts);
     check_range(detail::kBackoffBase, config.backoff_base.count());

@@ -26,7 +26,8 @@ bool ceiling_binds(const PlanInput& input) {
 ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
                              const std::vector<worker::Route>& routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
-                             std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally) {
+                             std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
+                             ClaimCursors* cursors, bool from_front) {
     ClaimRoundResult result;
     if (routes.empty() || owner.ranges.empty()) return result;
     std::set<std::string> names;
@@ -39,6 +40,8 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
         tally.known = true;
         result.counted = true;
     };
+    // Rows of newly owned shards may lie behind any cursor.
+    result.from_front = !cursors || from_front || tally.ranges != owner.ranges;
     if (!tally.known || tally.ranges != owner.ranges ||
         std::any_of(namespaces.begin(), namespaces.end(),
                     [&](const std::string& ns) { return !tally.upper.contains(ns); })) {
@@ -57,10 +60,15 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
         input.claimed = tally.upper;
     }
     try {
+        const auto now = ClaimCursors::Clock::now();
         for (const auto& claim : plan_claims(input)) {
-            auto rows = store.claim_scoped(owner, claim.scope, claim.limit);
+            const auto after =
+                result.from_front ? std::nullopt : cursors->start(claim.scope, now);
+            auto rows = store.claim_scoped(owner, claim.scope, claim.limit, after);
             tally.upper[claim.scope.namespace_name] += static_cast<std::int64_t>(rows.size());
-            if (static_cast<std::int32_t>(rows.size()) == claim.limit) result.saturated = true;
+            const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
+            if (cursors) cursors->advance(claim.scope, rows, !after, filled, now);
+            if (filled) result.saturated = true;
             result.rows.insert(result.rows.end(), std::make_move_iterator(rows.begin()),
                                std::make_move_iterator(rows.end()));
         }

@@ -51,6 +51,7 @@ Dispatcher::Dispatcher(boost::asio::any_io_executor loop, DispatchLanes lanes,
         check_drained();
         request_sweep();
     });
+    outcomes_.on_rearmed([this] { claim_from_front(); });
 }
 
 Dispatcher::~Dispatcher() { *alive_ = nullptr; }
@@ -71,6 +72,7 @@ void Dispatcher::start() {
     stopped_ = false;
     every(poll_timer_, settings_.poll_interval, [this] {
         backlog_likely_ = true;  // the backstop: look whatever the last round said
+        if (Clock::now() - last_front_scan_ >= front_scan_period_) from_front_due_ = true;
         request_sweep();
     });
     every(timeout_timer_, timeout_scan_period(settings_.task_timeout), [this] { expire_timeouts(); });
@@ -86,6 +88,12 @@ void Dispatcher::stop() {
                         &gauge_timer_}) {
         timer->cancel();
     }
+}
+
+void Dispatcher::claim_from_front() {
+    from_front_due_ = true;
+    backlog_likely_ = true;
+    request_sweep();
 }
 
 void Dispatcher::request_sweep() {
@@ -119,14 +127,16 @@ void Dispatcher::sweep() {
     lanes_.claims.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
                           routes = std::move(routes), quotas = std::move(quotas),
                           batch = settings_.batch_size, rotation = rotation_++,
-                          tally = claimed_tally_, started](DbHandles db) {
+                          tally = claimed_tally_, cursors = cursors_,
+                          from_front = std::exchange(from_front_due_, false),
+                          started](DbHandles db) {
         ClaimRoundResult result;
         std::string error;
         try {
             result = claim_round(
                 db.outbox, owner, routes,
                 [&quotas](const std::string& ns) { return quotas.at(ns); }, batch, rotation,
-                *tally);
+                *tally, cursors.get(), from_front);
         } catch (const std::exception& e) {
             error = e.what();
         }
@@ -143,6 +153,7 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
     claiming_ = false;
     metrics_.claim_seconds.Observe(seconds);
     if (!error.empty()) {
+        from_front_due_ = true;  // whatever the failed round was to catch up on
         check_drained();
         // The poll retries; log the first failure of a run and then every 50th.
         if (claim_errors_++ % 50 == 0) {
@@ -151,6 +162,13 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
         return;
     }
     claim_errors_ = 0;
+    if (result.from_front) {
+        // Spend at most a tenth of the time on backstop claims from the front.
+        last_front_scan_ = Clock::now();
+        front_scan_period_ = std::max<Clock::duration>(
+            settings_.poll_interval, std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(10 * seconds)));
+    }
     backlog_likely_ = result.saturated;
     for (const auto& row : result.rows) {
         auto* worker = registry_.pick(row, namespaces_.placement(row.namespace_name));
@@ -314,8 +332,7 @@ void Dispatcher::reconcile() {
             if (rearmed > 0) {
                 spdlog::info("event=claims_rearmed count={}", rearmed);
                 (*self)->metrics_.rows_rearmed_total.Increment(static_cast<double>(rearmed));
-                (*self)->backlog_likely_ = true;
-                (*self)->request_sweep();
+                (*self)->claim_from_front();
             }
         });
     });

@@ -67,8 +67,12 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
     const bool recovered = failures_ > 0;
     if (recovered) spdlog::info("event=outcome_writes_recovered after_failures={}", failures_);
     failures_ = 0;
+    bool rearmed = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
         if (applied[i]) {
+            const auto& outcome = batch[i].outcome;
+            rearmed = rearmed || outcome.kind == store::Outcome::Kind::release ||
+                      (outcome.kind == store::Outcome::Kind::retry && outcome.delay.count() == 0);
             // Releases are not outcomes (the row never reached a worker): no label.
             if (!batch[i].label.empty()) {
                 metrics_.outcome(batch[i].namespace_name, batch[i].label).Increment();
@@ -79,6 +83,7 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
         }
     }
     flush();
+    if (rearmed && on_rearmed_) on_rearmed_();
     if ((idle() || recovered) && on_settled_) on_settled_();
 }
 

@@ -185,6 +185,15 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         const std::string workflow = seg[2];
         const std::string action = seg[3];
         if (action == "pause" || action == "resume") {
+            if (action == "resume") {
+                // Resumed rows wait behind where claims read on: look from the front
+                // (after the answer, on the loop; other nodes find them on their backstop).
+                respond = [respond = std::move(respond), &dispatcher = services_.dispatcher](
+                              ApiResponse response) mutable {
+                    dispatcher.claim_from_front();
+                    respond(std::move(response));
+                };
+            }
             return on_lane([workflow, action](dispatch::DbHandles db) {
                 const bool changed = action == "pause" ? db.outbox.pause_workflow(workflow)
                                                        : db.outbox.resume_workflow(workflow);

@@ -85,12 +85,16 @@ inline constexpr Statement kClaim{"outbox_claim",
     OUTBOXD_CLAIM_UPDATE};
 
 // $3 namespace, $4 task_queue, $5 node label (NULL: unpinned rows only), $6 activity
-// types (empty: any), $7 limit, $8 whether unpinned rows are in scope.
+// types (empty: any), $7 limit, $8 whether unpinned rows are in scope, $9/$10 the claim
+// position (visible_after in µs, id) to start after (NULL: from the first row). Planned per
+// execution, so a NULL position drops the condition and a set one bounds the index scan.
 inline constexpr Statement kClaimScoped{"outbox_claim_scoped",
     "WITH " OUTBOXD_CLAIM_TOKEN
     " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
     "   AND o.namespace = $3 AND o.task_queue = $4 AND (o.node = $5 OR ($8 AND o.node IS NULL))"
     "   AND (cardinality($6::text[]) = 0 OR o.activity_type = ANY ($6::text[]))"
+    "   AND ($9::bigint IS NULL OR (o.visible_after, o.id) >"
+    "        ('epoch'::timestamptz + $9::bigint * interval '1 microsecond', $10::bigint))"
     "   ORDER BY o.visible_after, o.id LIMIT $7 FOR UPDATE OF o SKIP LOCKED) "
     OUTBOXD_CLAIM_UPDATE};
 

@@ -155,14 +155,17 @@ std::vector<OutboxRow> OutboxStore::claim(const Owner& owner, std::int32_t limit
 }
 
 std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const ClaimScope& scope,
-                                                 std::int32_t limit) {
+                                                 std::int32_t limit,
+                                                 std::optional<ClaimPosition> after) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->autocommit(sql::kClaimScoped.name, [&](pqxx::nontransaction& tx) {
         return decode_claimed(tx.exec_prepared(
             std::string{sql::kClaimScoped.name}, owner.incarnation, owner.ranges.to_multirange(),
             scope.namespace_name, scope.task_queue, scope.node,
-            pg::text_array(scope.activity_types), limit, scope.include_unpinned),
+            pg::text_array(scope.activity_types), limit, scope.include_unpinned,
+            after ? std::optional{pg::to_micros(after->visible_after)} : std::nullopt,
+            after ? std::optional{after->id} : std::nullopt),
             owner.incarnation);
     });
 }

@@ -37,6 +37,7 @@ struct Config {
     std::optional<std::string> worker_token;  // OUTBOXD_WORKER_TOKEN
     std::optional<std::string> admin_token;   // OUTBOXD_ADMIN_TOKEN
     std::chrono::milliseconds poll_interval{500};      // OUTBOXD_POLL_INTERVAL_MS
+    std::chrono::milliseconds claim_lookback{100};     // OUTBOXD_CLAIM_LOOKBACK_MS
     std::int32_t batch_size = 256;                     // OUTBOXD_BATCH_SIZE
     std::int32_t max_attempts = 10;                    // OUTBOXD_MAX_ATTEMPTS
     std::chrono::milliseconds backoff_base{1000};      // OUTBOXD_BACKOFF_BASE_MS

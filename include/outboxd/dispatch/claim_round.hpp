@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "outboxd/dispatch/claim_cursor.hpp"
 #include "outboxd/dispatch/claim_planner.hpp"
 #include "outboxd/store/outbox_store.hpp"
 
@@ -29,6 +30,8 @@ struct ClaimRoundResult {
     bool saturated = false;
     // The round read the claimed counts from the database.
     bool counted = false;
+    // Its claims read the pending index from the front.
+    bool from_front = false;
 };
 
 // Upper bounds of claimed rows per namespace in `ranges`. Default-constructed: unknown,
@@ -39,9 +42,13 @@ struct ClaimedTally {
     bool known = false;
 };
 
+// With `cursors`, each claim starts where its route's cursor says, or from the front of
+// the index when `from_front` (or when the owned ranges changed since the last round);
+// without, every claim reads from the front.
 ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
                              const std::vector<worker::Route>& routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
-                             std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally);
+                             std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
+                             ClaimCursors* cursors = nullptr, bool from_front = false);
 
 }  // namespace outboxd::dispatch

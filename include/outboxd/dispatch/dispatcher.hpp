@@ -50,6 +50,9 @@ struct DispatchSettings {
     // seconds, not per scrape.
     std::chrono::milliseconds gauge_interval{5000};
     std::size_t max_outcome_batch = 2000;
+    // Claims start where their route stood this long ago (ClaimCursors): rows committed
+    // later than that behind it wait for a claim from the front (at most a poll interval).
+    std::chrono::milliseconds claim_lookback{100};
 };
 
 // Lanes the dispatcher uses; they must outlive it.
@@ -77,6 +80,9 @@ public:
 
     // A sweep should run soon (wake, new worker, changed credit, new shards).
     void request_sweep();
+    // Asks the next round to claim from the front of the index: rows were put back in line
+    // behind where claims read on (re-arms, a resume).
+    void claim_from_front();
     // Re-arms orphaned and stale claims and settles rows of cancelled workflows on the owned
     // shards now (boot and takeover), instead of at the next reconcile tick.
     void reconcile();
@@ -144,6 +150,14 @@ private:
     // Claimed-count bounds carried between claim rounds; used by one round at a time (on
     // the claims lane), shared so that a round in flight outlives the dispatcher safely.
     std::shared_ptr<ClaimedTally> claimed_tally_ = std::make_shared<ClaimedTally>();
+    std::shared_ptr<ClaimCursors> cursors_ =
+        std::make_shared<ClaimCursors>(settings_.claim_lookback);
+    // The next round claims from the front of the index (see ClaimCursors); the poll
+    // backstop asks for one no more often than every front_scan_period_, which stretches
+    // while claims from the front are slow (many dead entries under an old snapshot).
+    bool from_front_due_ = true;
+    std::chrono::steady_clock::time_point last_front_scan_{};
+    std::chrono::steady_clock::duration front_scan_period_{settings_.poll_interval};
     std::uint64_t claim_errors_ = 0;
     std::function<void()> drained_;
 

@@ -38,6 +38,9 @@ public:
     [[nodiscard]] std::uint64_t stale_answers() const { return stale_; }
     // Called (on the loop) whenever the writer becomes idle, and when it recovers.
     void on_settled(std::function<void()> callback) { on_settled_ = std::move(callback); }
+    // Called (on the loop) when a write lands that put rows back in line at their old place
+    // (release, retry without delay): they are behind where claims read on.
+    void on_rearmed(std::function<void()> callback) { on_rearmed_ = std::move(callback); }
 
 private:
     struct Pending {
@@ -60,6 +63,7 @@ private:
     std::uint64_t stale_ = 0;
     boost::asio::steady_timer retry_timer_;
     std::function<void()> on_settled_;
+    std::function<void()> on_rearmed_;
     // Jobs still queued on the lane when we are destroyed must not call back into us.
     std::shared_ptr<OutcomeWriter*> alive_;
 };

@@ -4,6 +4,7 @@
 // how a claim is scoped and how an outcome is addressed. Plain data, no I/O.
 
 #include <chrono>
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -67,6 +68,20 @@ struct OutboxRow {
     std::int32_t shard = 0;
 };
 
+// A row's place in claim order: claims take due rows oldest visible_after first, id
+// breaking ties.
+struct ClaimPosition {
+    TimePoint visible_after;
+    std::int64_t id = 0;
+
+    friend auto operator<=>(const ClaimPosition&, const ClaimPosition&) = default;
+};
+
+[[nodiscard]] inline ClaimPosition position_of(const OutboxRow& row) {
+    return {row.visible_after, row.id};
+}
+
+
 // Restricts a claim to the rows one worker pool can run.
 //
 // `node` is the pool's node label, not an exact-match row filter: a row is in scope when
@@ -85,6 +100,7 @@ struct ClaimScope {
     [[nodiscard]] bool admits(const OutboxRow& row) const;
 
     friend bool operator==(const ClaimScope&, const ClaimScope&) = default;
+    friend auto operator<=>(const ClaimScope&, const ClaimScope&) = default;
 };
 
 // Identifies one claim of one row; outcome writes apply only while it still matches.

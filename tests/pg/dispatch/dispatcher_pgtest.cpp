@@ -322,3 +322,32 @@ TEST_CASE("claims of a dead incarnation are re-armed and dispatched", "[pg][disp
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     CHECK(worker->tasks()[0]["attempt"] == 1);  // re-arm keeps the attempt
 }
+
+TEST_CASE("claims read on from their route's mark; rows behind it wait for a claim from the front",
+          "[pg][dispatch]") {
+    auto settings = test::fast_settings();
+    settings.poll_interval = 10s;  // no backstop during the test
+    settings.claim_lookback = 0ms;
+    DispatchHarness h{settings};
+    auto worker = h.connect("s1");
+    h.dispatcher.start();
+    h.store.append(std::vector{new_row("wf", 0)});
+    h.dispatcher.request_sweep();
+    REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
+
+    // Committed now, but due an hour ago: behind everything claimed so far.
+    auto behind = new_row("old", 0);
+    behind.visible_after = store::Clock::now() - std::chrono::hours{1};
+    h.store.append(std::vector{behind, new_row("wf", 1)});
+    h.dispatcher.request_sweep();
+    REQUIRE(h.run_until([&] { return worker->tasks().size() == 2; }));
+    CHECK(worker->tasks()[1]["dispatch_key"] == "wf:1");
+    h.run_for(100ms);
+    CHECK(worker->tasks().size() == 2);
+    CHECK(h.status_of("old:0") == Status::pending);
+
+    // What a re-arm, a resume or the poll backstop asks for: a claim from the front.
+    h.dispatcher.claim_from_front();
+    REQUIRE(h.run_until([&] { return worker->tasks().size() == 3; }));
+    CHECK(worker->tasks()[2]["dispatch_key"] == "old:0");
+}

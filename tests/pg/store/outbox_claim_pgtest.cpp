@@ -193,3 +193,38 @@ TEST_CASE("eight concurrent claimers never share a row and together claim every 
     CHECK(unique.size() == static_cast<std::size_t>(kRows));
     CHECK(f.count("status = 'claimed'") == kRows);
 }
+
+TEST_CASE("a scoped claim after a position reads only rows past it in claim order",
+          "[pg][store]") {
+    test::StoreFixture f;
+    const auto base = store::Clock::now() - std::chrono::minutes{10};
+    std::vector<store::NewRow> rows;
+    for (int i = 0; i < 6; ++i) {
+        auto row = new_row("wf-" + std::to_string(i), 0);
+        row.visible_after = base + std::chrono::seconds{i / 2};  // two rows per instant
+        rows.push_back(row);
+    }
+    f.store.append(rows);
+    const store::ClaimScope scope{"default", "default", std::nullopt, {}};
+    const auto first = f.store.claim_scoped(f.owner, scope, 3);
+    REQUIRE(first.size() == 3);
+    const auto mark = store::position_of(first.back());
+
+    // A row staged now but due long ago sits behind the mark: a claim after it skips it,
+    // while ties at the mark's instant are split by id.
+    auto behind = new_row("wf-late", 0);
+    behind.visible_after = base - std::chrono::minutes{1};
+    f.store.append(std::vector{behind});
+    const auto after = f.store.claim_scoped(f.owner, scope, 10, mark);
+    std::set<std::string> keys;
+    for (const auto& row : after) {
+        CHECK(store::position_of(row) > mark);
+        keys.insert(row.dispatch_key);
+    }
+    CHECK(keys == std::set<std::string>{"wf-3:0", "wf-4:0", "wf-5:0"});
+    CHECK(f.status_of("wf-late:0") == Status::pending);
+    // From the front, it is found.
+    const auto front = f.store.claim_scoped(f.owner, scope, 10);
+    REQUIRE(front.size() == 1);
+    CHECK(front[0].dispatch_key == "wf-late:0");
+}

@@ -96,6 +96,7 @@ const std::vector<std::string> kExpectedFlags{"--database-url",
                                               "--worker-token",
                                               "--admin-token",
                                               "--poll-interval-ms",
+                                              "--claim-lookback-ms",
                                               "--batch-size",
                                               "--max-attempts",
                                               "--backoff-base-ms",
@@ -154,6 +155,7 @@ TEST_CASE("every setting is read from its environment variable", "[unit][config]
     env.set("OUTBOXD_WORKER_TOKEN", "wt");
     env.set("OUTBOXD_ADMIN_TOKEN", "at");
     env.set("OUTBOXD_POLL_INTERVAL_MS", "250");
+    env.set("OUTBOXD_CLAIM_LOOKBACK_MS", "0");
     env.set("OUTBOXD_BATCH_SIZE", "64");
     env.set("OUTBOXD_MAX_ATTEMPTS", "3");
     env.set("OUTBOXD_BACKOFF_BASE_MS", "100");
@@ -181,6 +183,7 @@ TEST_CASE("every setting is read from its environment variable", "[unit][config]
     CHECK(config.worker_token == "wt");
     CHECK(config.admin_token == "at");
     CHECK(config.poll_interval == milliseconds{250});
+    CHECK(config.claim_lookback == milliseconds{0});
     CHECK(config.batch_size == 64);
     CHECK(config.max_attempts == 3);
     CHECK(config.backoff_base == milliseconds{100});
@@ -255,6 +258,8 @@ TEST_CASE("every bad value is refused naming its setting", "[unit][config]") {
         {"--poll-interval-ms", "3600001"},
         {"--poll-interval-ms", "5ms"},
         {"--poll-interval-ms", "1.5"},
+        {"--claim-lookback-ms", "-1"},
+        {"--claim-lookback-ms", "3600001"},
         {"--batch-size", "0"},
         {"--batch-size", "100001"},
         {"--batch-size", "-1"},
