@@ -37,6 +37,9 @@ struct BenchSettings {
     int wake_writers = 8;
     int wake_rounds = 2;                  // each round: off, on (then on, off: ABBA)
     double snapshot_max_seconds = 60;
+    // Rows staged for the old-snapshot runs: enough to keep claiming under the snapshot for
+    // most of snapshot_max_seconds (0: `rows`).
+    std::int64_t snapshot_rows = 1'000'000;
     std::vector<std::string> only;        // scenarios to run; empty: all
 };
 

@@ -95,6 +95,9 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     auto* wake_rounds = app.add_option("--wake-rounds", s.wake_rounds, "wake ABBA rounds (2; quick 1)");
     app.add_option("--snapshot-max-seconds", s.snapshot_max_seconds, "longest old snapshot")
         ->capture_default_str();
+    auto* snapshot_rows = app.add_option(
+        "--snapshot-rows", s.snapshot_rows,
+        "rows staged for the old-snapshot runs (1000000; quick: --rows)");
     app.add_option("--only", s.only, "scenarios to run: floor,limit,e2e,latency,wake,history")
         ->delimiter(',')
         ->check(CLI::IsMember(kScenarios));
@@ -109,6 +112,7 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         if (!*rows) s.rows = 50'000;
         if (!*grid_rows) s.grid_rows = 25'000;
         if (!*history_rows) s.history_rows = 500'000;
+        if (!*snapshot_rows) s.snapshot_rows = s.rows;
         if (!*repeat) s.repeat = 1;
         if (!*e2e_max) s.e2e_max_seconds = 30;
         if (!*latency_seconds) s.latency_seconds = 5;

@@ -65,8 +65,11 @@ double max_foreign_cpu(const BenchReport& report) {
     for (const auto& run : report.e2e_1node_runs) most = std::max(most, run.foreign_cpu);
     for (const auto& run : report.e2e_3node_runs) most = std::max(most, run.foreign_cpu);
     if (report.history) {
-        for (const auto* run : {&report.history->clean, &report.history->history,
-                                &report.history->old_snapshot}) {
+        const auto& h = *report.history;
+        for (const auto* run : {&h.clean, &h.history, &h.old_snapshot}) {
+            most = std::max(most, run->foreign_cpu);
+        }
+        for (const auto* run : {&h.floor_clean, &h.floor_history, &h.floor_old_snapshot}) {
             most = std::max(most, run->foreign_cpu);
         }
     }
@@ -215,27 +218,33 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
 
     if (report.history) {
         const auto& h = *report.history;
+        out << strf("\nClaim cost vs history (%lld staged rows each, %lld under the old snapshot; "
+                    "outboxd: 1 node, end to end, the target; SQL floor loop: claim 100 + "
+                    "complete from the front, 1 client)\n",
+                    static_cast<long long>(settings.rows),
+                    static_cast<long long>(h.old_snapshot.staged));
+        out << strf("  %-40s %10s %7s %12s %7s\n", "", "outboxd", "ratio", "floor loop", "ratio");
         const double clean = h.clean.rows_per_s();
-        const auto ratio = [clean](const ClaimLoopResult& r) {
-            return clean > 0 ? r.rows_per_s() / clean : 0;
+        const double floor_clean = h.floor_clean.rows_per_s();
+        const auto line = [&](const std::string& name, const E2eResult& e2e,
+                              const ClaimLoopResult& floor, bool judged) {
+            const double ratio = clean > 0 ? e2e.rows_per_s() / clean : 0;
+            const auto stopped = !e2e.complete || floor.capped
+                                     ? strf("  (stopped at %.0f s / %.0f s)", e2e.seconds, floor.seconds)
+                                     : std::string{};
+            out << strf("  %-40s %10.0f %7s %12.0f %7s%s%s\n", name.c_str(), e2e.rows_per_s(),
+                        judged ? strf("%.2f", ratio).c_str() : "",
+                        floor.rows_per_s(),
+                        judged && floor_clean > 0 ? strf("%.2f", floor.rows_per_s() / floor_clean).c_str() : "",
+                        judged ? strf("  (target >= %.1f: %s)", kTargetHistoryRatio,
+                                      verdict(ratio >= kTargetHistoryRatio).c_str()).c_str()
+                               : "",
+                        stopped.c_str());
         };
-        out << strf("\nClaim cost vs history (SQL floor loop: claim 100 + complete, 1 client, "
-                      "%lld staged rows each)\n",
-                      static_cast<long long>(settings.rows));
-        out << strf("  %-44s %8.0f rows/s\n", "clean table", clean);
+        line("clean table", h.clean, h.floor_clean, false);
         const auto history_name = "+ " + history_label(h.history_rows) + " finished rows";
-        out << strf("  %-44s %8.0f rows/s  ratio %.2f (target >= %.1f: %s)\n",
-                      history_name.c_str(), h.history.rows_per_s(), ratio(h.history),
-                      kTargetHistoryRatio, verdict(ratio(h.history) >= kTargetHistoryRatio).c_str());
-        const auto snapshot_name = history_name + " + old snapshot";
-        const auto capped = h.old_snapshot.capped
-                                ? strf("  (stopped at %.0f s: %lld rows)", h.old_snapshot.seconds,
-                                       static_cast<long long>(h.old_snapshot.rows))
-                                : std::string{};
-        out << strf("  %-44s %8.0f rows/s  ratio %.2f (target >= %.1f: %s)%s\n",
-                    snapshot_name.c_str(), h.old_snapshot.rows_per_s(), ratio(h.old_snapshot),
-                    kTargetHistoryRatio, verdict(ratio(h.old_snapshot) >= kTargetHistoryRatio).c_str(),
-                    capped.c_str());
+        line(history_name, h.history, h.floor_history, true);
+        line(history_name + " + old snapshot", h.old_snapshot, h.floor_old_snapshot, true);
         out << strf("  (history generated in %.0f s)\n", h.history_generate_seconds);
     }
 
@@ -355,19 +364,26 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
     }
     if (report.history) {
         const auto& h = *report.history;
-        const double clean = h.clean.rows_per_s();
-        out["history_claim_loop"] = "sql floor (claim 100 + complete, 1 client)";
-        out["clean_rows_per_s"] = rate(clean);
+        const auto put = [&](const std::string& prefix, double clean, double history,
+                             double snapshot) {
+            out[prefix + "clean_rows_per_s"] = rate(clean);
+            out[prefix + "history_rows_per_s"] = rate(history);
+            if (h.history_rows == 5'000'000) out[prefix + "history_5m_rows_per_s"] = rate(history);
+            out[prefix + "old_snapshot_rows_per_s"] = rate(snapshot);
+            if (clean > 0) {
+                out[prefix + "history_ratio_to_clean"] = fine(history / clean);
+                out[prefix + "old_snapshot_ratio_to_clean"] = fine(snapshot / clean);
+            }
+        };
+        out["history_claim_path"] = "outboxd e2e, 1 node (floor_*: sql floor loop)";
         out["history_rows"] = h.history_rows;
-        out["history_rows_per_s"] = rate(h.history.rows_per_s());
-        if (h.history_rows == 5'000'000) out["history_5m_rows_per_s"] = rate(h.history.rows_per_s());
-        out["old_snapshot_rows_per_s"] = rate(h.old_snapshot.rows_per_s());
-        out["old_snapshot_capped"] = h.old_snapshot.capped;
+        put("", h.clean.rows_per_s(), h.history.rows_per_s(), h.old_snapshot.rows_per_s());
+        out["old_snapshot_complete"] = h.old_snapshot.complete;
+        out["old_snapshot_staged_rows"] = h.old_snapshot.staged;
         out["old_snapshot_seconds"] = fine(h.old_snapshot.seconds);
-        if (clean > 0) {
-            out["history_ratio_to_clean"] = fine(h.history.rows_per_s() / clean);
-            out["old_snapshot_ratio_to_clean"] = fine(h.old_snapshot.rows_per_s() / clean);
-        }
+        put("floor_", h.floor_clean.rows_per_s(), h.floor_history.rows_per_s(),
+            h.floor_old_snapshot.rows_per_s());
+        out["floor_old_snapshot_capped"] = h.floor_old_snapshot.capped;
     }
     out["max_foreign_cpu"] = fine(max_foreign_cpu(report));
     out["total_seconds"] = rate(report.total_seconds);

@@ -30,17 +30,21 @@ bool rows_left(pqxx::connection& conn) {
 }  // namespace
 
 E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag) {
-    const auto& settings = context.settings;
     const auto database = "bench_" + tag;
     const auto url = context.databases.create_migrated(database);
-    spdlog::info("{}: staging {} rows", tag, settings.rows);
-    stage_pending_rows(url, settings.rows, "e2e-");
+    spdlog::info("{}: staging {} rows", tag, context.settings.rows);
+    stage_pending_rows(url, context.settings.rows, "e2e-");
     settle(url);
+    auto result = drain_e2e(context, url, nodes, tag);
+    context.databases.drop(database);
+    return result;
+}
 
+E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nodes,
+                    const std::string& tag, const DrainOptions& options) {
+    const auto& settings = context.settings;
     E2eResult result;
     result.nodes = nodes;
-    result.rows = settings.rows;
-    result.staged = settings.rows;
     const auto fleet_settings = context.fleet(url);
     NodeFleet fleet{fleet_settings, nodes, tag};
     spdlog::info("{}: {} node(s) up and balanced; starting {} worker process(es)", tag, nodes,
@@ -53,11 +57,16 @@ E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag
     const auto pg_before = context.pg_cpu.sample();
     const auto node_before = fleet.cpu_seconds();
     const auto self_before = process_cpu_seconds(::getpid());
+    // Rows already done (a history) are not part of the run.
+    const auto done_before = count_rows(conn, "status = 'done'");
+    result.staged = count_rows(conn, "status IN ('pending', 'claimed')");
+    result.rows = result.staged;
+    if (options.at_start) options.at_start();
     const auto start = std::chrono::system_clock::now();
     WorkerFleet workers{fleet_settings, settings.worker_processes, settings.worker_max_in_flight,
                         fleet.worker_urls().front(), tag};
     const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(settings.e2e_max_seconds));
+        std::chrono::duration<double>(options.max_seconds.value_or(settings.e2e_max_seconds)));
     auto next_progress = std::chrono::steady_clock::now() + kProgressInterval;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
@@ -72,8 +81,9 @@ E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag
         }
         if (now > next_progress) {
             next_progress = now + kProgressInterval;
-            spdlog::info("{}: {} of {} rows done", tag, count_rows(conn, "status = 'done'"),
-                         settings.rows);
+            // Counted off the live rows' partial indexes, never the (possibly long) history.
+            spdlog::info("{}: {} of {} rows left", tag,
+                         count_rows(conn, "status IN ('pending', 'claimed')"), result.staged);
         }
     }
     result.node_cpu_s = fleet.cpu_seconds() - node_before;
@@ -92,21 +102,19 @@ E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag
         const auto row = tx.exec1(
             "SELECT count(*), extract(epoch FROM max(finished_at))::float8 FROM outbox"
             " WHERE status = 'done'");
-        const auto done = row[0].as<std::int64_t>();
+        const auto done = row[0].as<std::int64_t>() - done_before;
         const double last_finished = row[1].is_null() ? 0.0 : row[1].as<double>();
-        if (done != settings.rows) result.complete = false;
+        if (done != result.staged) result.complete = false;
         result.rows = done;
         const double end = result.complete ? last_finished : epoch_seconds(std::chrono::system_clock::now());
         result.seconds = end - epoch_seconds(start);
     }
     if (!result.complete) {
         spdlog::warn("{}: stopped after {:.0f} s with {} of {} rows done", tag, result.seconds,
-                     result.rows, settings.rows);
+                     result.rows, result.staged);
     }
     workers.stop();
     fleet.stop();
-    conn_holder.reset();  // DROP DATABASE … WITH (FORCE) would end it anyway
-    context.databases.drop(database);
     return result;
 }
 

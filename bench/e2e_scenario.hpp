@@ -12,6 +12,8 @@
 // Node, worker and PostgreSQL CPU are sampled over the same window.
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "bench_context.hpp"
@@ -35,5 +37,16 @@ struct E2eResult {
 };
 
 E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag);
+
+// The measured part of run_e2e on a database the caller prepared (rows staged and
+// settled) and keeps: `nodes` node(s), then the workers and the clock. `at_start` runs
+// just before the clock starts (the history scenario opens its old snapshot there);
+// `max_seconds` caps the run (default: settings.e2e_max_seconds).
+struct DrainOptions {
+    std::function<void()> at_start;
+    std::optional<double> max_seconds;
+};
+E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nodes,
+                    const std::string& tag, const DrainOptions& options = {});
 
 }  // namespace outboxd::bench

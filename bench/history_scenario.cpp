@@ -1,6 +1,7 @@
 #include "history_scenario.hpp"
 
 #include <chrono>
+#include <memory>
 
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
@@ -9,15 +10,45 @@ namespace outboxd::bench {
 namespace {
 
 const ClaimLoopConfig kFloor{100, 1, Finish::complete, std::nullopt};
-// The loop stops this long before the snapshot's limit, so the snapshot is never held longer.
-constexpr std::int64_t kHolderMargin = 1000;
+// Runs stop this long before the snapshot's limit, so the snapshot is never held longer.
+constexpr double kHolderMarginSeconds = 1.0;
+const std::string kTemplate = "bench_history_template";
 
-ClaimLoopResult staged_floor(const BenchContext& context, const std::string& url,
-                             const ClaimLoopConfig& config) {
-    stage_pending_rows(url, context.settings.rows, "hist-run-");
+// A REPEATABLE READ transaction takes its snapshot at its first statement and keeps it
+// until it ends: no row version the claims make obsolete can be pruned meanwhile.
+class SnapshotHolder {
+public:
+    explicit SnapshotHolder(const std::string& url) : conn_(url) {}
+    void open() {
+        tx_ = std::make_unique<pqxx::transaction<pqxx::isolation_level::repeatable_read>>(conn_);
+        tx_->exec("SELECT 1 FROM outbox LIMIT 1");
+    }
+    ~SnapshotHolder() {
+        if (tx_) tx_->abort();
+    }
+
+private:
+    pqxx::connection conn_;
+    std::unique_ptr<pqxx::transaction<pqxx::isolation_level::repeatable_read>> tx_;
+};
+
+// A database holding N staged rows: fresh, or a copy of the history template.
+std::string staged_database(const BenchContext& context, const std::string& name, bool history,
+                            std::int64_t rows) {
+    const auto url = history ? context.databases.create_copy(name, kTemplate)
+                             : context.databases.create_migrated(name);
+    stage_pending_rows(url, rows, "hist-run-");
     settle(url);
-    return run_claim_loop(url, config, context.pg_cpu);
+    return url;
 }
+
+struct Condition {
+    const char* tag;
+    bool history;
+    bool old_snapshot;
+    E2eResult* e2e;
+    ClaimLoopResult* floor;
+};
 
 }  // namespace
 
@@ -25,17 +56,8 @@ HistoryResult run_history(const BenchContext& context) {
     const auto& settings = context.settings;
     HistoryResult result;
     result.history_rows = settings.history_rows;
-
     {
-        const auto url = context.databases.create_migrated("bench_history_clean");
-        result.clean = staged_floor(context, url, kFloor);
-        context.databases.drop("bench_history_clean");
-        spdlog::info("history: clean table {:.0f} rows/s", result.clean.rows_per_s());
-    }
-
-    const std::string template_name = "bench_history_template";
-    {
-        const auto url = context.databases.create_migrated(template_name);
+        const auto url = context.databases.create_migrated(kTemplate);
         spdlog::info("history: inserting {} finished rows", settings.history_rows);
         const auto start = std::chrono::steady_clock::now();
         insert_history_rows(url, settings.history_rows);
@@ -43,33 +65,46 @@ HistoryResult run_history(const BenchContext& context) {
         result.history_generate_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    {
-        const auto url = context.databases.create_copy("bench_history_b", template_name);
-        result.history = staged_floor(context, url, kFloor);
-        context.databases.drop("bench_history_b");
-        spdlog::info("history: {} finished rows {:.0f} rows/s", settings.history_rows,
-                     result.history.rows_per_s());
+    const double snapshot_limit = settings.snapshot_max_seconds - kHolderMarginSeconds;
+    const std::vector<Condition> conditions{
+        {"clean", false, false, &result.clean, &result.floor_clean},
+        {"history", true, false, &result.history, &result.floor_history},
+        {"old_snapshot", true, true, &result.old_snapshot, &result.floor_old_snapshot},
+    };
+    for (const auto& condition : conditions) {
+        const auto name = std::string{"bench_history_"} + condition.tag;
+        // Under the snapshot, enough rows to keep claiming for most of its lifetime.
+        const auto rows = condition.old_snapshot && settings.snapshot_rows > 0
+                              ? settings.snapshot_rows
+                              : settings.rows;
+        {
+            const auto url = staged_database(context, name, condition.history, rows);
+            SnapshotHolder holder{url};
+            DrainOptions options;
+            if (condition.old_snapshot) {
+                options.at_start = [&holder] { holder.open(); };
+                options.max_seconds = snapshot_limit;
+            }
+            *condition.e2e = drain_e2e(context, url, 1, name, options);
+            spdlog::info("history: {} e2e {:.0f} rows/s", condition.tag, condition.e2e->rows_per_s());
+        }
+        context.databases.drop(name);
+        {
+            const auto url = staged_database(context, name, condition.history, rows);
+            SnapshotHolder holder{url};
+            auto config = kFloor;
+            if (condition.old_snapshot) {
+                holder.open();
+                config.time_limit =
+                    std::chrono::milliseconds{static_cast<std::int64_t>(snapshot_limit * 1000)};
+            }
+            *condition.floor = run_claim_loop(url, config, context.pg_cpu);
+            spdlog::info("history: {} floor loop {:.0f} rows/s", condition.tag,
+                         condition.floor->rows_per_s());
+        }
+        context.databases.drop(name);
     }
-    {
-        // The template itself is (c)'s fresh copy: nothing has claimed from it.
-        const auto url = context.databases.url(template_name);
-        stage_pending_rows(url, settings.rows, "hist-run-");
-        settle(url);
-        pqxx::connection holder_conn{url};
-        // REPEATABLE READ takes its snapshot at the first statement and keeps it until the
-        // transaction ends: no row version the claims make obsolete can be pruned meanwhile.
-        pqxx::transaction<pqxx::isolation_level::repeatable_read> holder{holder_conn};
-        holder.exec("SELECT 1 FROM outbox LIMIT 1");
-        auto config = kFloor;
-        config.time_limit = std::chrono::milliseconds{
-            static_cast<std::int64_t>(settings.snapshot_max_seconds * 1000) - kHolderMargin};
-        result.old_snapshot = run_claim_loop(url, config, context.pg_cpu);
-        holder.abort();
-        spdlog::info("history: with an old snapshot {:.0f} rows/s{}",
-                     result.old_snapshot.rows_per_s(),
-                     result.old_snapshot.capped ? " (capped)" : "");
-    }
-    context.databases.drop(template_name);
+    context.databases.drop(kTemplate);
     return result;
 }
 

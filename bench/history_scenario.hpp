@@ -1,26 +1,32 @@
 #pragma once
 
-// Claim cost against history: the SQL floor loop (one client, claim 100 + complete) over
-// the same N freshly staged rows
+// Claim cost against history. The same N freshly staged rows are drained
 //   (a) on a clean table,
 //   (b) after `history_rows` finished rows (done an hour ago, within retention) were
 //       inserted and the table vacuumed,
-//   (c) as (b), with a concurrent REPEATABLE READ transaction that took its snapshot
-//       just before the loop started and holds it for the whole loop (at most
-//       `snapshot_max_seconds`; the loop stops there and its rate is over the rows done).
-// The history is generated once into a template database and copied for (b) and (c).
+//   (c) as (b), with a concurrent REPEATABLE READ transaction that took its snapshot just
+//       before the clock started and holds it throughout (at most `snapshot_max_seconds`;
+//       the run stops there and its rate is over the rows done by then),
+// twice each: end to end through one outboxd node and no-op workers (the headline figures),
+// and by the SQL floor loop (one client, claim 100 + complete), which shows what the
+// naive claim from the front of the index does under the same conditions.
+// The history is generated once into a template database and copied for each run.
 
 #include "bench_context.hpp"
 #include "claim_loop.hpp"
+#include "e2e_scenario.hpp"
 
 namespace outboxd::bench {
 
 struct HistoryResult {
     std::int64_t history_rows = 0;
     double history_generate_seconds = 0;
-    ClaimLoopResult clean;
-    ClaimLoopResult history;
-    ClaimLoopResult old_snapshot;
+    E2eResult clean;
+    E2eResult history;
+    E2eResult old_snapshot;
+    ClaimLoopResult floor_clean;
+    ClaimLoopResult floor_history;
+    ClaimLoopResult floor_old_snapshot;
 };
 
 HistoryResult run_history(const BenchContext& context);
