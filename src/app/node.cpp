@@ -124,7 +124,7 @@ public:
             server.broadcast_cluster();
             // New shards may hold a dead node's claims or cancelled rows: repair them now.
             dispatcher.reconcile();
-            dispatcher.request_sweep();
+            dispatcher.ranges_changed();
         });
         member.start();
         namespaces.start();

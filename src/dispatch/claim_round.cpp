@@ -27,7 +27,7 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
                              const std::vector<worker::Route>& routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
                              std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
-                             ClaimCursors* cursors, bool from_front) {
+                             ClaimCursors* cursors, std::uint64_t generation) {
     ClaimRoundResult result;
     if (routes.empty() || owner.ranges.empty()) return result;
     std::set<std::string> names;
@@ -37,12 +37,11 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
     const auto count = [&] {
         tally.upper = store.count_claimed_by_namespace(namespaces, owner.ranges);
         tally.ranges = owner.ranges;
+        tally.generation = generation;
         tally.known = true;
         result.counted = true;
     };
-    // Rows of newly owned shards may lie behind any cursor.
-    result.from_front = !cursors || from_front || tally.ranges != owner.ranges;
-    if (!tally.known || tally.ranges != owner.ranges ||
+    if (!tally.known || tally.ranges != owner.ranges || tally.generation != generation ||
         std::any_of(namespaces.begin(), namespaces.end(),
                     [&](const std::string& ns) { return !tally.upper.contains(ns); })) {
         count();
@@ -60,14 +59,19 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
         input.claimed = tally.upper;
     }
     try {
-        const auto now = ClaimCursors::Clock::now();
         for (const auto& claim : plan_claims(input)) {
-            const auto after =
-                result.from_front ? std::nullopt : cursors->start(claim.scope, now);
+            const auto after = cursors ? cursors->start(claim.scope, ClaimCursors::Clock::now(),
+                                                        generation)
+                                       : std::nullopt;
             auto rows = store.claim_scoped(owner, claim.scope, claim.limit, after);
             tally.upper[claim.scope.namespace_name] += static_cast<std::int64_t>(rows.size());
             const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
-            if (cursors) cursors->advance(claim.scope, rows, !after, filled, now);
+            if (cursors) {
+                cursors->advance(claim.scope, rows, !after, filled, ClaimCursors::Clock::now(),
+                                 generation);
+            }
+            result.from_front = result.from_front || !after;
+            for (const auto& row : rows) result.last_token = std::max(result.last_token, row.claim_token);
             if (filled) result.saturated = true;
             result.rows.insert(result.rows.end(), std::make_move_iterator(rows.begin()),
                                std::make_move_iterator(rows.end()));

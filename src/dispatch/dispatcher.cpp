@@ -72,7 +72,10 @@ void Dispatcher::start() {
     stopped_ = false;
     every(poll_timer_, settings_.poll_interval, [this] {
         backlog_likely_ = true;  // the backstop: look whatever the last round said
-        if (Clock::now() - last_front_scan_ >= front_scan_period_) from_front_due_ = true;
+        if (Clock::now() - last_front_scan_ >= front_scan_period_) {
+            last_front_scan_ = Clock::now();
+            ++front_generation_;
+        }
         request_sweep();
     });
     every(timeout_timer_, timeout_scan_period(settings_.task_timeout), [this] { expire_timeouts(); });
@@ -91,9 +94,14 @@ void Dispatcher::stop() {
 }
 
 void Dispatcher::claim_from_front() {
-    from_front_due_ = true;
+    ++front_generation_;
     backlog_likely_ = true;
     request_sweep();
+}
+
+void Dispatcher::ranges_changed() {
+    // New shards may hold claims of another node and rows behind every cursor.
+    claim_from_front();
 }
 
 void Dispatcher::request_sweep() {
@@ -128,15 +136,24 @@ void Dispatcher::sweep() {
                           routes = std::move(routes), quotas = std::move(quotas),
                           batch = settings_.batch_size, rotation = rotation_++,
                           tally = claimed_tally_, cursors = cursors_,
-                          from_front = std::exchange(from_front_due_, false),
+                          generation = front_generation_,
+                          release_after = std::exchange(release_after_, std::nullopt),
                           started](DbHandles db) {
         ClaimRoundResult result;
         std::string error;
         try {
+            if (release_after) {
+                // The last round failed: what it may have claimed unseen goes back first.
+                const auto released = db.outbox.release_claims_after(owner, *release_after);
+                if (released > 0) {
+                    spdlog::warn("event=unknown_claims_released rows={}", released);
+                    tally->known = false;
+                }
+            }
             result = claim_round(
                 db.outbox, owner, routes,
                 [&quotas](const std::string& ns) { return quotas.at(ns); }, batch, rotation,
-                *tally, cursors.get(), from_front);
+                *tally, cursors.get(), generation);
         } catch (const std::exception& e) {
             error = e.what();
         }
@@ -153,7 +170,10 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
     claiming_ = false;
     metrics_.claim_seconds.Observe(seconds);
     if (!error.empty()) {
-        from_front_due_ = true;  // whatever the failed round was to catch up on
+        // Its claims may have committed unseen: release them before the next claim, which
+        // then reads from the front (they keep their place in line).
+        release_after_ = last_claim_token_;
+        claim_from_front();
         check_drained();
         // The poll retries; log the first failure of a run and then every 50th.
         if (claim_errors_++ % 50 == 0) {
@@ -162,9 +182,9 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
         return;
     }
     claim_errors_ = 0;
+    last_claim_token_ = std::max(last_claim_token_, result.last_token);
     if (result.from_front) {
-        // Spend at most a tenth of the time on backstop claims from the front.
-        last_front_scan_ = Clock::now();
+        // Spend at most about a tenth of the time on backstop claims from the front.
         front_scan_period_ = std::max<Clock::duration>(
             settings_.poll_interval, std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(10 * seconds)));
@@ -202,6 +222,13 @@ void Dispatcher::push(worker::WorkerEntry& worker, const store::OutboxRow& row) 
     task.attempt = row.attempt + 1;  // one-based on the wire
     task.timeout_ms = settings_.task_timeout.count();
 
+    if (in_flight_.contains(task.task_id)) {
+        // A claim token handed out twice; never expected (see OutboxStore::Commits). Hand
+        // the row back rather than track two deliveries under one id.
+        spdlog::error("event=duplicate_task_id task_id={}", task.task_id);
+        outcomes_.record(store::Outcome::release(ref), row.namespace_name, "");
+        return;
+    }
     const auto deadline = deadlines_.emplace(Clock::now() + settings_.task_timeout, task.task_id);
     in_flight_.emplace(task.task_id,
                        InFlight{ref, worker.session_id, row.namespace_name, row.attempt, deadline});

@@ -69,10 +69,14 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
     failures_ = 0;
     bool rearmed = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
+        const auto& outcome = batch[i].outcome;
+        // A retried batch may have landed the first time, unseen: count its re-arms too.
+        if ((applied[i] || recovered) &&
+            (outcome.kind == store::Outcome::Kind::release ||
+             (outcome.kind == store::Outcome::Kind::retry && outcome.delay.count() == 0))) {
+            rearmed = true;
+        }
         if (applied[i]) {
-            const auto& outcome = batch[i].outcome;
-            rearmed = rearmed || outcome.kind == store::Outcome::Kind::release ||
-                      (outcome.kind == store::Outcome::Kind::retry && outcome.delay.count() == 0);
             // Releases are not outcomes (the row never reached a worker): no label.
             if (!batch[i].label.empty()) {
                 metrics_.outcome(batch[i].namespace_name, batch[i].label).Increment();

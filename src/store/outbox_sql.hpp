@@ -152,6 +152,13 @@ inline constexpr Statement kRearmOrphaned{"outbox_rearm_orphaned",
     "   ORDER BY o.claimed_at, o.id LIMIT $4 FOR UPDATE OF o SKIP LOCKED) "
     OUTBOXD_REARM_UPDATE};
 
+// $1 owner, $2 token: the claimer's own claims made after its last known claim (a claim
+// whose statement failed may have committed all the same). Attempt preserved.
+inline constexpr Statement kReleaseClaimsAfter{"outbox_release_claims_after",
+    "UPDATE outbox o SET status = 'pending', visible_after = least(o.visible_after, now()), "
+    OUTBOXD_CLEAR_CLAIM
+    " WHERE o.status = 'claimed' AND o.claimed_by = $1 AND o.claim_token > $2"};
+
 inline constexpr Statement kListUnsettledWorkflows{"outbox_list_unsettled_workflows", R"SQL(
 SELECT DISTINCT workflow_id FROM outbox
 WHERE status IN ('pending', 'claimed') AND shard <@ $1::int4multirange
@@ -250,13 +257,21 @@ inline constexpr Statement kListNamespaces{"outbox_list_namespaces",
 // instead; on the store's connections a sort is made a last resort. Set once per
 // connection, so that a claim is one statement in one round trip.
 inline constexpr std::array<std::string_view, 1> kSessionSetup{"SET enable_sort = off"};
-// The same for a connection that only claims (OutboxStore::Commits::relaxed).
-inline constexpr std::array<std::string_view, 2> kRelaxedSessionSetup{
-    "SET enable_sort = off", "SET synchronous_commit = off"};
+// The same for a connection that only claims (OutboxStore::Commits::relaxed). Claim tokens
+// come from a sequence, and a crash loses whatever its unflushed WAL handed out: the same
+// tokens would be handed out again, and an answer to a lost claim would pass the fence of
+// a new claim of the same row. So every new connection first moves the sequence past
+// anything a lost WAL tail can hold, durably (txid_current() makes the commit wait for the
+// flush), before its own commits stop waiting.
+inline constexpr std::array<std::string_view, 3> kRelaxedSessionSetup{
+    "SET enable_sort = off",
+    "SELECT setval('outbox_claim_token_seq', nextval('outbox_claim_token_seq') + 1000000),"
+    " txid_current()",
+    "SET synchronous_commit = off"};
 
 inline constexpr std::array kOutboxStatements{
     kAppend, kClaim, kClaimScoped, kRecordOutcomes, kListStaleClaimed, kRearmStaleClaimed,
-    kRearmOrphaned, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
+    kRearmOrphaned, kReleaseClaimsAfter, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
     kCountClaimedByNamespace, kCountLiveByNamespace, kPendingRoutes, kFind, kPauseWorkflow,
     kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,
     kPutNamespace, kGetNamespace, kListNamespaces, kSettleCancelled,

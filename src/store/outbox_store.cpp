@@ -248,6 +248,14 @@ std::vector<OutboxRow> OutboxStore::rearm_orphaned(const Owner& owner,
     });
 }
 
+std::int64_t OutboxStore::release_claims_after(const Owner& owner, std::int64_t token) {
+    return session_->autocommit(sql::kReleaseClaimsAfter.name, [&](pqxx::nontransaction& tx) {
+        return static_cast<std::int64_t>(
+            tx.exec_prepared(std::string{sql::kReleaseClaimsAfter.name}, owner.incarnation, token)
+                .affected_rows());
+    });
+}
+
 std::vector<std::string> OutboxStore::list_unsettled_workflow_ids(const ShardRanges& ranges) {
     if (ranges.empty()) return {};
     return session_->transact(sql::kListUnsettledWorkflows.name, [&](pqxx::work& tx) {

@@ -30,25 +30,30 @@ struct ClaimRoundResult {
     bool saturated = false;
     // The round read the claimed counts from the database.
     bool counted = false;
-    // Its claims read the pending index from the front.
+    // Some claim read the pending index from the front.
     bool from_front = false;
+    // The highest claim token among `rows` (0: none).
+    std::int64_t last_token = 0;
 };
 
 // Upper bounds of claimed rows per namespace in `ranges`. Default-constructed: unknown,
-// the next round counts. Owned by one claimer and used by one round at a time.
+// the next round counts. It is counted again whenever the claimer's generation moves (see
+// claim_round), which a change of the owned ranges always does: ranges that went away and
+// came back may hold another node's claims. Owned by one claimer; one round at a time.
 struct ClaimedTally {
     store::ShardRanges ranges;
     std::map<std::string, std::int64_t> upper;
+    std::uint64_t generation = 0;
     bool known = false;
 };
 
-// With `cursors`, each claim starts where its route's cursor says, or from the front of
-// the index when `from_front` (or when the owned ranges changed since the last round);
-// without, every claim reads from the front.
+// `generation` is the claimer's front generation (see ClaimCursors): raising it makes
+// every route read from the front once and the tally count again. With `cursors`, each
+// claim starts where its route's cursor says; without, every claim reads from the front.
 ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
                              const std::vector<worker::Route>& routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
                              std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
-                             ClaimCursors* cursors = nullptr, bool from_front = false);
+                             ClaimCursors* cursors = nullptr, std::uint64_t generation = 0);
 
 }  // namespace outboxd::dispatch

@@ -51,7 +51,7 @@ struct DispatchSettings {
     std::chrono::milliseconds gauge_interval{5000};
     std::size_t max_outcome_batch = 2000;
     // Claims start where their route stood this long ago (ClaimCursors): rows committed
-    // later than that behind it wait for a claim from the front (at most a poll interval).
+    // later than that behind it wait for a claim from the front (the poll backstop).
     std::chrono::milliseconds claim_lookback{100};
 };
 
@@ -83,6 +83,8 @@ public:
     // Asks the next round to claim from the front of the index: rows were put back in line
     // behind where claims read on (re-arms, a resume).
     void claim_from_front();
+    // The owned shard ranges changed: count claims again and read from the front.
+    void ranges_changed();
     // Re-arms orphaned and stale claims and settles rows of cancelled workflows on the owned
     // shards now (boot and takeover), instead of at the next reconcile tick.
     void reconcile();
@@ -152,13 +154,18 @@ private:
     std::shared_ptr<ClaimedTally> claimed_tally_ = std::make_shared<ClaimedTally>();
     std::shared_ptr<ClaimCursors> cursors_ =
         std::make_shared<ClaimCursors>(settings_.claim_lookback);
-    // The next round claims from the front of the index (see ClaimCursors); the poll
-    // backstop asks for one no more often than every front_scan_period_, which stretches
-    // while claims from the front are slow (many dead entries under an old snapshot).
-    bool from_front_due_ = true;
+    // Raised when every route should read from the front once (see ClaimCursors). The poll
+    // backstop raises it no more often than every front_scan_period_: the poll interval,
+    // stretched to ten times the last round that read from the front when such rounds are
+    // slow (many dead entries under an old snapshot).
+    std::uint64_t front_generation_ = 1;
     std::chrono::steady_clock::time_point last_front_scan_{};
     std::chrono::steady_clock::duration front_scan_period_{settings_.poll_interval};
     std::uint64_t claim_errors_ = 0;
+    // The highest claim token this node has seen; after a failed round, its own claims
+    // above it are released before the next claim (see OutboxStore::release_claims_after).
+    std::int64_t last_claim_token_ = 0;
+    std::optional<std::int64_t> release_after_;
     std::function<void()> drained_;
 
     boost::asio::steady_timer poll_timer_;

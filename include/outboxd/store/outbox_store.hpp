@@ -66,8 +66,9 @@ public:
         durable,  // every commit waits (synchronous_commit as the server has it)
         // Commits return before the flush: only for a store that claims and counts, never
         // stages or records outcomes. A claim lost in a database crash leaves its row
-        // pending, to be claimed and delivered again (at least once); the claimer's answer
-        // for it is then refused by the claim fence. A later durable commit flushes it.
+        // pending, to be claimed and delivered again (at least once); the answer to the
+        // lost claim is then refused by the claim fence, as every connection of such a
+        // store first moves the claim-token sequence past what the crash may have lost.
         relaxed,
     };
 
@@ -114,6 +115,11 @@ public:
     std::vector<OutboxRow> rearm_stale_claimed(const Owner& owner,
                                                std::chrono::milliseconds older_than,
                                                std::int32_t limit);
+    // Hands back (pending, attempt unchanged, in its place in line) every row claimed by
+    // `owner`'s incarnation under a token above `token`: after a claim statement failed
+    // with its outcome unknown, the rows it may have claimed, which the claimer never saw.
+    // Only while the claimer runs no other claim. Returns how many rows it released.
+    std::int64_t release_claims_after(const Owner& owner, std::int64_t token);
     // Re-arms rows on the owner's leased shards claimed by an incarnation that has no live
     // heartbeat (younger than `liveness`) in dispatcher_nodes. Attempt preserved.
     std::vector<OutboxRow> rearm_orphaned(const Owner& owner, std::chrono::milliseconds liveness,

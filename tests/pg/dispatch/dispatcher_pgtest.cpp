@@ -351,3 +351,25 @@ TEST_CASE("claims read on from their route's mark; rows behind it wait for a cla
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 3; }));
     CHECK(worker->tasks()[2]["dispatch_key"] == "old:0");
 }
+
+TEST_CASE("a lost connection's re-arms are claimed again at once, without waiting for the poll",
+          "[pg][dispatch]") {
+    auto settings = test::fast_settings();
+    settings.poll_interval = 10s;
+    settings.claim_lookback = 0ms;
+    DispatchHarness h{settings};
+    auto first = h.connect("s1");
+    h.dispatcher.start();
+    std::vector<store::NewRow> rows;
+    for (int i = 0; i < 4; ++i) rows.push_back(new_row("wf", i));
+    h.store.append(rows);
+    h.dispatcher.request_sweep();
+    REQUIRE(h.run_until([&] { return first->tasks().size() == 4; }));
+    h.store.append(std::vector{new_row("wf", 9)});  // the cursor moves past the four
+    auto second = h.connect("s2");
+    REQUIRE(h.run_until([&] { return second->tasks().size() == 1; }));
+
+    h.dispatcher.on_worker_lost("s1");  // re-armed in their old place, behind the cursor
+    REQUIRE(h.run_until([&] { return second->tasks().size() == 5; }, 5s));
+    for (std::size_t i = 1; i < 5; ++i) CHECK(second->tasks()[i]["attempt"] == 2);
+}

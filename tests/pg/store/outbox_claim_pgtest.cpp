@@ -222,9 +222,35 @@ TEST_CASE("a scoped claim after a position reads only rows past it in claim orde
         keys.insert(row.dispatch_key);
     }
     CHECK(keys == std::set<std::string>{"wf-3:0", "wf-4:0", "wf-5:0"});
+    CHECK(first.back().dispatch_key == "wf-2:0");  // the mark ties with wf-3 on visible_after
     CHECK(f.status_of("wf-late:0") == Status::pending);
     // From the front, it is found.
     const auto front = f.store.claim_scoped(f.owner, scope, 10);
     REQUIRE(front.size() == 1);
     CHECK(front[0].dispatch_key == "wf-late:0");
+}
+
+TEST_CASE("a claimer releases its own claims above a token, and only those", "[pg][store]") {
+    test::StoreFixture f;
+    std::vector<store::NewRow> rows;
+    for (int i = 0; i < 6; ++i) rows.push_back(new_row("wf-" + std::to_string(i), 0));
+    f.store.append(rows);
+    const auto seen = f.store.claim(f.owner, 2);  // a claim the claimer knows about
+    REQUIRE(seen.size() == 2);
+    const auto unseen = f.store.claim(f.owner, 2);  // one whose answer was lost
+    REQUIRE(unseen.size() == 2);
+    // Another claimer's claim, under a later token.
+    const auto foreign_key = f.db.exec(
+        "UPDATE outbox SET status = 'claimed', claimed_at = now(), claimed_by = 'node-b/boot-1',"
+        " claim_token = nextval('outbox_claim_token_seq') WHERE id = (SELECT min(id) FROM outbox"
+        " WHERE status = 'pending') RETURNING dispatch_key")[0][0].as<std::string>();
+
+    CHECK(f.store.release_claims_after(f.owner, seen[0].claim_token) == 2);
+    for (const auto& row : unseen) {
+        CHECK(f.status_of(row.dispatch_key) == Status::pending);
+        CHECK(f.store.find(row.dispatch_key)->attempt == 0);
+    }
+    for (const auto& row : seen) CHECK(f.status_of(row.dispatch_key) == Status::claimed);
+    CHECK(f.status_of(foreign_key) == Status::claimed);
+    CHECK(f.store.release_claims_after(f.owner, seen[0].claim_token) == 0);
 }
