@@ -27,7 +27,8 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
                              const std::vector<worker::Route>& routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
                              std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
-                             ClaimCursors* cursors, std::uint64_t generation) {
+                             ClaimCursors* cursors, ClaimGenerations generations,
+                             const std::map<std::string, std::int64_t>& settled) {
     ClaimRoundResult result;
     if (routes.empty() || owner.ranges.empty()) return result;
     std::set<std::string> names;
@@ -37,14 +38,20 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
     const auto count = [&] {
         tally.upper = store.count_claimed_by_namespace(namespaces, owner.ranges);
         tally.ranges = owner.ranges;
-        tally.generation = generation;
+        tally.generation = generations.ranges;
         tally.known = true;
         result.counted = true;
     };
-    if (!tally.known || tally.ranges != owner.ranges || tally.generation != generation ||
+    if (!tally.known || tally.ranges != owner.ranges || tally.generation != generations.ranges ||
         std::any_of(namespaces.begin(), namespaces.end(),
                     [&](const std::string& ns) { return !tally.upper.contains(ns); })) {
         count();
+    } else {
+        for (const auto& [ns, rows] : settled) {
+            if (auto it = tally.upper.find(ns); it != tally.upper.end()) {
+                it->second = std::max<std::int64_t>(0, it->second - rows);
+            }
+        }
     }
 
     PlanInput input;
@@ -61,14 +68,14 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
     try {
         for (const auto& claim : plan_claims(input)) {
             const auto after = cursors ? cursors->start(claim.scope, ClaimCursors::Clock::now(),
-                                                        generation)
+                                                        generations.front)
                                        : std::nullopt;
             auto rows = store.claim_scoped(owner, claim.scope, claim.limit, after);
             tally.upper[claim.scope.namespace_name] += static_cast<std::int64_t>(rows.size());
             const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
             if (cursors) {
                 cursors->advance(claim.scope, rows, !after, filled, ClaimCursors::Clock::now(),
-                                 generation);
+                                 generations.front);
             }
             result.from_front = result.from_front || !after;
             for (const auto& row : rows) result.last_token = std::max(result.last_token, row.claim_token);

@@ -79,9 +79,15 @@ void Dispatcher::start() {
         request_sweep();
     });
     every(timeout_timer_, timeout_scan_period(settings_.task_timeout), [this] { expire_timeouts(); });
-    every(reconcile_timer_, settings_.reconcile_interval, [this] { reconcile(); });
+    // Periodic maintenance rests nine times as long as it last took, so that it never takes
+    // more than a tenth of its lane (scans that slow down under an old snapshot).
+    every(reconcile_timer_, settings_.reconcile_interval, [this] {
+        if (Clock::now() >= reconcile_rest_until_) reconcile();
+    });
     every(retention_timer_, settings_.retention_interval, [this] { apply_retention(); });
-    every(gauge_timer_, settings_.gauge_interval, [this] { refresh_gauges(); });
+    every(gauge_timer_, settings_.gauge_interval, [this] {
+        if (Clock::now() >= gauges_rest_until_) refresh_gauges();
+    });
     request_sweep();
 }
 
@@ -101,6 +107,7 @@ void Dispatcher::claim_from_front() {
 
 void Dispatcher::ranges_changed() {
     // New shards may hold claims of another node and rows behind every cursor.
+    ++ranges_generation_;
     claim_from_front();
 }
 
@@ -136,7 +143,8 @@ void Dispatcher::sweep() {
                           routes = std::move(routes), quotas = std::move(quotas),
                           batch = settings_.batch_size, rotation = rotation_++,
                           tally = claimed_tally_, cursors = cursors_,
-                          generation = front_generation_,
+                          generations = ClaimGenerations{front_generation_, ranges_generation_},
+                          settled = outcomes_.take_settled(),
                           release_after = std::exchange(release_after_, std::nullopt),
                           started](DbHandles db) {
         ClaimRoundResult result;
@@ -153,7 +161,7 @@ void Dispatcher::sweep() {
             result = claim_round(
                 db.outbox, owner, routes,
                 [&quotas](const std::string& ns) { return quotas.at(ns); }, batch, rotation,
-                *tally, cursors.get(), generation);
+                *tally, cursors.get(), generations, settled);
         } catch (const std::exception& e) {
             error = e.what();
         }
@@ -183,6 +191,8 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
     }
     claim_errors_ = 0;
     last_claim_token_ = std::max(last_claim_token_, result.last_token);
+    // Writes that landed while the round counted may be in its count already.
+    if (result.counted) (void)outcomes_.take_settled();
     if (result.from_front) {
         // Spend at most about a tenth of the time on backstop claims from the front.
         front_scan_period_ = std::max<Clock::duration>(
@@ -338,6 +348,7 @@ void Dispatcher::reconcile() {
     lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
                                liveness = settings_.liveness,
                                stale = settings_.task_timeout + settings_.stale_grace](DbHandles db) {
+        const auto started = Clock::now();
         std::size_t rearmed = 0;
         try {
             // Claims of incarnations that are gone: at once, not after a long timeout.
@@ -352,10 +363,12 @@ void Dispatcher::reconcile() {
         } catch (const std::exception& error) {
             spdlog::warn("event=reconcile_failed error=\"{}\"", error.what());
         }
-        boost::asio::post(loop, [alive, rearmed] {
+        const auto took = Clock::now() - started;
+        boost::asio::post(loop, [alive, rearmed, took] {
             const auto self = alive.lock();
             if (!self || !*self) return;
             (*self)->maintenance_busy_ = false;
+            (*self)->reconcile_rest_until_ = Clock::now() + 9 * took;
             if (rearmed > 0) {
                 spdlog::info("event=claims_rearmed count={}", rearmed);
                 (*self)->metrics_.rows_rearmed_total.Increment(static_cast<double>(rearmed));
@@ -384,18 +397,23 @@ void Dispatcher::refresh_gauges() {
     auto owner = owner_();
     lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_,
                                ranges = owner.ranges](DbHandles db) {
+        const auto started = Clock::now();
         std::map<std::string, std::pair<double, double>> counts;
+        bool ok = true;
         try {
             for (const auto& [ns, c] : db.outbox.count_live_by_namespace(ranges)) {
                 counts[ns] = {static_cast<double>(c.inflight), static_cast<double>(c.claimed)};
             }
         } catch (const std::exception& error) {
             spdlog::debug("event=gauge_refresh_failed error=\"{}\"", error.what());
-            return;
+            ok = false;
         }
-        boost::asio::post(loop, [alive, counts = std::move(counts)] {
+        const auto took = Clock::now() - started;
+        boost::asio::post(loop, [alive, counts = std::move(counts), ok, took] {
             const auto self = alive.lock();
-            if (self && *self) (*self)->metrics_.set_row_gauges(counts);
+            if (!self || !*self) return;
+            (*self)->gauges_rest_until_ = Clock::now() + 9 * took;
+            if (ok) (*self)->metrics_.set_row_gauges(counts);
         });
     });
 }

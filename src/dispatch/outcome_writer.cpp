@@ -77,6 +77,7 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
             rearmed = true;
         }
         if (applied[i]) {
+            ++settled_[batch[i].namespace_name];
             // Releases are not outcomes (the row never reached a worker): no label.
             if (!batch[i].label.empty()) {
                 metrics_.outcome(batch[i].namespace_name, batch[i].label).Increment();

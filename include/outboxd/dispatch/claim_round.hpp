@@ -37,9 +37,9 @@ struct ClaimRoundResult {
 };
 
 // Upper bounds of claimed rows per namespace in `ranges`. Default-constructed: unknown,
-// the next round counts. It is counted again whenever the claimer's generation moves (see
-// claim_round), which a change of the owned ranges always does: ranges that went away and
-// came back may hold another node's claims. Owned by one claimer; one round at a time.
+// the next round counts. It is counted again whenever the claimer's ranges generation
+// moves (see ClaimGenerations): ranges that went away and came back may hold another
+// node's claims. Owned by one claimer; one round at a time.
 struct ClaimedTally {
     store::ShardRanges ranges;
     std::map<std::string, std::int64_t> upper;
@@ -47,13 +47,23 @@ struct ClaimedTally {
     bool known = false;
 };
 
-// `generation` is the claimer's front generation (see ClaimCursors): raising it makes
-// every route read from the front once and the tally count again. With `cursors`, each
-// claim starts where its route's cursor says; without, every claim reads from the front.
+// Counters the claimer raises between rounds. `front`: every route reads from the front
+// once (see ClaimCursors). `ranges`: the owned ranges changed, so the tally counts again.
+struct ClaimGenerations {
+    std::uint64_t front = 0;
+    std::uint64_t ranges = 0;
+};
+
+// With `cursors`, each claim starts where its route's cursor says; without, every claim
+// reads from the front. `settled`: rows per namespace that the claimer's own outcome
+// writes took out of `claimed` since the last round was submitted; they lower the tally,
+// unless this round counts (the count already saw them). The claimer must also drop what
+// landed while a round that counted was running.
 ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
                              const std::vector<worker::Route>& routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
                              std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
-                             ClaimCursors* cursors = nullptr, std::uint64_t generation = 0);
+                             ClaimCursors* cursors = nullptr, ClaimGenerations generations = {},
+                             const std::map<std::string, std::int64_t>& settled = {});
 
 }  // namespace outboxd::dispatch

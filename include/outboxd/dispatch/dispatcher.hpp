@@ -159,6 +159,9 @@ private:
     // stretched to ten times the last round that read from the front when such rounds are
     // slow (many dead entries under an old snapshot).
     std::uint64_t front_generation_ = 1;
+    std::uint64_t ranges_generation_ = 1;
+    std::chrono::steady_clock::time_point reconcile_rest_until_{};
+    std::chrono::steady_clock::time_point gauges_rest_until_{};
     std::chrono::steady_clock::time_point last_front_scan_{};
     std::chrono::steady_clock::duration front_scan_period_{settings_.poll_interval};
     std::uint64_t claim_errors_ = 0;

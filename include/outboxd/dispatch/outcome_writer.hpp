@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <utility>
+#include <map>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +43,10 @@ public:
     // Called (on the loop) when a write lands that put rows back in line at their old place
     // (release, retry without delay): they are behind where claims read on.
     void on_rearmed(std::function<void()> callback) { on_rearmed_ = std::move(callback); }
+    // Rows per namespace that left `claimed` by writes landed since the last call.
+    [[nodiscard]] std::map<std::string, std::int64_t> take_settled() {
+        return std::exchange(settled_, {});
+    }
 
 private:
     struct Pending {
@@ -64,6 +70,7 @@ private:
     boost::asio::steady_timer retry_timer_;
     std::function<void()> on_settled_;
     std::function<void()> on_rearmed_;
+    std::map<std::string, std::int64_t> settled_;
     // Jobs still queued on the lane when we are destroyed must not call back into us.
     std::shared_ptr<OutcomeWriter*> alive_;
 };

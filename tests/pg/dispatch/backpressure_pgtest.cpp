@@ -436,6 +436,15 @@ TEST_CASE("a carried tally skips the count far below the ceiling and counts agai
         if (i % 2 == 1) complete_all(f, more.rows);
     }
 
+    // The claimer's own landed outcomes lower the bound without a count.
+    complete_all(f, round(10).rows);
+    const auto before = tally.upper.at("t");
+    const auto claimed_now = f.store.count_claimed("t", ShardRanges::all());
+    const auto settled = dispatch::claim_round(f.store, f.owner, {route("t")}, quotas_of(f.store), 0,
+                                               0, tally, nullptr, {}, {{"t", before - claimed_now}});
+    CHECK_FALSE(settled.counted);
+    CHECK(tally.upper.at("t") == claimed_now);
+
     // New ranges make the bound unknown again.
     auto fewer = f.owner;
     fewer.ranges = ShardRanges{{{0, 511}}};
