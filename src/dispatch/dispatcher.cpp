@@ -79,8 +79,8 @@ void Dispatcher::start() {
         request_sweep();
     });
     every(timeout_timer_, timeout_scan_period(settings_.task_timeout), [this] { expire_timeouts(); });
-    // Periodic maintenance rests nine times as long as it last took, so that it never takes
-    // more than a tenth of its lane (scans that slow down under an old snapshot).
+    // Periodic maintenance rests 19 times as long as it last took, so that it never takes
+    // more than a twentieth of its lane (scans that slow down under an old snapshot).
     every(reconcile_timer_, settings_.reconcile_interval, [this] {
         if (Clock::now() >= reconcile_rest_until_) reconcile();
     });
@@ -194,10 +194,10 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
     // Writes that landed while the round counted may be in its count already.
     if (result.counted) (void)outcomes_.take_settled();
     if (result.from_front) {
-        // Spend at most about a tenth of the time on backstop claims from the front.
+        // Spend at most about a twentieth of the time on backstop claims from the front.
         front_scan_period_ = std::max<Clock::duration>(
             settings_.poll_interval, std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(10 * seconds)));
+                                         std::chrono::duration<double>(20 * seconds)));
     }
     backlog_likely_ = result.saturated;
     for (const auto& row : result.rows) {
@@ -368,7 +368,7 @@ void Dispatcher::reconcile() {
             const auto self = alive.lock();
             if (!self || !*self) return;
             (*self)->maintenance_busy_ = false;
-            (*self)->reconcile_rest_until_ = Clock::now() + 9 * took;
+            (*self)->reconcile_rest_until_ = Clock::now() + 19 * took;
             if (rearmed > 0) {
                 spdlog::info("event=claims_rearmed count={}", rearmed);
                 (*self)->metrics_.rows_rearmed_total.Increment(static_cast<double>(rearmed));
@@ -412,7 +412,7 @@ void Dispatcher::refresh_gauges() {
         boost::asio::post(loop, [alive, counts = std::move(counts), ok, took] {
             const auto self = alive.lock();
             if (!self || !*self) return;
-            (*self)->gauges_rest_until_ = Clock::now() + 9 * took;
+            (*self)->gauges_rest_until_ = Clock::now() + 19 * took;
             if (ok) (*self)->metrics_.set_row_gauges(counts);
         });
     });

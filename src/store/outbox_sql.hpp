@@ -99,6 +99,10 @@ inline constexpr Statement kClaimScoped{"outbox_claim_scoped",
     OUTBOXD_CLAIM_UPDATE};
 
 // One statement for a batch of outcomes; each applies only while its claim token matches.
+// A token is set only while the row is claimed (CHECK outbox_claim_fields_iff_claimed), so
+// the statement names no status: with `status = 'claimed'` the planner may drive the join
+// from the claimed-rows index, walking every entry of it (all dead rows included, under an
+// old snapshot) per batch, instead of probing the primary key once per outcome.
 inline constexpr Statement kRecordOutcomes{"outbox_record_outcomes", R"SQL(
 UPDATE outbox o SET
     status = CASE t.kind WHEN 'done' THEN 'done' WHEN 'fail' THEN 'failed' ELSE 'pending' END,
@@ -115,7 +119,7 @@ UPDATE outbox o SET
     claimed_at = NULL, claimed_by = NULL, claim_token = NULL
 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
      AS t(id, token, kind, delay_ms, error)
-WHERE o.id = t.id AND o.claim_token = t.token AND o.status = 'claimed'
+WHERE o.id = t.id AND o.claim_token = t.token
 RETURNING t.id, t.token)SQL"};
 
 // $1 ranges, $2 age in ms, $3 limit.

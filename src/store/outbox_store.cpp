@@ -173,7 +173,11 @@ std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const Claim
 std::vector<bool> OutboxStore::record_outcomes(std::span<const Outcome> outcomes) {
     if (outcomes.empty()) return {};
     pg::ArrayLiteral ids, tokens, kinds, delays, errors;
+    // A batch naming one claim twice applies its first mention: only that one is sent (an
+    // UPDATE … FROM applies an arbitrary one of several matches).
+    std::set<std::pair<std::int64_t, std::int64_t>> sent;
     for (const auto& outcome : outcomes) {
+        if (!sent.emplace(outcome.ref.id, outcome.ref.token).second) continue;
         ids.add(outcome.ref.id);
         tokens.add(outcome.ref.token);
         kinds.add(outcome_kind(outcome.kind));

@@ -156,7 +156,7 @@ private:
         std::make_shared<ClaimCursors>(settings_.claim_lookback);
     // Raised when every route should read from the front once (see ClaimCursors). The poll
     // backstop raises it no more often than every front_scan_period_: the poll interval,
-    // stretched to ten times the last round that read from the front when such rounds are
+    // stretched to twenty times the last round that read from the front when such rounds are
     // slow (many dead entries under an old snapshot).
     std::uint64_t front_generation_ = 1;
     std::uint64_t ranges_generation_ = 1;
