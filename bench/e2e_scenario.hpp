@@ -5,8 +5,9 @@
 //
 // The clock starts when the workers are launched (the nodes are up and own their shards
 // by then, and claim nothing without worker credit) and stops at the last row's
-// finished_at, read from the database once no row is pending or claimed (polled every
-// 100 ms), so the poll interval does not round the time up. A run still going after
+// finished_at, read from the database once the nodes' done counters (GET /metrics, every
+// 100 ms) reach the staged count and no row is pending or claimed, so the poll interval
+// does not round the time up, and polling costs the database nothing while it runs. A run still going after
 // settings.e2e_max_seconds stops there and reports the rows done by then over that time
 // (complete = false), which bounds the benchmark's duration whatever outboxd's speed.
 // Node, worker and PostgreSQL CPU are sampled over the same window.

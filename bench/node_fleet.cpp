@@ -3,6 +3,12 @@
 #include <signal.h>
 
 #include <fstream>
+#include <sstream>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <optional>
 #include <regex>
 #include <stdexcept>
@@ -153,6 +159,45 @@ void WorkerFleet::stop() {
         if (worker->alive()) ::kill(worker->pid(), SIGTERM);
     }
     for (auto& worker : workers_) worker->stop(kWorkerStopGrace);
+}
+
+namespace {
+
+// GET `target` from `http_url` ("http://host:port"); the body.
+std::string http_get(const std::string& http_url, const std::string& target) {
+    namespace http = boost::beast::http;
+    const auto hostport = http_url.substr(http_url.find("//") + 2);
+    const auto colon = hostport.rfind(':');
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::resolver resolver{ioc};
+    boost::beast::tcp_stream stream{ioc};
+    stream.expires_after(std::chrono::seconds{5});
+    stream.connect(resolver.resolve(hostport.substr(0, colon), hostport.substr(colon + 1)));
+    http::request<http::empty_body> request{http::verb::get, target, 11};
+    request.set(http::field::host, hostport);
+    http::write(stream, request);
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(stream, buffer, response);
+    boost::beast::error_code ignored;
+    stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+    return response.body();
+}
+
+}  // namespace
+
+std::int64_t NodeFleet::rows_done() const {
+    double done = 0;
+    for (const auto& url : http_urls_) {
+        std::istringstream metrics{http_get(url, "/metrics")};
+        for (std::string line; std::getline(metrics, line);) {
+            if (line.starts_with("outboxd_outcomes_total{") &&
+                line.find("outcome=\"done\"") != std::string::npos) {
+                done += std::stod(line.substr(line.rfind(' ') + 1));
+            }
+        }
+    }
+    return static_cast<std::int64_t>(done);
 }
 
 }  // namespace outboxd::bench

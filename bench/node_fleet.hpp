@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,6 +40,11 @@ public:
     // ws://127.0.0.1:PORT/v1/workers of each node, in start order.
     [[nodiscard]] const std::vector<std::string>& worker_urls() const { return urls_; }
     [[nodiscard]] const std::vector<std::string>& http_urls() const { return http_urls_; }
+    // Rows the nodes have written `done` so far: the sum of their
+    // outboxd_outcomes_total{outcome="done"} counters (GET /metrics on each). Unlike any
+    // query on the outbox, it costs the database nothing however many dead row versions an
+    // old snapshot keeps around.
+    [[nodiscard]] std::int64_t rows_done() const;
     [[nodiscard]] double cpu_seconds() const;  // summed over the nodes
     // Throws std::runtime_error with the log tail when a node has exited.
     void check_alive();
