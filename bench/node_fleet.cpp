@@ -21,6 +21,26 @@
 namespace outboxd::bench {
 namespace {
 
+using Children = std::vector<std::unique_ptr<ChildProcess>>;
+
+double total_cpu_seconds(const Children& children) {
+    double total = 0;
+    for (const auto& child : children) total += process_cpu_seconds(child->pid());
+    return total;
+}
+
+void throw_if_any_exited(Children& children, const std::string& what) {
+    for (auto& child : children) {
+        if (!child->alive()) {
+            throw std::runtime_error{what + " exited; log " + child->log_path() + ":\n" +
+                                     child->log_tail(20)};
+        }
+    }
+}
+
+}  // namespace
+namespace {
+
 constexpr int kShards = 1024;
 constexpr std::chrono::milliseconds kPollInterval{50};
 constexpr std::chrono::milliseconds kWorkerStopGrace{5000};
@@ -101,20 +121,9 @@ FROM (SELECT count(*) AS n FROM shard_leases
     }
 }
 
-double NodeFleet::cpu_seconds() const {
-    double total = 0;
-    for (const auto& node : nodes_) total += process_cpu_seconds(node->pid());
-    return total;
-}
+double NodeFleet::cpu_seconds() const { return total_cpu_seconds(nodes_); }
 
-void NodeFleet::check_alive() {
-    for (auto& node : nodes_) {
-        if (!node->alive()) {
-            throw std::runtime_error{"outboxd node exited; log " + node->log_path() + ":\n" +
-                                     node->log_tail(20)};
-        }
-    }
-}
+void NodeFleet::check_alive() { throw_if_any_exited(nodes_, "outboxd node"); }
 
 void NodeFleet::stop() {
     // SIGTERM to all first, so that they drain in parallel.
@@ -139,20 +148,9 @@ WorkerFleet::WorkerFleet(const FleetSettings& settings, int count, int max_in_fl
 
 WorkerFleet::~WorkerFleet() { stop(); }
 
-double WorkerFleet::cpu_seconds() const {
-    double total = 0;
-    for (const auto& worker : workers_) total += process_cpu_seconds(worker->pid());
-    return total;
-}
+double WorkerFleet::cpu_seconds() const { return total_cpu_seconds(workers_); }
 
-void WorkerFleet::check_alive() {
-    for (auto& worker : workers_) {
-        if (!worker->alive()) {
-            throw std::runtime_error{"outboxd-worker exited; log " + worker->log_path() + ":\n" +
-                                     worker->log_tail(20)};
-        }
-    }
-}
+void WorkerFleet::check_alive() { throw_if_any_exited(workers_, "outboxd-worker"); }
 
 void WorkerFleet::stop() {
     for (auto& worker : workers_) {

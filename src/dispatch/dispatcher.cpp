@@ -232,16 +232,17 @@ void Dispatcher::push(worker::WorkerEntry& worker, const store::OutboxRow& row) 
     task.attempt = row.attempt + 1;  // one-based on the wire
     task.timeout_ms = settings_.task_timeout.count();
 
-    if (in_flight_.contains(task.task_id)) {
+    const auto [entry, added] = in_flight_.try_emplace(
+        task.task_id, InFlight{ref, worker.session_id, row.namespace_name, row.attempt, {}});
+    if (!added) {
         // A claim token handed out twice; never expected (see OutboxStore::Commits). Hand
         // the row back rather than track two deliveries under one id.
         spdlog::error("event=duplicate_task_id task_id={}", task.task_id);
         outcomes_.record(store::Outcome::release(ref), row.namespace_name, "");
         return;
     }
-    const auto deadline = deadlines_.emplace(Clock::now() + settings_.task_timeout, task.task_id);
-    in_flight_.emplace(task.task_id,
-                       InFlight{ref, worker.session_id, row.namespace_name, row.attempt, deadline});
+    entry->second.deadline =
+        deadlines_.emplace(Clock::now() + settings_.task_timeout, task.task_id);
     ++worker.outstanding;
     worker.channel->send(protocol::encode(task));
 
