@@ -109,6 +109,10 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
         ->envname("OUTBOXD_WORKER_MAX_IN_FLIGHT")
         ->capture_default_str()
         ->check(CLI::Range(1, protocol::kMaxCreditWindow));
+    app.add_option("--batch-frames", client.batch_frames,
+                   "exchange batch frames with nodes that read them (true/false)")
+        ->envname("OUTBOXD_WORKER_BATCH_FRAMES")
+        ->capture_default_str();
     auto* token_option =
         app.add_option("--token", token, "worker bearer token")->envname("OUTBOXD_WORKER_TOKEN");
     app.add_option("--log-level", settings.log_level, "debug, info, warn or error")

@@ -26,7 +26,16 @@ OutcomeWriter::~OutcomeWriter() { *alive_ = nullptr; }
 
 void OutcomeWriter::record(store::Outcome outcome, std::string namespace_name, std::string label) {
     buffer_.push_back({std::move(outcome), std::move(namespace_name), std::move(label)});
-    if (!writing_ && failures_ == 0) flush();
+    if (writing_ || failures_ > 0) return;
+    // The write starts once the current handler is done, so the answers of one batch frame
+    // go in one statement. Held as writing_ meanwhile: nothing else starts one.
+    writing_ = true;
+    boost::asio::post(loop_, [alive = std::weak_ptr<OutcomeWriter*>(alive_)] {
+        const auto self = alive.lock();
+        if (!self || !*self) return;
+        (*self)->writing_ = false;
+        (*self)->flush();
+    });
 }
 
 void OutcomeWriter::flush() {

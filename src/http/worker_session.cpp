@@ -72,13 +72,19 @@ void WorkerSession::on_read(beast::error_code ec) {
 }
 
 void WorkerSession::handle(const std::string& text) {
-    auto parsed = protocol::parse_worker_message(text);
+    auto parsed = protocol::parse_worker_frame(text);
     if (auto* error = std::get_if<protocol::ProtocolError>(&parsed)) {
         // Before hello the session has nothing to continue with; after it, a bad frame is
         // answered and the session carries on.
         return reject(error->code, error->message, !greeted_);
     }
-    auto& message = std::get<protocol::WorkerMessage>(parsed);
+    for (auto& message : std::get<std::vector<protocol::WorkerMessage>>(parsed)) {
+        if (closing_) return;
+        handle_message(message);
+    }
+}
+
+void WorkerSession::handle_message(protocol::WorkerMessage& message) {
     if (auto* hello = std::get_if<protocol::Hello>(&message)) {
         if (greeted_) return reject(protocol::code::duplicate_hello, "hello was already accepted", false);
         return handle_hello(std::move(*hello));
@@ -103,12 +109,15 @@ void WorkerSession::handle(const std::string& text) {
 
 void WorkerSession::handle_hello(protocol::Hello hello) {
     greeted_ = true;
+    batch_ = hello.batch;
     spdlog::info("event=worker_joined session={} worker={} namespaces={} task_queue={} max_in_flight={}",
                  session_id_, hello.worker_id, hello.namespaces.size(), hello.task_queue,
                  hello.max_in_flight);
     protocol::Welcome welcome;
     welcome.node_id = server_.services.member.settings().node_id;
     welcome.session_id = session_id_;
+    welcome.batch = true;
+    welcome.max_frame_bytes = server_.settings.max_frame_bytes;
     for (const auto& node : server_.services.member.nodes()) {
         if (!node.draining) welcome.cluster.push_back({node.node_id, node.advertise_url});
     }
@@ -133,13 +142,20 @@ void WorkerSession::send(std::string frame) {
         server_.services.metrics.slow_consumers_closed_total.Increment();
         spdlog::warn("event=slow_consumer_closed session={} queued={}", session_id_, queue_.size());
         queue_.clear();
-        writing_ = false;
         closing_ = true;
         beast::get_lowest_layer(ws_).close();  // the pending read fails and reports the loss
         return;
     }
-    queue_.push_back(std::move(frame));
-    if (!writing_) write_next();
+    queue_.push(std::move(frame));
+    schedule_write();
+}
+
+// The write starts once the current handler is done, so that every frame it queues (a
+// dispatch round's tasks) leaves in the same write.
+void WorkerSession::schedule_write() {
+    if (writing_) return;
+    writing_ = true;
+    boost::asio::post(ws_.get_executor(), [self = shared_from_this()] { self->write_next(); });
 }
 
 void WorkerSession::write_next() {
@@ -154,15 +170,15 @@ void WorkerSession::write_next() {
         return;
     }
     writing_ = true;
+    in_write_ = queue_.take(batch_, protocol::kMaxBatchBytes);
     ws_.text(true);
-    ws_.async_write(boost::asio::buffer(queue_.front()),
+    ws_.async_write(boost::asio::buffer(in_write_),
                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         if (ec) {
                             self->queue_.clear();
                             self->writing_ = false;
                             return;  // the read side reports the loss
                         }
-                        self->queue_.pop_front();
                         self->write_next();
                     });
 }
@@ -173,7 +189,7 @@ void WorkerSession::close(std::string_view reason) {
     // Flush queued frames (the error that explains the close goes first), then close.
     close_reason_ = std::string{reason.substr(0, 120)};  // close reasons are at most 123 bytes
     if (close_reason_.empty()) close_reason_ = "closing";
-    if (!writing_) write_next();
+    schedule_write();
 }
 
 void WorkerSession::finish(const std::string& why) {

@@ -3,10 +3,9 @@
 // One worker's WebSocket connection: the protocol of design §5 on the node side. Frames are
 // parsed and routed to the registry and dispatcher; every bad frame gets an error frame
 // naming the problem; writes are queued and bounded (a consumer that falls behind by more
-// than max_write_queue frames is closed and counted); idle connections are pinged and a
-// dead peer is dropped.
+// than max_write_queue frames is closed and counted), and go out as batch frames to a worker
+// that reads them; idle connections are pinged and a dead peer is dropped.
 
-#include <deque>
 #include <memory>
 #include <string>
 
@@ -14,6 +13,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "outboxd/worker/frame_queue.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 #include "server_impl.hpp"
 
@@ -37,18 +37,22 @@ private:
     void read();
     void on_read(boost::beast::error_code ec);
     void handle(const std::string& text);
+    void handle_message(worker::protocol::WorkerMessage& message);
     void handle_hello(worker::protocol::Hello hello);
     void reject(std::string_view code, const std::string& message, bool fatal);
+    void schedule_write();
     void write_next();
     void finish(const std::string& why);
 
     boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
     boost::beast::flat_buffer buffer_;
-    std::deque<std::string> queue_;
+    worker::protocol::FrameQueue queue_;
+    std::string in_write_;    // the text of the write in flight
     HttpServer::Impl& server_;
     std::string session_id_;
-    bool writing_ = false;
+    bool writing_ = false;    // a write is in flight or scheduled
     bool greeted_ = false;    // hello accepted
+    bool batch_ = false;      // the worker reads batch frames
     bool closing_ = false;    // close requested: no more reads are handled
     bool finished_ = false;   // loss reported to the dispatcher
     std::string close_reason_;

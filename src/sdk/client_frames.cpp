@@ -24,29 +24,34 @@ void ClientCore::on_received(std::uint64_t connection_id, std::string_view text)
     // Frames on a connection being closed for a node that left the cluster: ignored, its
     // tasks are re-armed by the node when the connection goes.
     if (!link) return;
-    auto parsed = protocol::parse_node_message(text);
+    auto parsed = protocol::parse_node_frame(text);
     if (const auto* error = std::get_if<protocol::ProtocolError>(&parsed)) {
         count([](WorkerStats& s) { ++s.frames_invalid; });
         spdlog::warn("worker client: unusable frame from {}: {}: {}", link->url, error->code,
                      error->message);
         return;
     }
-    std::visit(
-        [this, link](const auto& message) {
-            using Message = std::decay_t<decltype(message)>;
-            if constexpr (std::is_same_v<Message, protocol::Welcome>) {
-                on_welcome(*link, message);
-            } else if constexpr (std::is_same_v<Message, protocol::Task>) {
-                on_task(*link, message);
-            } else if constexpr (std::is_same_v<Message, protocol::Cluster>) {
-                on_cluster(message.nodes);
-            } else if constexpr (std::is_same_v<Message, protocol::Drain>) {
-                on_drain(*link);
-            } else {
-                on_error(*link, message);
-            }
-        },
-        std::get<protocol::NodeMessage>(parsed));
+    for (const auto& message : std::get<std::vector<protocol::NodeMessage>>(parsed)) {
+        // A message may end the link (a cluster list without this node): the rest is moot.
+        link = link_of(connection_id);
+        if (!link) return;
+        std::visit(
+            [this, link](const auto& m) {
+                using Message = std::decay_t<decltype(m)>;
+                if constexpr (std::is_same_v<Message, protocol::Welcome>) {
+                    on_welcome(*link, m);
+                } else if constexpr (std::is_same_v<Message, protocol::Task>) {
+                    on_task(*link, m);
+                } else if constexpr (std::is_same_v<Message, protocol::Cluster>) {
+                    on_cluster(m.nodes);
+                } else if constexpr (std::is_same_v<Message, protocol::Drain>) {
+                    on_drain(*link);
+                } else {
+                    on_error(*link, m);
+                }
+            },
+            message);
+    }
 }
 
 void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
@@ -57,6 +62,13 @@ void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
     // draining) must keep backing off.
     link.backoff.reset();
     link.failures = 0;
+    if (welcome.batch && options_.batch_frames) {
+        if (const auto it = connections_.find(link.connection_id); it != connections_.end()) {
+            const auto limit = welcome.max_frame_bytes > 0 ? welcome.max_frame_bytes
+                                                           : protocol::kMaxBatchBytes;
+            it->second->batch_writes(std::min(limit, protocol::kMaxBatchBytes));
+        }
+    }
     on_cluster(welcome.cluster);
 }
 
@@ -167,6 +179,7 @@ void ClientCore::rebalance_credits() {
             hello.node = options_.node;
             hello.activity_types = options_.activity_types;
             hello.max_in_flight = shares[i];
+            hello.batch = options_.batch_frames;
             send(link, protocol::encode(hello));
             link.meter.restart(now);
         } else {

@@ -76,7 +76,7 @@ void NodeConnection::on_handshake(const error_code& ec) {
     ws_.text(true);
     events_.opened();
     read_next();
-    if (!write_queue_.empty() && !writing_) write_next();
+    if (!write_queue_.empty()) schedule_write();
 }
 
 void NodeConnection::read_next() {
@@ -104,22 +104,37 @@ void NodeConnection::send(std::string frame) {
         abort();
         return;
     }
-    write_queue_.push_back(std::move(frame));
-    if (open_ && !writing_) write_next();
+    write_queue_.push(std::move(frame));
+    if (open_) schedule_write();
+}
+
+void NodeConnection::batch_writes(std::size_t max_bytes) { batch_max_bytes_ = max_bytes; }
+
+// The write starts once the current handler is done: answers handed over meanwhile leave
+// in the same write.
+void NodeConnection::schedule_write() {
+    if (writing_) return;
+    writing_ = true;
+    net::post(ws_.get_executor(), [self = shared_from_this()] { self->write_next(); });
 }
 
 void NodeConnection::write_next() {
-    writing_ = true;
-    ws_.async_write(net::buffer(write_queue_.front()),
+    if (finished_ || write_queue_.empty()) {
+        writing_ = false;
+        if (close_requested_ && !finished_) close_now();
+        return;
+    }
+    in_write_ = write_queue_.take(batch_max_bytes_ > 0, batch_max_bytes_);
+    ws_.async_write(net::buffer(in_write_),
                     beast::bind_front_handler(&NodeConnection::on_write, shared_from_this()));
 }
 
 void NodeConnection::on_write(const error_code& ec, std::size_t) {
-    writing_ = false;
-    if (ec) return finish(ec);
-    write_queue_.pop_front();
-    if (!write_queue_.empty()) return write_next();
-    if (close_requested_) close_now();
+    if (ec) {
+        writing_ = false;
+        return finish(ec);
+    }
+    write_next();
 }
 
 void NodeConnection::close() {

@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,6 +21,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
+#include "outboxd/worker/frame_queue.hpp"
 #include "ws_url.hpp"
 
 namespace outboxd::sdk::detail {
@@ -51,6 +51,9 @@ public:
     // Queues a text frame; written in order, one write outstanding at a time. Ignored once
     // closing.
     void send(std::string frame);
+    // From now on, frames queued together leave as batch frames of at most max_bytes (the
+    // node said it reads them).
+    void batch_writes(std::size_t max_bytes);
     // Writes what is queued, then performs the WebSocket close handshake. Before the upgrade
     // is done this aborts instead.
     void close();
@@ -67,6 +70,7 @@ private:
     void on_handshake(const boost::system::error_code& ec);
     void read_next();
     void on_read(const boost::system::error_code& ec, std::size_t bytes);
+    void schedule_write();
     void write_next();
     void on_write(const boost::system::error_code& ec, std::size_t bytes);
     void close_now();
@@ -79,9 +83,11 @@ private:
     boost::asio::ip::tcp::resolver resolver_;
     boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
     boost::beast::flat_buffer read_buffer_;
-    std::deque<std::string> write_queue_;
+    worker::protocol::FrameQueue write_queue_;
+    std::string in_write_;           // the text of the write in flight
+    std::size_t batch_max_bytes_ = 0;  // 0: one frame per write
     bool open_ = false;
-    bool writing_ = false;
+    bool writing_ = false;           // a write is in flight or scheduled
     bool close_requested_ = false;
     bool close_started_ = false;
     bool finished_ = false;

@@ -39,10 +39,11 @@ Responder::~Responder() {
 
 void Responder::complete(std::string result_json) {
     if (!state_ || !state_->claim()) return;
+    const bool plain = result_json.empty() || result_json == "null";
     auto frame = protocol::encode(protocol::Complete{state_->task_id(), std::move(result_json)});
     // The result is spliced into the frame verbatim; a node cannot parse a frame with a
     // broken result, and the task would only time out. Fail it visibly instead.
-    if (std::holds_alternative<protocol::ProtocolError>(protocol::parse_worker_message(frame))) {
+    if (!plain && std::holds_alternative<protocol::ProtocolError>(protocol::parse_worker_message(frame))) {
         spdlog::error("worker client: task {} completed with a result that is not valid JSON",
                       state_->task_id());
         frame = protocol::encode(protocol::Fail{

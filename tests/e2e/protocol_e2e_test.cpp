@@ -16,12 +16,21 @@ namespace {
 
 constexpr const char* kToken = "s3cret-token";
 
-std::string hello(const std::string& worker_id) {
-    return json{{"type", "hello"},
-                {"worker_id", worker_id},
-                {"activity_types", {"never-staged"}},
-                {"max_in_flight", 4}}
-        .dump();
+std::string hello(const std::string& worker_id, const std::string& activity = "never-staged",
+                  int max_in_flight = 4, bool batch = false) {
+    json frame{{"type", "hello"},
+               {"worker_id", worker_id},
+               {"activity_types", {activity}},
+               {"max_in_flight", max_in_flight}};
+    if (batch) frame["batch"] = true;
+    return frame.dump();
+}
+
+// `count` rows of one activity type, each its own workflow `prefix-N`.
+void stage(E2eCluster& cluster, const std::string& prefix, const std::string& activity, int count) {
+    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) SELECT '" + prefix +
+                    "-' || g, 0, '" + activity + "' FROM generate_series(1, " +
+                    std::to_string(count) + ") g");
 }
 
 json next_frame(WsClient& client) {
@@ -48,8 +57,7 @@ TEST_CASE("protocol abuse is refused clearly and never disturbs a well-behaved w
                          {"--activity-types", "echo", "--token", kToken});
 
     // Work flows before, during and after the abuse.
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) "
-                    "SELECT 'before-' || g, 0, 'echo' FROM generate_series(1, 50) g");
+    stage(cluster, "before", "echo", 50);
 
 
     // Missing and wrong tokens are refused before the upgrade.
@@ -126,8 +134,7 @@ TEST_CASE("protocol abuse is refused clearly and never disturbs a well-behaved w
     const auto answer = test::raw_http(node.port, "BLAH /v1 HTTP/9.9\r\n\r\n");
     CHECK(answer.find("400") != std::string::npos);
 
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) "
-                    "SELECT 'after-' || g, 0, 'echo' FROM generate_series(1, 50) g");
+    stage(cluster, "after", "echo", 50);
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 100; }, 30s));
     CHECK(cluster.count("status <> 'done'") == 0);
     CHECK(cluster.count("attempt <> 0") == 0);
@@ -135,4 +142,92 @@ TEST_CASE("protocol abuse is refused clearly and never disturbs a well-behaved w
     const auto metrics = test::http_call(node.port, "GET", "/metrics").body;
     CHECK(metrics.find("outboxd_protocol_errors_total{code=\"unknown_task\"}") != std::string::npos);
     CHECK(metrics.find("outboxd_protocol_errors_total{code=\"frame_too_large\"}") != std::string::npos);
+}
+
+namespace {
+
+// Reads frames until `wanted` tasks arrived; returns them and how many frames carried them.
+std::pair<std::vector<json>, int> read_tasks(WsClient& client, std::size_t wanted) {
+    std::vector<json> tasks;
+    int frames = 0;
+    while (tasks.size() < wanted) {
+        const auto frame = next_frame(client);
+        ++frames;
+        if (frame["type"] == "batch") {
+            for (const auto& member : frame["frames"]) {
+                REQUIRE(member["type"] == "task");
+                tasks.push_back(member);
+            }
+        } else {
+            REQUIRE(frame["type"] == "task");
+            tasks.push_back(frame);
+        }
+    }
+    return {tasks, frames};
+}
+
+json complete_of(const json& task) {
+    return {{"type", "complete"}, {"task_id", task["task_id"]}, {"result", {{"ok", true}}}};
+}
+
+}  // namespace
+
+TEST_CASE("batch frames: negotiated in hello and welcome, checked whole, applied in order",
+          "[e2e][protocol]") {
+    E2eCluster cluster{"batch"};
+    auto& node = cluster.start_node("node-1", {{"OUTBOXD_MAX_FRAME_BYTES", "65536"}});
+    stage(cluster, "b", "batched", 20);
+
+    WsClient client{node.port, "/v1/workers"};
+    client.send(hello("batcher", "batched", 20, /*batch=*/true));
+    const auto welcome = next_frame(client);
+    REQUIRE(welcome["type"] == "welcome");
+    CHECK(welcome["batch"] == true);
+    CHECK(welcome["max_frame_bytes"] == 65536);
+
+    // One claim round's tasks leave together.
+    const auto [tasks, frames] = read_tasks(client, 20);
+    CHECK(frames < 20);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'claimed'") == 20; }, 5s));
+
+    // One bad member refuses the whole batch: the good answer in it is not applied either.
+    client.send(json{{"type", "batch"},
+                     {"frames", {complete_of(tasks[0]), {{"type", "complete"}}}}}
+                    .dump());
+    const auto refused = next_frame(client);
+    CHECK(refused["type"] == "error");
+    CHECK(refused["code"] == "missing_field");
+    CHECK_THAT(refused["message"].get<std::string>(), Catch::Contains("frames[1]"));
+    CHECK(cluster.count("status = 'claimed'") == 20);
+
+    // Completes and fails in one batch; an unknown task in it is refused alone.
+    json answers = json::array();
+    for (std::size_t i = 0; i < 10; ++i) answers.push_back(complete_of(tasks[i]));
+    answers.push_back({{"type", "complete"}, {"task_id", "no-such-task"}, {"result", nullptr}});
+    for (std::size_t i = 10; i < 15; ++i) {
+        answers.push_back({{"type", "fail"},
+                           {"task_id", tasks[i]["task_id"]},
+                           {"error", "bad input"},
+                           {"retryable", false}});
+    }
+    client.send(json{{"type", "batch"}, {"frames", answers}}.dump());
+    const auto unknown = next_frame(client);
+    CHECK(unknown["code"] == "unknown_task");
+    CHECK_THAT(unknown["message"].get<std::string>(), Catch::Contains("no-such-task"));
+    // Plain frames still work on a batching session.
+    for (std::size_t i = 15; i < 20; ++i) client.send(complete_of(tasks[i]).dump());
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 15; }, 10s));
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 5; }, 10s));
+    CHECK(cluster.count("status = 'failed' AND last_error = 'bad input'") == 5);
+    CHECK(cluster.count("attempt <> 0 AND status = 'done'") == 0);
+
+    // A worker that did not ask for batches gets one task per frame.
+    stage(cluster, "p", "plain", 10);
+    WsClient plain{node.port, "/v1/workers"};
+    plain.send(hello("plain", "plain", 10));
+    REQUIRE(next_frame(plain)["type"] == "welcome");
+    const auto [plain_tasks, plain_frames] = read_tasks(plain, 10);
+    CHECK(plain_frames == 10);
+    for (const auto& task : plain_tasks) plain.send(complete_of(task).dump());
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 25; }, 10s));
 }

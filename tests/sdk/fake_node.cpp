@@ -130,6 +130,7 @@ struct FakeNode::Impl {
     mutable std::mutex mutex;
     std::vector<std::shared_ptr<Session>> sessions;
     std::vector<protocol::NodeInfo> welcome_cluster;
+    std::size_t welcome_batch_bytes = 0;
     std::thread thread;
 };
 
@@ -175,10 +176,16 @@ void FakeNode::set_welcome_cluster(std::vector<protocol::NodeInfo> nodes) {
     impl_->welcome_cluster = std::move(nodes);
 }
 
+void FakeNode::set_welcome_batch(std::size_t max_frame_bytes) {
+    const std::lock_guard lock{impl_->mutex};
+    impl_->welcome_batch_bytes = max_frame_bytes;
+}
+
 std::string FakeNode::welcome_frame() const {
     const std::lock_guard lock{impl_->mutex};
     return protocol::encode(protocol::Welcome{
-        node_id_, "session-" + std::to_string(impl_->sessions.size()), impl_->welcome_cluster});
+        node_id_, "session-" + std::to_string(impl_->sessions.size()), impl_->welcome_cluster,
+        impl_->welcome_batch_bytes > 0, impl_->welcome_batch_bytes});
 }
 
 std::size_t FakeNode::session_count() const {

@@ -35,6 +35,8 @@ public:
 
     // The cluster list of the welcome that answers each hello (default: this node alone).
     void set_welcome_cluster(std::vector<worker::protocol::NodeInfo> nodes);
+    // Welcomes that say the node reads batch frames of up to `max_frame_bytes` (default: no).
+    void set_welcome_batch(std::size_t max_frame_bytes);
 
     [[nodiscard]] std::size_t session_count() const;
     [[nodiscard]] std::vector<nlohmann::json> frames(std::size_t session) const;

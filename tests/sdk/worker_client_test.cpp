@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <future>
+#include <map>
 #include <stdexcept>
 
 #include "fake_node.hpp"
@@ -317,4 +319,69 @@ TEST_CASE("options that cannot work are refused, naming the option", "[sdk]") {
     options = test_options({"ws://127.0.0.1:1/v1/workers"});
     options.rebalance_interval = std::chrono::milliseconds{-1};
     CHECK(refuses(options, "rebalance_interval"));
+}
+
+TEST_CASE("with a node that reads batches, tasks come in batches and answers leave in them",
+          "[sdk]") {
+    FakeNode node;
+    node.set_welcome_batch(4096);
+    std::atomic<int> handled{0};
+    WorkerClient client{test_options({node.url()}),
+                        [&](const protocol::Task& task, Responder responder) {
+                            ++handled;
+                            if (task.task_id == "t-7") return responder.fail("no", false);
+                            responder.complete();
+                        }};
+    client.start();
+    REQUIRE(eventually([&] { return has_hello(node, 0); }));
+    CHECK(node.frames_of_type(0, "hello").at(0)["batch"] == true);
+
+    std::vector<std::string> tasks;
+    for (int i = 0; i < 60; ++i) tasks.push_back(task_frame("t-" + std::to_string(i), "echo"));
+    node.send(0, protocol::encode_batch(tasks));
+
+    // Every answer arrives once, in a batch frame or alone; none of the batches is larger
+    // than the node said it reads.
+    std::map<std::string, std::string> answers;
+    std::size_t batches = 0;
+    REQUIRE(eventually([&] {
+        answers.clear();
+        batches = 0;
+        for (const auto& frame : node.frames(0)) {
+            if (!frame.is_object()) continue;
+            std::vector<nlohmann::json> members{frame};
+            if (frame["type"] == "batch") {
+                ++batches;
+                CHECK(frame.dump().size() <= 4096);
+                members = frame["frames"].get<std::vector<nlohmann::json>>();
+            }
+            for (const auto& member : members) {
+                if (member["type"] != "complete" && member["type"] != "fail") continue;
+                CHECK(answers.emplace(member["task_id"], member["type"]).second);
+            }
+        }
+        return answers.size() == 60;
+    }));
+    CHECK(handled == 60);
+    CHECK(batches >= 1);
+    CHECK(answers.at("t-7") == "fail");
+    CHECK(answers.at("t-8") == "complete");
+    REQUIRE(eventually([&] { return client.stats().tasks_completed == 59; }));
+    CHECK(client.stats().frames_invalid == 0);
+}
+
+TEST_CASE("batch_frames = false asks for no batches and answers one frame each", "[sdk]") {
+    FakeNode node;
+    node.set_welcome_batch(4096);
+    auto options = test_options({node.url()});
+    options.batch_frames = false;
+    WorkerClient client{options, [](const protocol::Task&, Responder responder) {
+                            responder.complete();
+                        }};
+    client.start();
+    REQUIRE(eventually([&] { return has_hello(node, 0); }));
+    CHECK_FALSE(node.frames_of_type(0, "hello").at(0).contains("batch"));
+    for (int i = 0; i < 20; ++i) node.send(0, task_frame("t-" + std::to_string(i), "echo"));
+    REQUIRE(eventually([&] { return node.frames_of_type(0, "complete").size() == 20; }));
+    CHECK(node.frames_of_type(0, "batch").empty());
 }

@@ -46,6 +46,9 @@ struct WorkerOptions {
     // credit they are given filled (a backlog), away from idle ones; every connection keeps
     // at least 1 credit, and a new one starts at an even share. 0: always the even split.
     std::chrono::milliseconds rebalance_interval{500};
+    // Ask nodes for batch frames and send answers as batch frames where the node reads them
+    // (several frames that are ready at once leave in one write); false: one frame each.
+    bool batch_frames = true;
 };
 
 class WorkerClient;

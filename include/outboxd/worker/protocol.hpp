@@ -4,9 +4,16 @@
 // frame, each with a "type". Parsing never throws: a frame that is not a valid message
 // yields a ProtocolError whose code and message name what is wrong. Used by the node and
 // by the worker SDK.
+//
+// Batch frames (a compatible extension): {"type":"batch","frames":[<message>, …]} carries
+// several messages in one frame, in order. A worker that says "batch":true in its hello may
+// receive them; a node that says "batch":true in its welcome accepts them. A batch is
+// checked whole before any of it is acted on: one bad message refuses the batch.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -16,6 +23,9 @@ namespace outboxd::worker::protocol {
 
 // Bounds a hello or credit frame may ask for.
 inline constexpr std::int32_t kMaxCreditWindow = 10000;
+// The largest batch frame either side writes (a single message larger than this still goes
+// alone, as before). Below every default frame limit, so a reader needs no new setting.
+inline constexpr std::size_t kMaxBatchBytes = 256 * 1024;
 
 // Error codes of {"type":"error"} frames.
 namespace code {
@@ -44,6 +54,7 @@ struct Hello {
     std::optional<std::string> node;
     std::vector<std::string> activity_types;
     std::int32_t max_in_flight = 1;
+    bool batch = false;  // accepts batch frames from the node
 };
 
 struct Complete {
@@ -64,6 +75,9 @@ struct Credit {
 using WorkerMessage = std::variant<Hello, Complete, Fail, Credit>;
 
 [[nodiscard]] std::variant<WorkerMessage, ProtocolError> parse_worker_message(std::string_view text);
+// One frame as the messages it carries: one, or the contents of a batch (never a hello).
+[[nodiscard]] std::variant<std::vector<WorkerMessage>, ProtocolError> parse_worker_frame(
+    std::string_view text);
 [[nodiscard]] std::string encode(const Hello& hello);
 [[nodiscard]] std::string encode(const Complete& complete);
 [[nodiscard]] std::string encode(const Fail& fail);
@@ -81,6 +95,8 @@ struct Welcome {
     std::string node_id;
     std::string session_id;
     std::vector<NodeInfo> cluster;
+    bool batch = false;                // accepts batch frames from the worker
+    std::size_t max_frame_bytes = 0;   // the largest frame the node reads; 0: not stated
 };
 
 struct Task {
@@ -112,10 +128,16 @@ struct Error {
 using NodeMessage = std::variant<Welcome, Task, Cluster, Drain, Error>;
 
 [[nodiscard]] std::variant<NodeMessage, ProtocolError> parse_node_message(std::string_view text);
+[[nodiscard]] std::variant<std::vector<NodeMessage>, ProtocolError> parse_node_frame(
+    std::string_view text);
 [[nodiscard]] std::string encode(const Welcome& welcome);
 [[nodiscard]] std::string encode(const Task& task);
 [[nodiscard]] std::string encode(const Cluster& cluster);
 [[nodiscard]] std::string encode(const Drain& drain);
 [[nodiscard]] std::string encode(const Error& error);
+
+// --- either direction --------------------------------------------------------------------
+// Frames already encoded, in order, as one batch frame.
+[[nodiscard]] std::string encode_batch(std::span<const std::string> frames);
 
 }  // namespace outboxd::worker::protocol

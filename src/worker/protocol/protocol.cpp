@@ -11,6 +11,9 @@ using nlohmann::json;
 // "result" of a 200 KB frame of '[' overflowed the stack and killed the process. Frames
 // nesting deeper than this are refused before parsing (the bound serde_json also uses).
 constexpr std::size_t kMaxNestingDepth = 128;
+// A batch frame wraps its messages in two more levels (the frame object and its array).
+constexpr std::size_t kBatchNesting = 2;
+constexpr std::string_view kBatchType = "batch";
 
 // Thrown inside this file only, to leave a parse at the first problem.
 struct Rejected {
@@ -43,7 +46,7 @@ bool nested_too_deep(std::string_view text) {
         } else if (c == '"') {
             in_string = true;
         } else if (c == '[' || c == '{') {
-            if (++depth > kMaxNestingDepth) return true;
+            if (++depth > kMaxNestingDepth + kBatchNesting) return true;
         } else if ((c == ']' || c == '}') && depth > 0) {
             --depth;
         }
@@ -148,8 +151,8 @@ private:
 
 std::pair<json, std::string> parse_object(std::string_view text) {
     if (nested_too_deep(text)) {
-        reject(code::bad_json,
-               "frame nests deeper than " + std::to_string(kMaxNestingDepth) + " levels");
+        reject(code::bad_json, "frame nests deeper than " +
+                                   std::to_string(kMaxNestingDepth + kBatchNesting) + " levels");
     }
     json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (object.is_discarded()) reject(code::bad_json, "frame is not valid JSON");
@@ -183,6 +186,7 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
         hello.activity_types = std::move(*types);
         hello.max_in_flight = static_cast<std::int32_t>(
             f.optional_integer("max_in_flight", 1, kMaxCreditWindow).value_or(1));
+        hello.batch = f.optional_boolean("batch").value_or(false);
         return hello;
     }
     if (type == "complete") return Complete{f.text("task_id"), f.raw("result")};
@@ -215,8 +219,10 @@ std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::str
 NodeMessage parse_node(const json& object, const std::string& type) {
     const Fields f{object, type};
     if (type == "welcome") {
-        return Welcome{f.text("node_id"), f.text("session_id"),
-                       parse_nodes(object, "cluster", type)};
+        return Welcome{f.text("node_id"), f.text("session_id"), parse_nodes(object, "cluster", type),
+                       f.optional_boolean("batch").value_or(false),
+                       static_cast<std::size_t>(
+                           f.optional_integer("max_frame_bytes", 0, INT64_MAX).value_or(0))};
     }
     if (type == "task") {
         Task task;
@@ -253,38 +259,106 @@ json optional_json(const std::optional<std::string>& text) {
     return text ? json(*text) : json(nullptr);
 }
 
-}  // namespace
+// The messages of a frame: the frame itself, or each member of a batch, parsed by `parse`.
+// A member that cannot be parsed refuses the whole batch, naming its index.
+template <typename Message, typename Parse>
+std::vector<Message> frame_messages(std::string_view text, Parse parse) {
+    const auto [object, type] = parse_object(text);
+    std::vector<Message> messages;
+    if (type != kBatchType) {
+        messages.push_back(parse(object, type));
+        return messages;
+    }
+    const auto frames = object.find("frames");
+    if (frames == object.end() || frames->is_null()) {
+        reject(code::missing_field, "'frames' of a batch frame is required");
+    }
+    if (!frames->is_array() || frames->empty()) {
+        reject(code::invalid_field, "'frames' of a batch frame must be a non-empty array");
+    }
+    messages.reserve(frames->size());
+    for (std::size_t i = 0; i < frames->size(); ++i) {
+        const json& member = (*frames)[i];
+        const auto where = "frames[" + std::to_string(i) + "] of a batch frame";
+        const auto member_type = member.is_object() ? member.find("type") : member.end();
+        if (!member.is_object() || member_type == member.end() || !member_type->is_string()) {
+            reject(code::invalid_field, where + " must be an object with a string 'type'");
+        }
+        const auto name = member_type->get<std::string>();
+        if (name == kBatchType || name == "hello" || name == "welcome") {
+            reject(code::invalid_field, where + " cannot be a " + name + " frame");
+        }
+        try {
+            messages.push_back(parse(member, name));
+        } catch (Rejected& rejected) {
+            rejected.error.message = where + ": " + rejected.error.message;
+            throw;
+        }
+    }
+    return messages;
+}
 
-std::variant<WorkerMessage, ProtocolError> parse_worker_message(std::string_view text) {
+template <typename Result, typename Body>
+std::variant<Result, ProtocolError> parsed(Body body) {
     try {
-        const auto [object, type] = parse_object(text);
-        return parse_worker(object, type);
+        return body();
     } catch (const Rejected& rejected) {
         return rejected.error;
     } catch (const std::exception& error) {
         return ProtocolError{std::string{code::invalid_field}, error.what()};
     }
+}
+
+}  // namespace
+
+std::variant<std::vector<WorkerMessage>, ProtocolError> parse_worker_frame(std::string_view text) {
+    return parsed<std::vector<WorkerMessage>>(
+        [text] { return frame_messages<WorkerMessage>(text, parse_worker); });
+}
+
+std::variant<std::vector<NodeMessage>, ProtocolError> parse_node_frame(std::string_view text) {
+    return parsed<std::vector<NodeMessage>>(
+        [text] { return frame_messages<NodeMessage>(text, parse_node); });
+}
+
+std::string encode_batch(std::span<const std::string> frames) {
+    std::size_t size = 32;
+    for (const auto& frame : frames) size += frame.size() + 1;
+    std::string out;
+    out.reserve(size);
+    out += R"({"type":"batch","frames":[)";
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        if (i > 0) out += ',';
+        out += frames[i];
+    }
+    out += "]}";
+    return out;
+}
+
+std::variant<WorkerMessage, ProtocolError> parse_worker_message(std::string_view text) {
+    return parsed<WorkerMessage>([text] {
+        const auto [object, type] = parse_object(text);
+        return parse_worker(object, type);
+    });
 }
 
 std::variant<NodeMessage, ProtocolError> parse_node_message(std::string_view text) {
-    try {
+    return parsed<NodeMessage>([text] {
         const auto [object, type] = parse_object(text);
         return parse_node(object, type);
-    } catch (const Rejected& rejected) {
-        return rejected.error;
-    } catch (const std::exception& error) {
-        return ProtocolError{std::string{code::invalid_field}, error.what()};
-    }
+    });
 }
 
 std::string encode(const Hello& hello) {
-    return dump(json{{"type", "hello"},
-                     {"worker_id", hello.worker_id},
-                     {"namespaces", hello.namespaces},
-                     {"task_queue", hello.task_queue},
-                     {"node", optional_json(hello.node)},
-                     {"activity_types", hello.activity_types},
-                     {"max_in_flight", hello.max_in_flight}});
+    json frame{{"type", "hello"},
+               {"worker_id", hello.worker_id},
+               {"namespaces", hello.namespaces},
+               {"task_queue", hello.task_queue},
+               {"node", optional_json(hello.node)},
+               {"activity_types", hello.activity_types},
+               {"max_in_flight", hello.max_in_flight}};
+    if (hello.batch) frame["batch"] = true;
+    return dump(frame);
 }
 
 std::string encode(const Complete& complete) {
@@ -305,10 +379,13 @@ std::string encode(const Credit& credit) {
 }
 
 std::string encode(const Welcome& welcome) {
-    return dump(json{{"type", "welcome"},
-                     {"node_id", welcome.node_id},
-                     {"session_id", welcome.session_id},
-                     {"cluster", nodes_json(welcome.cluster)}});
+    json frame{{"type", "welcome"},
+               {"node_id", welcome.node_id},
+               {"session_id", welcome.session_id},
+               {"cluster", nodes_json(welcome.cluster)}};
+    if (welcome.batch) frame["batch"] = true;
+    if (welcome.max_frame_bytes > 0) frame["max_frame_bytes"] = welcome.max_frame_bytes;
+    return dump(frame);
 }
 
 namespace {

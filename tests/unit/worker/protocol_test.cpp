@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "outboxd/worker/frame_queue.hpp"
 #include "outboxd/worker/protocol.hpp"
 
 using namespace outboxd::worker::protocol;
@@ -428,6 +429,8 @@ TEST_CASE("parse never throws, whatever the bytes", "[unit][worker]") {
         std::variant<NodeMessage, ProtocolError> node;
         REQUIRE_NOTHROW(worker = parse_worker_message(text));
         REQUIRE_NOTHROW(node = parse_node_message(text));
+        REQUIRE_NOTHROW((void)parse_worker_frame(text));
+        REQUIRE_NOTHROW((void)parse_node_frame(text));
         if (const auto* error = std::get_if<ProtocolError>(&worker)) {
             CHECK_FALSE(error->code.empty());
         } else {
@@ -462,7 +465,8 @@ TEST_CASE("parse never throws, whatever the bytes", "[unit][worker]") {
         encode(sample_task()),
         encode(Welcome{"n1", "s1", {{"n2", "ws://h:1/v1/workers"}}}),
         encode(Drain{}),
-        encode(Error{"draining", "bye"})};
+        encode(Error{"draining", "bye"}),
+        encode_batch(std::vector<std::string>{encode(Complete{"t1", "[1]"}), encode(Credit{2})})};
     const std::string alphabet = "{}[]\":,\\0123456789.-eE truefalsnul\xff\xc3";
     for (int i = 0; i < 4000; ++i) {
         std::string text = seeds[static_cast<std::size_t>(i) % seeds.size()];
@@ -495,4 +499,139 @@ TEST_CASE("an error frame with an empty or absent message parses", "[unit][worke
     CHECK(bare.code == "unknown");
     CHECK(bare.message.empty());
     expect_node_error(R"({"type":"error","code":"x","message":5})", code::invalid_field, "message");
+}
+
+// --- batch frames (compatible extension) --------------------------------------------------
+
+TEST_CASE("hello and welcome carry the batch handshake, off unless stated", "[unit][worker]") {
+    CHECK_FALSE(worker_frame<Hello>(hello_with(R"("max_in_flight":2)")).batch);
+    CHECK(worker_frame<Hello>(hello_with(R"("batch":true)")).batch);
+    expect_worker_error(hello_with(R"("batch":"yes")"), code::invalid_field, "batch");
+
+    Hello hello;
+    hello.worker_id = "w";
+    hello.activity_types = {"a"};
+    CHECK(encode(hello).find("batch") == std::string::npos);  // the design's hello, unchanged
+    hello.batch = true;
+    CHECK(worker_frame<Hello>(encode(hello)).batch);
+
+    const auto plain = node_frame<Welcome>(encode(Welcome{"n1", "s1", {}}));
+    CHECK_FALSE(plain.batch);
+    CHECK(plain.max_frame_bytes == 0);
+    const auto batching = node_frame<Welcome>(encode(Welcome{"n1", "s1", {}, true, 65536}));
+    CHECK(batching.batch);
+    CHECK(batching.max_frame_bytes == 65536);
+}
+
+TEST_CASE("a batch frame yields its messages in order; a single frame yields itself",
+          "[unit][worker]") {
+    const std::vector<std::string> answers{encode(Complete{"t1", R"({"ok":1})"}),
+                                           encode(Fail{"t2", "boom", false}), encode(Credit{5}),
+                                           encode(Complete{"t3", "null"})};
+    const auto parsed = parse_worker_frame(encode_batch(answers));
+    REQUIRE(std::holds_alternative<std::vector<WorkerMessage>>(parsed));
+    const auto& messages = std::get<std::vector<WorkerMessage>>(parsed);
+    REQUIRE(messages.size() == 4);
+    CHECK(std::get<Complete>(messages[0]).task_id == "t1");
+    CHECK(json::parse(std::get<Complete>(messages[0]).result_json) == json{{"ok", 1}});
+    CHECK(std::get<Fail>(messages[1]).error == "boom");
+    CHECK_FALSE(std::get<Fail>(messages[1]).retryable);
+    CHECK(std::get<Credit>(messages[2]).max_in_flight == 5);
+    CHECK(std::get<Complete>(messages[3]).task_id == "t3");
+
+    const auto single = parse_worker_frame(encode(Credit{3}));
+    REQUIRE(std::holds_alternative<std::vector<WorkerMessage>>(single));
+    REQUIRE(std::get<std::vector<WorkerMessage>>(single).size() == 1);
+
+    Task first = sample_task();
+    Task second = sample_task();
+    second.task_id = "t-second";
+    const auto tasks = parse_node_frame(
+        encode_batch(std::vector<std::string>{encode(first), encode(Drain{}), encode(second)}));
+    REQUIRE(std::holds_alternative<std::vector<NodeMessage>>(tasks));
+    const auto& node_messages = std::get<std::vector<NodeMessage>>(tasks);
+    REQUIRE(node_messages.size() == 3);
+    CHECK(std::get<Task>(node_messages[0]).task_id == first.task_id);
+    CHECK(json::parse(std::get<Task>(node_messages[0]).input_json) == json::parse(kNestedInput));
+    CHECK(std::holds_alternative<Drain>(node_messages[1]));
+    CHECK(std::get<Task>(node_messages[2]).task_id == "t-second");
+}
+
+TEST_CASE("a batch with one bad member is refused whole, naming the member", "[unit][worker]") {
+    const auto refused = [](const std::string& text) {
+        INFO("frame: " << text);
+        const auto parsed = parse_worker_frame(text);
+        REQUIRE(std::holds_alternative<ProtocolError>(parsed));
+        return std::get<ProtocolError>(parsed);
+    };
+    const auto complete = encode(Complete{"t1", "null"});
+
+    auto error = refused(R"({"type":"batch","frames":[)" + complete + R"(,{"type":"complete"}]})");
+    CHECK(error.code == code::missing_field);
+    CHECK_THAT(error.message, Contains("frames[1]") && Contains("'task_id'"));
+
+    Hello hello;
+    hello.worker_id = "w";
+    hello.activity_types = {"a"};
+    error = refused(encode_batch(std::vector<std::string>{complete, encode(hello)}));
+    CHECK(error.code == code::invalid_field);
+    CHECK_THAT(error.message, Contains("frames[1]") && Contains("hello"));
+
+    error = refused(encode_batch(std::vector<std::string>{encode_batch(std::vector{complete})}));
+    CHECK_THAT(error.message, Contains("frames[0]") && Contains("batch"));
+
+    CHECK(refused(R"({"type":"batch"})").code == code::missing_field);
+    CHECK(refused(R"({"type":"batch","frames":[]})").code == code::invalid_field);
+    CHECK(refused(R"({"type":"batch","frames":{}})").code == code::invalid_field);
+    CHECK_THAT(refused(R"({"type":"batch","frames":[1]})").message, Contains("frames[0]"));
+    CHECK(refused(R"({"type":"batch","frames":[{"type":"nope"}]})").code == code::unknown_type);
+
+    // The single-message parser does not take batches: only peers that negotiated them do.
+    CHECK(worker_error(encode_batch(std::vector{complete})).code == code::unknown_type);
+}
+
+TEST_CASE("a frame queue writes one frame alone, or what is queued as batches within a size",
+          "[unit][worker]") {
+    FrameQueue queue;
+    for (int i = 0; i < 5; ++i) queue.push(encode(Credit{i}));
+    CHECK(queue.take(false, kMaxBatchBytes) == encode(Credit{0}));
+    CHECK(queue.size() == 4);
+
+    const auto batch = queue.take(true, kMaxBatchBytes);
+    CHECK(queue.empty());
+    const auto parsed = parse_worker_frame(batch);
+    REQUIRE(std::holds_alternative<std::vector<WorkerMessage>>(parsed));
+    const auto& messages = std::get<std::vector<WorkerMessage>>(parsed);
+    REQUIRE(messages.size() == 4);
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+        CHECK(std::get<Credit>(messages[i]).max_in_flight == static_cast<std::int32_t>(i + 1));
+    }
+
+    // A size bound splits the queue into several batches, none above the bound, in order.
+    std::vector<std::string> sent;
+    for (int i = 0; i < 100; ++i) {
+        sent.push_back(encode(Complete{"task-" + std::to_string(i), "null"}));
+        queue.push(sent.back());
+    }
+    const std::size_t bound = 1000;
+    std::vector<std::string> received;
+    while (!queue.empty()) {
+        const auto text = queue.take(true, bound);
+        CHECK(text.size() <= bound);
+        const auto frame = parse_worker_frame(text);
+        REQUIRE(std::holds_alternative<std::vector<WorkerMessage>>(frame));
+        for (const auto& message : std::get<std::vector<WorkerMessage>>(frame)) {
+            received.push_back(encode(std::get<Complete>(message)));
+        }
+    }
+    CHECK(received == sent);
+
+    // A frame larger than the bound still goes, alone.
+    const std::string big = encode(Complete{"big", "\"" + std::string(2000, 'x') + "\""});
+    queue.push(encode(Credit{1}));
+    queue.push(big);
+    queue.push(encode(Credit{2}));
+    CHECK(queue.take(true, bound) == encode(Credit{1}));
+    CHECK(queue.take(true, bound) == big);
+    CHECK(queue.take(true, bound) == encode(Credit{2}));
 }
