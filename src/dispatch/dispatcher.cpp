@@ -200,7 +200,12 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
                                          std::chrono::duration<double>(20 * seconds)));
     }
     backlog_likely_ = result.saturated;
-    for (const auto& row : result.rows) {
+    // Each row gets its worker (and takes one of its credits) first; then the next round is
+    // asked for, so that it runs in the database while this round's tasks are encoded and
+    // sent.
+    std::vector<std::pair<worker::WorkerEntry*, store::OutboxRow*>> placed;
+    placed.reserve(result.rows.size());
+    for (auto& row : result.rows) {
         auto* worker = registry_.pick(row, namespaces_.placement(row.namespace_name));
         if (!worker || draining_) {
             // The worker left (or we began draining) between planning and claiming: hand the
@@ -210,25 +215,27 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
                              "");
             continue;
         }
-        push(*worker, row);
+        ++worker->outstanding;
+        placed.emplace_back(worker, &row);
     }
-    if (result.saturated || sweep_again_) request_sweep();
+    if (result.saturated || sweep_again_) sweep();
+    for (auto& [worker, row] : placed) push(*worker, std::move(*row));
     check_drained();
 }
 
-void Dispatcher::push(worker::WorkerEntry& worker, const store::OutboxRow& row) {
+void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
     const store::ClaimRef ref{row.id, row.claim_token};
     protocol::Task task;
     task.task_id = task_id_for(ref);
-    task.dispatch_key = row.dispatch_key;
-    task.workflow_id = row.workflow_id;
+    task.dispatch_key = std::move(row.dispatch_key);
+    task.workflow_id = std::move(row.workflow_id);
     task.ordinal = row.ordinal;
-    task.run_id = row.run_id;
+    task.run_id = std::move(row.run_id);
     task.namespace_name = row.namespace_name;
-    task.task_queue = row.task_queue;
-    task.node = row.node;
-    task.activity_type = row.activity_type;
-    task.input_json = row.input_json;
+    task.task_queue = std::move(row.task_queue);
+    task.node = std::move(row.node);
+    task.activity_type = std::move(row.activity_type);
+    task.input_json = std::move(row.input_json);
     task.attempt = row.attempt + 1;  // one-based on the wire
     task.timeout_ms = settings_.task_timeout.count();
 
@@ -238,12 +245,12 @@ void Dispatcher::push(worker::WorkerEntry& worker, const store::OutboxRow& row) 
         // A claim token handed out twice; never expected (see OutboxStore::Commits). Hand
         // the row back rather than track two deliveries under one id.
         spdlog::error("event=duplicate_task_id task_id={}", task.task_id);
+        --worker.outstanding;
         outcomes_.record(store::Outcome::release(ref), row.namespace_name, "");
         return;
     }
     entry->second.deadline =
         deadlines_.emplace(Clock::now() + settings_.task_timeout, task.task_id);
-    ++worker.outstanding;
     worker.channel->send(protocol::encode(task));
 
     metrics_.claimed(row.namespace_name).Increment();

@@ -119,7 +119,8 @@ private:
 
     void sweep();
     void on_claimed(ClaimRoundResult result, std::string error, double seconds);
-    void push(worker::WorkerEntry& worker, const store::OutboxRow& row);
+    // Sends a claimed row to a worker whose credit it has already taken (outstanding).
+    void push(worker::WorkerEntry& worker, store::OutboxRow row);
     // Removes a task from the in-flight set and frees its worker's credit.
     InFlight take(std::unordered_map<std::string, InFlight>::iterator it);
     void record_failure(const InFlight& task, const std::string& error, bool retryable,
