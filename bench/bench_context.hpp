@@ -33,9 +33,9 @@ struct BenchSettings {
     double latency_seconds = 10;          // measured, after the warm-up
     double latency_warmup_seconds = 1;
     int latency_stagers = 16;             // connections; enough to keep the rate at ~10 ms commits
-    double wake_seconds = 10;             // per phase
+    double wake_seconds = 2.5;            // per phase
     int wake_writers = 8;
-    int wake_rounds = 2;                  // each round: off, on (then on, off: ABBA)
+    int wake_rounds = 8;                  // each round: off, on (then on, off: ABBA)
     double snapshot_max_seconds = 60;
     // Rows staged for the old-snapshot runs: enough to keep claiming under the snapshot for
     // most of snapshot_max_seconds (0: `rows`).

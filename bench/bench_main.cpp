@@ -91,8 +91,8 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     app.add_option("--latency-stagers", s.latency_stagers, "staging connections of the latency run")
         ->capture_default_str()
         ->check(CLI::Range(1, 100));
-    auto* wake_seconds = app.add_option("--wake-seconds", s.wake_seconds, "each wake phase (10; quick 3)");
-    auto* wake_rounds = app.add_option("--wake-rounds", s.wake_rounds, "wake ABBA rounds (2; quick 1)");
+    auto* wake_seconds = app.add_option("--wake-seconds", s.wake_seconds, "each wake phase (2.5; quick 2)");
+    auto* wake_rounds = app.add_option("--wake-rounds", s.wake_rounds, "wake ABBA rounds (8; quick 2)");
     app.add_option("--snapshot-max-seconds", s.snapshot_max_seconds, "longest old snapshot")
         ->capture_default_str();
     auto* snapshot_rows = app.add_option(
@@ -116,8 +116,8 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         if (!*repeat) s.repeat = 1;
         if (!*e2e_max) s.e2e_max_seconds = 30;
         if (!*latency_seconds) s.latency_seconds = 5;
-        if (!*wake_seconds) s.wake_seconds = 3;
-        if (!*wake_rounds) s.wake_rounds = 1;
+        if (!*wake_seconds) s.wake_seconds = 2;
+        if (!*wake_rounds) s.wake_rounds = 2;
     }
     for (const auto& entry : node_env) {
         const auto equals = entry.find('=');

@@ -1,5 +1,6 @@
 #include "wake_scenario.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -76,6 +77,16 @@ double run_phase(const std::string& url, int writers, double seconds, const std:
 
 }  // namespace
 
+double WakeResult::cost() const {
+    if (round_ratios.empty()) return 0.0;
+    auto ratios = round_ratios;
+    std::sort(ratios.begin(), ratios.end());
+    const auto middle = ratios.size() / 2;
+    const double median = ratios.size() % 2 == 1 ? ratios[middle]
+                                                 : (ratios[middle - 1] + ratios[middle]) / 2;
+    return 1.0 - median;
+}
+
 WakeResult run_wake_cost(const BenchContext& context) {
     const auto& settings = context.settings;
     const std::string database = "bench_wake";
@@ -101,6 +112,7 @@ WakeResult run_wake_cost(const BenchContext& context) {
         pqxx::connection admin{url};
         for (int round = 0; round < settings.wake_rounds; ++round) {
             // ABBA: off, on, on, off, off, on, …
+            double round_on = 0, round_off = 0;
             for (const bool enabled : {round % 2 == 0 ? false : true, round % 2 == 0}) {
                 {
                     pqxx::nontransaction tx{admin};
@@ -117,13 +129,16 @@ WakeResult run_wake_cost(const BenchContext& context) {
                              enabled ? "on " : "off", rate, settings.wake_writers);
                 if (enabled) {
                     result.rows_per_s_on += rate;
+                    round_on = rate;
                     ++on_phases;
                     on_notifications += notifications.load() - before;
                 } else {
                     result.rows_per_s_off += rate;
+                    round_off = rate;
                     ++off_phases;
                 }
             }
+            if (round_off > 0) result.round_ratios.push_back(round_on / round_off);
         }
     } catch (...) {
         stop_listening = true;
