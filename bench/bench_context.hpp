@@ -35,6 +35,7 @@ struct BenchSettings {
     int latency_stagers = 16;             // connections; enough to keep the rate at ~10 ms commits
     double wake_seconds = 2.5;            // per phase
     int wake_writers = 8;
+    int history_repeat = 2;               // turns of the three history conditions
     int wake_rounds = 8;                  // each round: off, on (then on, off: ABBA)
     double snapshot_max_seconds = 60;
     // Rows staged for the old-snapshot runs: enough to keep claiming under the snapshot for

@@ -95,6 +95,9 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     auto* wake_rounds = app.add_option("--wake-rounds", s.wake_rounds, "wake ABBA rounds (8; quick 2)");
     app.add_option("--snapshot-max-seconds", s.snapshot_max_seconds, "longest old snapshot")
         ->capture_default_str();
+    auto* history_repeat = app.add_option("--history-repeat", s.history_repeat,
+                                          "turns of the history conditions, pooled (2; quick 1)")
+                               ->check(CLI::Range(1, 9));
     auto* snapshot_rows = app.add_option(
         "--snapshot-rows", s.snapshot_rows,
         "rows staged for the old-snapshot runs (1000000; quick: --rows)");
@@ -113,6 +116,7 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         if (!*grid_rows) s.grid_rows = 25'000;
         if (!*history_rows) s.history_rows = 500'000;
         if (!*snapshot_rows) s.snapshot_rows = s.rows;
+        if (!*history_repeat) s.history_repeat = 1;
         if (!*repeat) s.repeat = 1;
         if (!*e2e_max) s.e2e_max_seconds = 30;
         if (!*latency_seconds) s.latency_seconds = 5;

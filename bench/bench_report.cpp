@@ -221,20 +221,22 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
 
     if (report.history) {
         const auto& h = *report.history;
-        out << strf("\nClaim cost vs history (%lld staged rows each, %lld under the old snapshot; "
-                    "outboxd: 1 node, end to end, the target; SQL floor loop: claim 100 + "
-                    "complete from the front, 1 client)\n",
-                    static_cast<long long>(settings.rows),
-                    static_cast<long long>(h.old_snapshot.staged));
+        out << strf("\nClaim cost vs history (outboxd: 1 node, end to end, the target: %lld staged "
+                    "rows per run, stopped at %.0f s, %d run(s) per condition taking turns, "
+                    "pooled; SQL floor loop: claim 100 + complete from the front, 1 client, %lld "
+                    "rows)\n",
+                    static_cast<long long>(h.old_snapshot.staged),
+                    settings.snapshot_max_seconds - 1, settings.history_repeat,
+                    static_cast<long long>(settings.rows));
         out << strf("  %-40s %10s %7s %12s %7s\n", "", "outboxd", "ratio", "floor loop", "ratio");
         const double clean = h.clean.rows_per_s();
         const double floor_clean = h.floor_clean.rows_per_s();
         const auto line = [&](const std::string& name, const E2eResult& e2e,
                               const ClaimLoopResult& floor, bool judged) {
             const double ratio = clean > 0 ? e2e.rows_per_s() / clean : 0;
-            const auto stopped = !e2e.complete || floor.capped
-                                     ? strf("  (stopped at %.0f s / %.0f s)", e2e.seconds, floor.seconds)
-                                     : std::string{};
+            std::string stopped;
+            if (!e2e.complete) stopped += "  (outboxd stopped at the limit)";
+            if (floor.capped) stopped += strf("  (floor loop stopped at %.0f s)", floor.seconds);
             out << strf("  %-40s %10.0f %7s %12.0f %7s%s%s\n", name.c_str(), e2e.rows_per_s(),
                         judged ? strf("%.2f", ratio).c_str() : "",
                         floor.rows_per_s(),
@@ -248,6 +250,11 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
         const auto history_name = "+ " + history_label(h.history_rows) + " finished rows";
         line(history_name, h.history, h.floor_history, true);
         line(history_name + " + old snapshot", h.old_snapshot, h.floor_old_snapshot, true);
+        for (const auto& [tag, runs] : h.runs) {
+            std::string rates;
+            for (const double r : runs) rates += strf(" %.0f", r);
+            out << strf("  outboxd runs, %s:%s rows/s\n", tag.c_str(), rates.c_str());
+        }
         out << strf("  (history generated in %.0f s)\n", h.history_generate_seconds);
     }
 
@@ -390,6 +397,9 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
         put("floor_", h.floor_clean.rows_per_s(), h.floor_history.rows_per_s(),
             h.floor_old_snapshot.rows_per_s());
         out["floor_old_snapshot_capped"] = h.floor_old_snapshot.capped;
+        for (const auto& [tag, runs] : h.runs) {
+            for (const double r : runs) out["history_runs_" + tag].push_back(rate(r));
+        }
     }
     out["max_foreign_cpu"] = fine(max_foreign_cpu(report));
     out["total_seconds"] = rate(report.total_seconds);

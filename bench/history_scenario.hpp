@@ -1,16 +1,21 @@
 #pragma once
 
-// Claim cost against history. The same N freshly staged rows are drained
+// Claim cost against history. The same rows (snapshot_rows) are drained end to end
+// through one outboxd node and no-op workers (the headline figures)
 //   (a) on a clean table,
 //   (b) after `history_rows` finished rows (done an hour ago, within retention) were
 //       inserted and the table vacuumed,
 //   (c) as (b), with a concurrent REPEATABLE READ transaction that took its snapshot just
-//       before the clock started and holds it throughout (at most `snapshot_max_seconds`;
-//       the run stops there and its rate is over the rows done by then),
-// twice each: end to end through one outboxd node and no-op workers (the headline figures),
-// and by the SQL floor loop (one client, claim 100 + complete), which shows what the
-// naive claim from the front of the index does under the same conditions.
+//       before the clock started and holds it throughout,
+// each run stopped at `snapshot_max_seconds` (its rate is over the rows done by then), the
+// three conditions taking turns `history_repeat` times. Then the SQL floor loop (one
+// client, claim 100 + complete) runs once per condition on N rows, to show what the naive
+// claim from the front of the index does under the same conditions.
 // The history is generated once into a template database and copied for each run.
+
+#include <map>
+#include <string>
+#include <vector>
 
 #include "bench_context.hpp"
 #include "claim_loop.hpp"
@@ -24,6 +29,7 @@ struct HistoryResult {
     E2eResult clean;
     E2eResult history;
     E2eResult old_snapshot;
+    std::map<std::string, std::vector<double>> runs;  // rows/s of each run, by condition tag
     ClaimLoopResult floor_clean;
     ClaimLoopResult floor_history;
     ClaimLoopResult floor_old_snapshot;
