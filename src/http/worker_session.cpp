@@ -1,5 +1,6 @@
 #include "worker_session.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -109,7 +110,10 @@ void WorkerSession::handle_message(protocol::WorkerMessage& message) {
 
 void WorkerSession::handle_hello(protocol::Hello hello) {
     greeted_ = true;
-    batch_ = hello.batch;
+    if (hello.batch) {
+        const auto limit = hello.max_frame_bytes > 0 ? hello.max_frame_bytes : protocol::kMaxBatchBytes;
+        batch_max_bytes_ = std::min(limit, protocol::kMaxBatchBytes);
+    }
     spdlog::info("event=worker_joined session={} worker={} namespaces={} task_queue={} max_in_flight={}",
                  session_id_, hello.worker_id, hello.namespaces.size(), hello.task_queue,
                  hello.max_in_flight);
@@ -124,7 +128,8 @@ void WorkerSession::handle_hello(protocol::Hello hello) {
     if (welcome.cluster.empty()) {
         welcome.cluster.push_back({welcome.node_id, server_.services.member.settings().advertise_url});
     }
-    send(protocol::encode(welcome));
+    // Alone, never in a batch: the worker learns from it that batches may follow.
+    enqueue(protocol::encode(welcome), /*alone=*/true);
     server_.services.registry.add(session_id_, std::move(hello), shared_from_this());
     server_.services.metrics.workers_connected.Increment();
     server_.services.dispatcher.request_sweep();
@@ -136,7 +141,9 @@ void WorkerSession::reject(std::string_view code, const std::string& message, bo
     if (fatal) close(message);
 }
 
-void WorkerSession::send(std::string frame) {
+void WorkerSession::send(std::string frame) { enqueue(std::move(frame), /*alone=*/false); }
+
+void WorkerSession::enqueue(std::string frame, bool alone) {
     if (closing_ || finished_) return;
     if (queue_.size() >= server_.settings.max_write_queue) {
         server_.services.metrics.slow_consumers_closed_total.Increment();
@@ -146,7 +153,7 @@ void WorkerSession::send(std::string frame) {
         beast::get_lowest_layer(ws_).close();  // the pending read fails and reports the loss
         return;
     }
-    queue_.push(std::move(frame));
+    queue_.push(std::move(frame), alone);
     schedule_write();
 }
 
@@ -170,7 +177,7 @@ void WorkerSession::write_next() {
         return;
     }
     writing_ = true;
-    in_write_ = queue_.take(batch_, protocol::kMaxBatchBytes);
+    in_write_ = queue_.take(batch_max_bytes_ > 0, batch_max_bytes_);
     ws_.text(true);
     ws_.async_write(boost::asio::buffer(in_write_),
                     [self = shared_from_this()](beast::error_code ec, std::size_t) {

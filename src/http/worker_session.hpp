@@ -40,6 +40,7 @@ private:
     void handle_message(worker::protocol::WorkerMessage& message);
     void handle_hello(worker::protocol::Hello hello);
     void reject(std::string_view code, const std::string& message, bool fatal);
+    void enqueue(std::string frame, bool alone);
     void schedule_write();
     void write_next();
     void finish(const std::string& why);
@@ -52,7 +53,7 @@ private:
     std::string session_id_;
     bool writing_ = false;    // a write is in flight or scheduled
     bool greeted_ = false;    // hello accepted
-    bool batch_ = false;      // the worker reads batch frames
+    std::size_t batch_max_bytes_ = 0;  // the worker reads batch frames up to this; 0: none
     bool closing_ = false;    // close requested: no more reads are handled
     bool finished_ = false;   // loss reported to the dispatcher
     std::string close_reason_;

@@ -180,6 +180,7 @@ void ClientCore::rebalance_credits() {
             hello.activity_types = options_.activity_types;
             hello.max_in_flight = shares[i];
             hello.batch = options_.batch_frames;
+            if (hello.batch) hello.max_frame_bytes = options_.max_frame_bytes;
             send(link, protocol::encode(hello));
             link.meter.restart(now);
         } else {

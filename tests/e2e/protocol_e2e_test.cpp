@@ -16,13 +16,17 @@ namespace {
 
 constexpr const char* kToken = "s3cret-token";
 
+// `batch_max_bytes` > 0: asks for batch frames of at most that size.
 std::string hello(const std::string& worker_id, const std::string& activity = "never-staged",
-                  int max_in_flight = 4, bool batch = false) {
+                  int max_in_flight = 4, std::size_t batch_max_bytes = 0) {
     json frame{{"type", "hello"},
                {"worker_id", worker_id},
                {"activity_types", {activity}},
                {"max_in_flight", max_in_flight}};
-    if (batch) frame["batch"] = true;
+    if (batch_max_bytes > 0) {
+        frame["batch"] = true;
+        frame["max_frame_bytes"] = batch_max_bytes;
+    }
     return frame.dump();
 }
 
@@ -147,11 +151,16 @@ TEST_CASE("protocol abuse is refused clearly and never disturbs a well-behaved w
 namespace {
 
 // Reads frames until `wanted` tasks arrived; returns them and how many frames carried them.
-std::pair<std::vector<json>, int> read_tasks(WsClient& client, std::size_t wanted) {
+// Every frame must be at most `max_bytes` long.
+std::pair<std::vector<json>, int> read_tasks(WsClient& client, std::size_t wanted,
+                                             std::size_t max_bytes = 1 << 20) {
     std::vector<json> tasks;
     int frames = 0;
     while (tasks.size() < wanted) {
-        const auto frame = next_frame(client);
+        const auto text = client.read(5s);
+        REQUIRE(text);
+        CHECK(text->size() <= max_bytes);
+        const auto frame = json::parse(*text);
         ++frames;
         if (frame["type"] == "batch") {
             for (const auto& member : frame["frames"]) {
@@ -179,15 +188,17 @@ TEST_CASE("batch frames: negotiated in hello and welcome, checked whole, applied
     stage(cluster, "b", "batched", 20);
 
     WsClient client{node.port, "/v1/workers"};
-    client.send(hello("batcher", "batched", 20, /*batch=*/true));
+    client.send(hello("batcher", "batched", 20, /*batch_max_bytes=*/2048));
     const auto welcome = next_frame(client);
     REQUIRE(welcome["type"] == "welcome");
     CHECK(welcome["batch"] == true);
     CHECK(welcome["max_frame_bytes"] == 65536);
 
-    // One claim round's tasks leave together.
-    const auto [tasks, frames] = read_tasks(client, 20);
+    // One claim round's tasks leave together, in batches no larger than the hello allows
+    // (a task frame is ~300 bytes: several batches).
+    const auto [tasks, frames] = read_tasks(client, 20, 2048);
     CHECK(frames < 20);
+    CHECK(frames >= 3);
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'claimed'") == 20; }, 5s));
 
     // One bad member refuses the whole batch: the good answer in it is not applied either.

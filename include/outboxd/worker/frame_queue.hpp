@@ -13,18 +13,25 @@ namespace outboxd::worker::protocol {
 
 class FrameQueue {
 public:
-    void push(std::string frame) { frames_.push_back(std::move(frame)); }
+    // `alone`: never joined into a batch (a welcome: the peer reads it before batches).
+    void push(std::string frame, bool alone = false) {
+        frames_.push_back({std::move(frame), alone});
+    }
     void clear() { frames_.clear(); }
     [[nodiscard]] bool empty() const { return frames_.empty(); }
     [[nodiscard]] std::size_t size() const { return frames_.size(); }
 
     // Removes and returns the text of the next write: the oldest frame alone, or, with
     // `batch`, as many of the oldest frames as fit in `max_bytes` joined as one batch frame
-    // (a frame too large to share a batch goes alone). Not empty() first.
+    // (a frame too large to share a batch, or pushed `alone`, goes alone). Not empty() first.
     [[nodiscard]] std::string take(bool batch, std::size_t max_bytes);
 
 private:
-    std::deque<std::string> frames_;
+    struct Entry {
+        std::string text;
+        bool alone = false;
+    };
+    std::deque<Entry> frames_;
 };
 
 }  // namespace outboxd::worker::protocol

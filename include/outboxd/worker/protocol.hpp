@@ -7,8 +7,9 @@
 //
 // Batch frames (a compatible extension): {"type":"batch","frames":[<message>, …]} carries
 // several messages in one frame, in order. A worker that says "batch":true in its hello may
-// receive them; a node that says "batch":true in its welcome accepts them. A batch is
-// checked whole before any of it is acted on: one bad message refuses the batch.
+// receive them (no larger than its hello's "max_frame_bytes", when stated); a node that
+// says "batch":true in its welcome accepts them. A batch is checked whole before any of it
+// is acted on: one bad message refuses the batch. A welcome never travels in a batch.
 
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +56,7 @@ struct Hello {
     std::vector<std::string> activity_types;
     std::int32_t max_in_flight = 1;
     bool batch = false;  // accepts batch frames from the node
+    std::size_t max_frame_bytes = 0;  // the largest frame the worker reads; 0: not stated
 };
 
 struct Complete {

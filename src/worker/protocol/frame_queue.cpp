@@ -14,20 +14,22 @@ constexpr std::size_t kBatchEnvelopeBytes = 28;
 
 std::string FrameQueue::take(bool batch, std::size_t max_bytes) {
     std::size_t count = 1;
-    if (batch) {
-        std::size_t bytes = kBatchEnvelopeBytes + frames_.front().size();
-        while (count < frames_.size() && bytes + frames_[count].size() + 1 <= max_bytes) {
-            bytes += frames_[count].size() + 1;
+    if (batch && !frames_.front().alone) {
+        std::size_t bytes = kBatchEnvelopeBytes + frames_.front().text.size();
+        while (count < frames_.size() && !frames_[count].alone &&
+               bytes + frames_[count].text.size() + 1 <= max_bytes) {
+            bytes += frames_[count].text.size() + 1;
             ++count;
         }
     }
     if (count == 1) {
-        std::string frame = std::move(frames_.front());
+        std::string frame = std::move(frames_.front().text);
         frames_.pop_front();
         return frame;
     }
-    std::vector<std::string> members(std::make_move_iterator(frames_.begin()),
-                                     std::make_move_iterator(frames_.begin() + static_cast<long>(count)));
+    std::vector<std::string> members;
+    members.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) members.push_back(std::move(frames_[i].text));
     frames_.erase(frames_.begin(), frames_.begin() + static_cast<long>(count));
     return encode_batch(members);
 }

@@ -1,5 +1,7 @@
 #include "outboxd/worker/protocol.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace outboxd::worker::protocol {
@@ -30,10 +32,12 @@ std::string dump(const json& value) {
     return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// Counts brackets outside strings. Only has to be right for valid JSON: on anything else
-// the parser that runs next refuses the frame anyway.
-bool nested_too_deep(std::string_view text) {
+// The deepest nesting of brackets outside strings, counting no further than `limit` + 1.
+// Only has to be right for valid JSON: on anything else the parser that runs next refuses
+// the frame anyway.
+std::size_t nesting_depth(std::string_view text, std::size_t limit) {
     std::size_t depth = 0;
+    std::size_t deepest = 0;
     bool in_string = false;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
@@ -46,12 +50,17 @@ bool nested_too_deep(std::string_view text) {
         } else if (c == '"') {
             in_string = true;
         } else if (c == '[' || c == '{') {
-            if (++depth > kMaxNestingDepth + kBatchNesting) return true;
+            deepest = std::max(deepest, ++depth);
+            if (deepest > limit) return deepest;
         } else if ((c == ']' || c == '}') && depth > 0) {
             --depth;
         }
     }
-    return false;
+    return deepest;
+}
+
+[[noreturn]] void reject_depth(std::size_t limit) {
+    reject(code::bad_json, "frame nests deeper than " + std::to_string(limit) + " levels");
 }
 
 // Typed access to the members of one frame, naming the field in every complaint.
@@ -150,10 +159,9 @@ private:
 };
 
 std::pair<json, std::string> parse_object(std::string_view text) {
-    if (nested_too_deep(text)) {
-        reject(code::bad_json, "frame nests deeper than " +
-                                   std::to_string(kMaxNestingDepth + kBatchNesting) + " levels");
-    }
+    // A batch may nest two levels deeper than the messages it carries; nothing else may.
+    const auto depth = nesting_depth(text, kMaxNestingDepth + kBatchNesting);
+    if (depth > kMaxNestingDepth + kBatchNesting) reject_depth(kMaxNestingDepth + kBatchNesting);
     json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (object.is_discarded()) reject(code::bad_json, "frame is not valid JSON");
     if (!object.is_object()) reject(code::bad_json, "frame must be a JSON object");
@@ -161,6 +169,7 @@ std::pair<json, std::string> parse_object(std::string_view text) {
     if (type == object.end()) reject(code::missing_field, "'type' is required");
     if (!type->is_string()) reject(code::invalid_field, "'type' must be a string");
     auto name = type->get<std::string>();
+    if (depth > kMaxNestingDepth && name != kBatchType) reject_depth(kMaxNestingDepth);
     return {std::move(object), std::move(name)};
 }
 
@@ -187,6 +196,8 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
         hello.max_in_flight = static_cast<std::int32_t>(
             f.optional_integer("max_in_flight", 1, kMaxCreditWindow).value_or(1));
         hello.batch = f.optional_boolean("batch").value_or(false);
+        hello.max_frame_bytes = static_cast<std::size_t>(
+            f.optional_integer("max_frame_bytes", 1, INT64_MAX).value_or(0));
         return hello;
     }
     if (type == "complete") return Complete{f.text("task_id"), f.raw("result")};
@@ -358,6 +369,7 @@ std::string encode(const Hello& hello) {
                {"activity_types", hello.activity_types},
                {"max_in_flight", hello.max_in_flight}};
     if (hello.batch) frame["batch"] = true;
+    if (hello.max_frame_bytes > 0) frame["max_frame_bytes"] = hello.max_frame_bytes;
     return dump(frame);
 }
 

@@ -512,8 +512,13 @@ TEST_CASE("hello and welcome carry the batch handshake, off unless stated", "[un
     hello.worker_id = "w";
     hello.activity_types = {"a"};
     CHECK(encode(hello).find("batch") == std::string::npos);  // the design's hello, unchanged
+    CHECK(encode(hello).find("max_frame_bytes") == std::string::npos);
     hello.batch = true;
+    hello.max_frame_bytes = 4096;
     CHECK(worker_frame<Hello>(encode(hello)).batch);
+    CHECK(worker_frame<Hello>(encode(hello)).max_frame_bytes == 4096);
+    CHECK(worker_frame<Hello>(hello_with(R"("batch":true)")).max_frame_bytes == 0);
+    expect_worker_error(hello_with(R"("max_frame_bytes":0)"), code::invalid_field, "max_frame_bytes");
 
     const auto plain = node_frame<Welcome>(encode(Welcome{"n1", "s1", {}}));
     CHECK_FALSE(plain.batch);
@@ -634,4 +639,40 @@ TEST_CASE("a frame queue writes one frame alone, or what is queued as batches wi
     CHECK(queue.take(true, bound) == encode(Credit{1}));
     CHECK(queue.take(true, bound) == big);
     CHECK(queue.take(true, bound) == encode(Credit{2}));
+}
+
+TEST_CASE("a frame pushed alone, such as a welcome, never shares a batch", "[unit][worker]") {
+    FrameQueue queue;
+    queue.push(encode(Welcome{"n1", "s1", {}, true, 1 << 20}), /*alone=*/true);
+    for (int i = 0; i < 3; ++i) queue.push(encode(Credit{i}));
+    CHECK(std::holds_alternative<NodeMessage>(parse_node_message(queue.take(true, kMaxBatchBytes))));
+    const auto rest = parse_worker_frame(queue.take(true, kMaxBatchBytes));
+    REQUIRE(std::holds_alternative<std::vector<WorkerMessage>>(rest));
+    CHECK(std::get<std::vector<WorkerMessage>>(rest).size() == 3);
+
+    queue.push(encode(Credit{7}));
+    queue.push(encode(Drain{}), /*alone=*/true);
+    queue.push(encode(Credit{8}));
+    CHECK(queue.take(true, kMaxBatchBytes) == encode(Credit{7}));  // stops before it
+    CHECK(queue.take(true, kMaxBatchBytes) == encode(Drain{}));
+    CHECK(queue.take(true, kMaxBatchBytes) == encode(Credit{8}));
+}
+
+TEST_CASE("only a batch may nest two levels deeper than a message", "[unit][worker]") {
+    const auto nested = [](std::size_t depth) {
+        return std::string(depth, '[') + std::string(depth, ']');
+    };
+    // A complete frame is one level; its result adds the rest.
+    const auto complete = [&](std::size_t depth) {
+        return R"({"type":"complete","task_id":"t","result":)" + nested(depth - 1) + "}";
+    };
+    CHECK_NOTHROW(worker_frame<Complete>(complete(128)));
+    CHECK(worker_error(complete(129)).code == code::bad_json);
+    CHECK(std::holds_alternative<ProtocolError>(parse_worker_frame(complete(129))));
+    // The same deepest message inside a batch is accepted; one level more is not.
+    const auto in_batch = [&](std::size_t depth) {
+        return R"({"type":"batch","frames":[)" + complete(depth) + "]}";
+    };
+    CHECK(std::holds_alternative<std::vector<WorkerMessage>>(parse_worker_frame(in_batch(128))));
+    CHECK(std::holds_alternative<ProtocolError>(parse_worker_frame(in_batch(129))));
 }
