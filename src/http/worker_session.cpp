@@ -1,6 +1,5 @@
 #include "worker_session.hpp"
 
-#include <algorithm>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -110,10 +109,7 @@ void WorkerSession::handle_message(protocol::WorkerMessage& message) {
 
 void WorkerSession::handle_hello(protocol::Hello hello) {
     greeted_ = true;
-    if (hello.batch) {
-        const auto limit = hello.max_frame_bytes > 0 ? hello.max_frame_bytes : protocol::kMaxBatchBytes;
-        batch_max_bytes_ = std::min(limit, protocol::kMaxBatchBytes);
-    }
+    if (hello.batch) batch_max_bytes_ = protocol::batch_bytes_for(hello.max_frame_bytes);
     spdlog::info("event=worker_joined session={} worker={} namespaces={} task_queue={} max_in_flight={}",
                  session_id_, hello.worker_id, hello.namespaces.size(), hello.task_queue,
                  hello.max_in_flight);

@@ -64,9 +64,7 @@ void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
     link.failures = 0;
     if (welcome.batch && options_.batch_frames) {
         if (const auto it = connections_.find(link.connection_id); it != connections_.end()) {
-            const auto limit = welcome.max_frame_bytes > 0 ? welcome.max_frame_bytes
-                                                           : protocol::kMaxBatchBytes;
-            it->second->batch_writes(std::min(limit, protocol::kMaxBatchBytes));
+            it->second->batch_writes(protocol::batch_bytes_for(welcome.max_frame_bytes));
         }
     }
     on_cluster(welcome.cluster);

@@ -10,11 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <utility>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>

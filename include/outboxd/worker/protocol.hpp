@@ -28,6 +28,12 @@ inline constexpr std::int32_t kMaxCreditWindow = 10000;
 // alone, as before). Below every default frame limit, so a reader needs no new setting.
 inline constexpr std::size_t kMaxBatchBytes = 256 * 1024;
 
+// The largest batch to write to a peer that stated `peer_max_frame_bytes` (0: not stated).
+[[nodiscard]] constexpr std::size_t batch_bytes_for(std::size_t peer_max_frame_bytes) {
+    return peer_max_frame_bytes > 0 && peer_max_frame_bytes < kMaxBatchBytes ? peer_max_frame_bytes
+                                                                             : kMaxBatchBytes;
+}
+
 // Error codes of {"type":"error"} frames.
 namespace code {
 inline constexpr std::string_view bad_json = "bad_json";
