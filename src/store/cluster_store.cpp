@@ -90,27 +90,27 @@ ClusterStore::~ClusterStore() = default;
 
 void ClusterStore::register_node(std::string_view node_id, std::string_view incarnation,
                                  std::string_view advertise_url) {
-    session_->transact(kRegisterNode.name, [&](pqxx::work& tx) {
+    session_->transact(kRegisterNode, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{kRegisterNode.name}, std::string{node_id},
                          std::string{incarnation}, std::string{advertise_url});
     });
 }
 
 bool ClusterStore::heartbeat(std::string_view incarnation, bool draining) {
-    return session_->transact(kHeartbeat.name, [&](pqxx::work& tx) {
+    return session_->transact(kHeartbeat, [&](pqxx::work& tx) {
         return !tx.exec_prepared(std::string{kHeartbeat.name}, std::string{incarnation}, draining)
                     .empty();
     });
 }
 
 void ClusterStore::deregister(std::string_view incarnation) {
-    session_->transact(kDeregister.name, [&](pqxx::work& tx) {
+    session_->transact(kDeregister, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{kDeregister.name}, std::string{incarnation});
     });
 }
 
 std::vector<NodeRecord> ClusterStore::live_nodes(std::chrono::milliseconds ttl) {
-    return session_->transact(kLiveNodes.name, [&](pqxx::work& tx) {
+    return session_->transact(kLiveNodes, [&](pqxx::work& tx) {
         std::vector<NodeRecord> nodes;
         for (const auto& r : tx.exec_prepared(std::string{kLiveNodes.name}, millis(ttl))) {
             nodes.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
@@ -124,7 +124,7 @@ std::vector<NodeRecord> ClusterStore::live_nodes(std::chrono::milliseconds ttl) 
 ShardRanges ClusterStore::acquire_shards(std::string_view incarnation, const ShardRanges& ranges,
                                          std::chrono::milliseconds ttl) {
     if (ranges.empty()) return {};
-    return session_->transact(kAcquireShards.name, [&](pqxx::work& tx) {
+    return session_->transact(kAcquireShards, [&](pqxx::work& tx) {
         return shards_of(tx.exec_prepared(std::string{kAcquireShards.name},
                                           std::string{incarnation}, ranges.to_multirange(),
                                           millis(ttl)));
@@ -133,7 +133,7 @@ ShardRanges ClusterStore::acquire_shards(std::string_view incarnation, const Sha
 
 ShardRanges ClusterStore::renew_shards(std::string_view incarnation,
                                        std::chrono::milliseconds ttl) {
-    return session_->transact(kRenewShards.name, [&](pqxx::work& tx) {
+    return session_->transact(kRenewShards, [&](pqxx::work& tx) {
         return shards_of(
             tx.exec_prepared(std::string{kRenewShards.name}, std::string{incarnation}, millis(ttl)));
     });
@@ -141,14 +141,14 @@ ShardRanges ClusterStore::renew_shards(std::string_view incarnation,
 
 void ClusterStore::release_shards(std::string_view incarnation, const ShardRanges& ranges) {
     if (ranges.empty()) return;
-    session_->transact(kReleaseShards.name, [&](pqxx::work& tx) {
+    session_->transact(kReleaseShards, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{kReleaseShards.name}, std::string{incarnation},
                          ranges.to_multirange());
     });
 }
 
 ShardRanges ClusterStore::held_shards(std::string_view incarnation) {
-    return session_->transact(kHeldShards.name, [&](pqxx::work& tx) {
+    return session_->transact(kHeldShards, [&](pqxx::work& tx) {
         return shards_of(tx.exec_prepared(std::string{kHeldShards.name}, std::string{incarnation}));
     });
 }

@@ -134,7 +134,7 @@ AppendResult OutboxStore::append(std::span<const NewRow> rows) {
             visible.add_null();
         }
     }
-    const auto result = session_->transact(sql::kAppend.name, [&](pqxx::work& tx) {
+    const auto result = session_->transact(sql::kAppend, [&](pqxx::work& tx) {
         return tx.exec_prepared(std::string{sql::kAppend.name}, keys.str(), workflows.str(),
                                 ordinals.str(), runs.str(), namespaces.str(), queues.str(),
                                 nodes.str(), types.str(), inputs.str(), attempts.str(),
@@ -147,7 +147,7 @@ AppendResult OutboxStore::append(std::span<const NewRow> rows) {
 std::vector<OutboxRow> OutboxStore::claim(const Owner& owner, std::int32_t limit) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    return session_->autocommit(sql::kClaim.name, [&](pqxx::nontransaction& tx) {
+    return session_->autocommit(sql::kClaim, [&](pqxx::nontransaction& tx) {
         return decode_claimed(tx.exec_prepared(std::string{sql::kClaim.name}, owner.incarnation,
                                                owner.ranges.to_multirange(), limit),
                               owner.incarnation);
@@ -159,14 +159,20 @@ std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const Claim
                                                  std::optional<ClaimPosition> after) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    return session_->autocommit(sql::kClaimScoped.name, [&](pqxx::nontransaction& tx) {
-        return decode_claimed(tx.exec_prepared(
-            std::string{sql::kClaimScoped.name}, owner.incarnation, owner.ranges.to_multirange(),
-            scope.namespace_name, scope.task_queue, scope.node,
-            pg::text_array(scope.activity_types), limit, scope.include_unpinned,
-            after ? std::optional{pg::to_micros(after->visible_after)} : std::nullopt,
-            after ? std::optional{after->id} : std::nullopt),
-            owner.incarnation);
+    const auto& statement = after ? sql::kClaimScopedAfter : sql::kClaimScoped;
+    return session_->autocommit(statement, [&](pqxx::nontransaction& tx) {
+        const std::string name{statement.name};
+        const auto ranges = owner.ranges.to_multirange();
+        const auto types = pg::text_array(scope.activity_types);
+        const auto result =
+            after ? tx.exec_prepared(name, owner.incarnation, ranges, scope.namespace_name,
+                                     scope.task_queue, scope.node, types, limit,
+                                     scope.include_unpinned, pg::to_micros(after->visible_after),
+                                     after->id)
+                  : tx.exec_prepared(name, owner.incarnation, ranges, scope.namespace_name,
+                                     scope.task_queue, scope.node, types, limit,
+                                     scope.include_unpinned);
+        return decode_claimed(result, owner.incarnation);
     });
 }
 
@@ -184,7 +190,7 @@ std::vector<bool> OutboxStore::record_outcomes(std::span<const Outcome> outcomes
         delays.add(std::max<std::int64_t>(0, millis(outcome.delay)));
         errors.add(std::string_view{outcome.error});
     }
-    const auto result = session_->autocommit(sql::kRecordOutcomes.name, [&](pqxx::nontransaction& tx) {
+    const auto result = session_->autocommit(sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
         return tx.exec_prepared(std::string{sql::kRecordOutcomes.name}, ids.str(), tokens.str(),
                                 kinds.str(), delays.str(), errors.str());
     });
@@ -219,7 +225,7 @@ std::vector<OutboxRow> OutboxStore::list_stale_claimed(const ShardRanges& ranges
                                                        std::int32_t limit) {
     check_limit(limit);
     if (limit == 0 || ranges.empty()) return {};
-    return session_->transact(sql::kListStaleClaimed.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kListStaleClaimed, [&](pqxx::work& tx) {
         const auto result = tx.exec_prepared(std::string{sql::kListStaleClaimed.name},
                                              ranges.to_multirange(), millis(older_than), limit);
         std::vector<OutboxRow> rows;
@@ -233,7 +239,7 @@ std::vector<OutboxRow> OutboxStore::rearm_stale_claimed(const Owner& owner,
                                                         std::int32_t limit) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    return session_->autocommit(sql::kRearmStaleClaimed.name, [&](pqxx::nontransaction& tx) {
+    return session_->autocommit(sql::kRearmStaleClaimed, [&](pqxx::nontransaction& tx) {
         return decode_rows_in_claim_order(tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name},
                                                owner.incarnation, owner.ranges.to_multirange(),
                                                millis(older_than), limit));
@@ -245,7 +251,7 @@ std::vector<OutboxRow> OutboxStore::rearm_orphaned(const Owner& owner,
                                                    std::int32_t limit) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    return session_->autocommit(sql::kRearmOrphaned.name, [&](pqxx::nontransaction& tx) {
+    return session_->autocommit(sql::kRearmOrphaned, [&](pqxx::nontransaction& tx) {
         return decode_rows_in_claim_order(tx.exec_prepared(std::string{sql::kRearmOrphaned.name},
                                                owner.incarnation, owner.ranges.to_multirange(),
                                                millis(liveness), limit));
@@ -253,7 +259,7 @@ std::vector<OutboxRow> OutboxStore::rearm_orphaned(const Owner& owner,
 }
 
 std::int64_t OutboxStore::release_claims_after(const Owner& owner, std::int64_t token) {
-    return session_->autocommit(sql::kReleaseClaimsAfter.name, [&](pqxx::nontransaction& tx) {
+    return session_->autocommit(sql::kReleaseClaimsAfter, [&](pqxx::nontransaction& tx) {
         return static_cast<std::int64_t>(
             tx.exec_prepared(std::string{sql::kReleaseClaimsAfter.name}, owner.incarnation, token)
                 .affected_rows());
@@ -262,7 +268,7 @@ std::int64_t OutboxStore::release_claims_after(const Owner& owner, std::int64_t 
 
 std::vector<std::string> OutboxStore::list_unsettled_workflow_ids(const ShardRanges& ranges) {
     if (ranges.empty()) return {};
-    return session_->transact(sql::kListUnsettledWorkflows.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kListUnsettledWorkflows, [&](pqxx::work& tx) {
         return decode_texts(tx.exec_prepared(std::string{sql::kListUnsettledWorkflows.name},
                                              ranges.to_multirange()));
     });
@@ -288,14 +294,14 @@ OutboxStore::Cancelled decode_cancelled(const pqxx::result& result) {
 
 OutboxStore::Cancelled OutboxStore::cancel_workflow_counted(std::string_view workflow_id) {
     if (workflow_id.empty()) throw ValidationError("workflow_id must not be empty");
-    return decode_cancelled(session_->transact(sql::kCancelWorkflow.name, [&](pqxx::work& tx) {
+    return decode_cancelled(session_->transact(sql::kCancelWorkflow, [&](pqxx::work& tx) {
         return tx.exec_prepared(std::string{sql::kCancelWorkflow.name}, std::string{workflow_id});
     }));
 }
 
 OutboxStore::Cancelled OutboxStore::settle_cancelled(const Owner& owner) {
     if (owner.ranges.empty()) return {};
-    return decode_cancelled(session_->transact(sql::kSettleCancelled.name, [&](pqxx::work& tx) {
+    return decode_cancelled(session_->transact(sql::kSettleCancelled, [&](pqxx::work& tx) {
         return tx.exec_prepared(std::string{sql::kSettleCancelled.name}, owner.incarnation,
                                 owner.ranges.to_multirange());
     }));
@@ -304,7 +310,7 @@ OutboxStore::Cancelled OutboxStore::settle_cancelled(const Owner& owner) {
 std::int64_t OutboxStore::count_inflight(std::string_view namespace_name,
                                          const ShardRanges& ranges) {
     if (ranges.empty()) return 0;
-    return session_->transact(sql::kCountInflight.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kCountInflight, [&](pqxx::work& tx) {
         return tx
             .exec_prepared1(std::string{sql::kCountInflight.name}, std::string{namespace_name},
                             ranges.to_multirange())[0]
@@ -315,7 +321,7 @@ std::int64_t OutboxStore::count_inflight(std::string_view namespace_name,
 std::int64_t OutboxStore::count_claimed(std::string_view namespace_name,
                                         const ShardRanges& ranges) {
     if (ranges.empty()) return 0;
-    return session_->transact(sql::kCountClaimed.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kCountClaimed, [&](pqxx::work& tx) {
         return tx
             .exec_prepared1(std::string{sql::kCountClaimed.name}, std::string{namespace_name},
                             ranges.to_multirange())[0]
@@ -328,7 +334,7 @@ std::map<std::string, std::int64_t> OutboxStore::count_claimed_by_namespace(
     std::map<std::string, std::int64_t> counts;
     for (const auto& ns : namespaces) counts.emplace(ns, 0);
     if (namespaces.empty() || ranges.empty()) return counts;
-    const auto result = session_->autocommit(sql::kCountClaimedByNamespace.name, [&](pqxx::nontransaction& tx) {
+    const auto result = session_->autocommit(sql::kCountClaimedByNamespace, [&](pqxx::nontransaction& tx) {
         return tx.exec_prepared(std::string{sql::kCountClaimedByNamespace.name},
                                 pg::text_array(namespaces), ranges.to_multirange());
     });
@@ -340,7 +346,7 @@ std::map<std::string, OutboxStore::NamespaceCounts> OutboxStore::count_live_by_n
     const ShardRanges& ranges) {
     std::map<std::string, NamespaceCounts> counts;
     if (ranges.empty()) return counts;
-    const auto result = session_->transact(sql::kCountLiveByNamespace.name, [&](pqxx::work& tx) {
+    const auto result = session_->transact(sql::kCountLiveByNamespace, [&](pqxx::work& tx) {
         return tx.exec_prepared(std::string{sql::kCountLiveByNamespace.name},
                                 ranges.to_multirange());
     });
@@ -352,7 +358,7 @@ std::map<std::string, OutboxStore::NamespaceCounts> OutboxStore::count_live_by_n
 
 std::vector<ClaimScope> OutboxStore::pending_routes(const ShardRanges& ranges) {
     if (ranges.empty()) return {};
-    const auto result = session_->transact(sql::kPendingRoutes.name, [&](pqxx::work& tx) {
+    const auto result = session_->transact(sql::kPendingRoutes, [&](pqxx::work& tx) {
         return tx.exec_prepared(std::string{sql::kPendingRoutes.name}, ranges.to_multirange());
     });
     std::vector<ClaimScope> routes;
@@ -365,7 +371,7 @@ std::vector<ClaimScope> OutboxStore::pending_routes(const ShardRanges& ranges) {
 }
 
 std::optional<OutboxRow> OutboxStore::find(std::string_view dispatch_key) {
-    return session_->transact(sql::kFind.name, [&](pqxx::work& tx) -> std::optional<OutboxRow> {
+    return session_->transact(sql::kFind, [&](pqxx::work& tx) -> std::optional<OutboxRow> {
         const auto result = tx.exec_prepared(std::string{sql::kFind.name}, std::string{dispatch_key});
         if (result.empty()) return std::nullopt;
         return decode_row(result[0]);
@@ -374,21 +380,21 @@ std::optional<OutboxRow> OutboxStore::find(std::string_view dispatch_key) {
 
 bool OutboxStore::pause_workflow(std::string_view workflow_id) {
     if (workflow_id.empty()) throw ValidationError("workflow_id must not be empty");
-    return session_->transact(sql::kPauseWorkflow.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kPauseWorkflow, [&](pqxx::work& tx) {
         return !tx.exec_prepared(std::string{sql::kPauseWorkflow.name}, std::string{workflow_id})
                     .empty();
     });
 }
 
 bool OutboxStore::resume_workflow(std::string_view workflow_id) {
-    return session_->transact(sql::kResumeWorkflow.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kResumeWorkflow, [&](pqxx::work& tx) {
         return !tx.exec_prepared(std::string{sql::kResumeWorkflow.name}, std::string{workflow_id})
                     .empty();
     });
 }
 
 bool OutboxStore::is_paused(std::string_view workflow_id) {
-    return session_->transact(sql::kIsPaused.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kIsPaused, [&](pqxx::work& tx) {
         return !tx.exec_prepared(std::string{sql::kIsPaused.name}, std::string{workflow_id})
                     .empty();
     });
@@ -399,7 +405,7 @@ std::vector<DeadLetter> OutboxStore::list_dead_letters(std::optional<std::string
     check_limit(limit);
     std::optional<std::string> ns;
     if (namespace_name) ns.emplace(*namespace_name);
-    const auto result = session_->transact(sql::kListDeadLetters.name, [&](pqxx::work& tx) {
+    const auto result = session_->transact(sql::kListDeadLetters, [&](pqxx::work& tx) {
         return tx.exec_prepared(std::string{sql::kListDeadLetters.name}, ns, limit);
     });
     std::vector<DeadLetter> letters;
@@ -414,7 +420,7 @@ std::vector<DeadLetter> OutboxStore::list_dead_letters(std::optional<std::string
 }
 
 bool OutboxStore::requeue_dead_letter(std::string_view dispatch_key) {
-    return session_->transact(sql::kRequeueDeadLetter.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kRequeueDeadLetter, [&](pqxx::work& tx) {
         return !tx.exec_prepared(std::string{sql::kRequeueDeadLetter.name},
                                  std::string{dispatch_key})
                     .empty();
@@ -451,14 +457,14 @@ void OutboxStore::put_namespace(const NamespaceSettings& settings) {
     for (const auto& node : settings.placement_nodes) {
         if (node.empty()) throw ValidationError("placement nodes must not be empty strings");
     }
-    session_->transact(sql::kPutNamespace.name, [&](pqxx::work& tx) {
+    session_->transact(sql::kPutNamespace, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{sql::kPutNamespace.name}, settings.name,
                          settings.max_in_flight, mode, pg::text_array(settings.placement_nodes));
     });
 }
 
 std::optional<NamespaceSettings> OutboxStore::get_namespace(std::string_view name) {
-    return session_->transact(sql::kGetNamespace.name,
+    return session_->transact(sql::kGetNamespace,
                               [&](pqxx::work& tx) -> std::optional<NamespaceSettings> {
         const auto result = tx.exec_prepared(std::string{sql::kGetNamespace.name}, std::string{name});
         if (result.empty()) return std::nullopt;
@@ -467,7 +473,7 @@ std::optional<NamespaceSettings> OutboxStore::get_namespace(std::string_view nam
 }
 
 std::vector<NamespaceSettings> OutboxStore::list_namespaces() {
-    return session_->transact(sql::kListNamespaces.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kListNamespaces, [&](pqxx::work& tx) {
         std::vector<NamespaceSettings> out;
         for (const auto& r : tx.exec_prepared(std::string{sql::kListNamespaces.name})) {
             out.push_back(decode_namespace(r));
@@ -480,7 +486,7 @@ std::int64_t OutboxStore::delete_finished(std::chrono::milliseconds older_than,
                                           std::int32_t limit) {
     check_limit(limit);
     if (limit == 0) return 0;
-    return session_->transact(sql::kDeleteFinished.name, [&](pqxx::work& tx) {
+    return session_->transact(sql::kDeleteFinished, [&](pqxx::work& tx) {
         return static_cast<std::int64_t>(
             tx.exec_prepared(std::string{sql::kDeleteFinished.name}, millis(older_than), limit)
                 .affected_rows());

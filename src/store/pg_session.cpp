@@ -10,15 +10,29 @@ PgSession::PgSession(std::string database_url, std::span<const Statement> statem
                      std::span<const std::string_view> setup)
     : database_url_(std::move(database_url)), statements_(statements), setup_(setup) {}
 
-pqxx::connection& PgSession::connection() {
+pqxx::connection& PgSession::connection(Plan plan) {
+    auto& live = connect();
+    if (plan != plan_) {
+        // Read at every execution, so it applies to statements prepared before. A round
+        // trip, but only when the kind of statement changes: a lane runs mostly one kind.
+        pqxx::nontransaction session{live};
+        session.exec(plan == Plan::generic ? "SET plan_cache_mode = force_generic_plan"
+                                           : "SET plan_cache_mode = force_custom_plan");
+        plan_ = plan;
+    }
+    return live;
+}
+
+pqxx::connection& PgSession::connect() {
     if (connection_ && connection_->is_open()) return *connection_;
     connection_.reset();
     try {
         auto fresh = std::make_unique<pqxx::connection>(database_url_);
-        // Plan every execution with its actual parameters. A generic plan of the batched
-        // outcome write (arrays of unknown length) degenerates into a nested loop over every
-        // claimed row × the batch (measured: 200-570 ms instead of ~25 ms per 1024 rows);
-        // our statements run a few times a second, so planning each time is cheap.
+        // Plan every execution with its actual parameters unless a statement says otherwise
+        // (Plan::generic). A generic plan of the batched outcome write (arrays of unknown
+        // length) degenerates into a nested loop over every claimed row × the batch
+        // (measured: 200-570 ms instead of ~25 ms per 1024 rows); most statements run a few
+        // times a second, so planning each time is cheap.
         // No JIT: once the table is large (history, or bloat under an old snapshot) the
         // planner's cost estimates pass jit_above_cost and every execution of a claim or an
         // outcome write compiled code for tens of milliseconds (17% of the machine in LLVM,
@@ -34,6 +48,7 @@ pqxx::connection& PgSession::connection() {
             fresh->prepare(std::string{statement.name}, std::string{statement.sql});
         }
         connection_ = std::move(fresh);
+        plan_ = Plan::custom;
     } catch (const std::exception& error) {
         throw UnavailableError("cannot connect to " + redact_database_url(database_url_) + ": " +
                                error.what());

@@ -13,10 +13,17 @@
 
 namespace outboxd::store {
 
+// When PostgreSQL plans a prepared statement.
+enum class Plan {
+    custom,   // at every execution, for its parameters (the default: see PgSession)
+    generic,  // once per connection: for hot statements whose plan suits every parameter
+};
+
 // A named SQL statement. The name keys the prepared statement and error messages.
 struct Statement {
     std::string_view name;
     std::string_view sql;
+    Plan plan = Plan::custom;
 };
 
 class PgSession {
@@ -26,13 +33,14 @@ public:
     PgSession(std::string database_url, std::span<const Statement> statements,
               std::span<const std::string_view> setup = {});
 
-    // Runs `body(pqxx::work&)` in one transaction and commits it. pqxx failures are
-    // rethrown as store errors (see rethrow_as_store_error); a broken connection is dropped
-    // so the next call reconnects and re-prepares.
+    // Runs `body(pqxx::work&)`, which executes `statement` (and maybe others, planned the
+    // way `statement` is), in one transaction and commits it. pqxx failures are rethrown as
+    // store errors named after the statement (see rethrow_as_store_error); a broken
+    // connection is dropped so the next call reconnects and re-prepares.
     template <typename Body>
-    auto transact(std::string_view operation, Body&& body) {
+    auto transact(const Statement& statement, Body&& body) {
         try {
-            pqxx::work tx{connection()};
+            pqxx::work tx{connection(statement.plan)};
             if constexpr (std::is_void_v<decltype(body(tx))>) {
                 body(tx);
                 tx.commit();
@@ -42,7 +50,7 @@ public:
                 return result;
             }
         } catch (...) {
-            rethrow_as_store_error(operation);
+            rethrow_as_store_error(statement.name);
         }
     }
 
@@ -50,27 +58,31 @@ public:
     // statement, which PostgreSQL runs atomically on its own. No BEGIN/COMMIT exchange: for
     // single-statement operations on the hot path. Errors as in transact().
     template <typename Body>
-    auto autocommit(std::string_view operation, Body&& body) {
+    auto autocommit(const Statement& statement, Body&& body) {
         try {
-            pqxx::nontransaction tx{connection()};
+            pqxx::nontransaction tx{connection(statement.plan)};
             return body(tx);
         } catch (...) {
-            rethrow_as_store_error(operation);
+            rethrow_as_store_error(statement.name);
         }
     }
 
-    // The live connection, connecting (and preparing statements) when there is none.
-    pqxx::connection& connection();
+    // The live connection, connecting (and preparing statements) when there is none, with
+    // prepared statements planned the way `plan` says from now on.
+    pqxx::connection& connection(Plan plan = Plan::custom);
 
     // Translates the in-flight exception into the store's error types. Must be called
     // from a catch block.
     [[noreturn]] void rethrow_as_store_error(std::string_view operation);
 
 private:
+    pqxx::connection& connect();
+
     std::string database_url_;
     std::span<const Statement> statements_;
     std::span<const std::string_view> setup_;
     std::unique_ptr<pqxx::connection> connection_;
+    Plan plan_ = Plan::custom;  // the connection's plan_cache_mode
 };
 
 // Text of a libpq connection string or URI with any password masked, for logs and errors.
