@@ -13,11 +13,15 @@ PgSession::PgSession(std::string database_url, std::span<const Statement> statem
 pqxx::connection& PgSession::connection(Plan plan) {
     auto& live = connect();
     if (plan != plan_) {
-        // Read at every execution, so it applies to statements prepared before. A round
-        // trip, but only when the kind of statement changes: a lane runs mostly one kind.
+        // plan_cache_mode is read at every execution, so it applies to statements prepared
+        // before. A round trip, but only when the kind of statement changes: a lane runs
+        // mostly one kind. A generic plan is kept while the table grows (until statistics
+        // change), so it is made without sequential scans: on a table of a hundred rows
+        // the planner would update the claimed rows by scanning the whole table.
         pqxx::nontransaction session{live};
-        session.exec(plan == Plan::generic ? "SET plan_cache_mode = force_generic_plan"
-                                           : "SET plan_cache_mode = force_custom_plan");
+        session.exec(plan == Plan::generic
+                         ? "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off"
+                         : "SET plan_cache_mode = force_custom_plan; SET enable_seqscan = on");
         plan_ = plan;
     }
     return live;

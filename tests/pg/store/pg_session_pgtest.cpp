@@ -1,0 +1,81 @@
+// A store session plans each prepared statement the way the statement says.
+
+#include <array>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "store/pg_session.hpp"
+#include "test_database.hpp"
+
+using namespace outboxd;
+using store::Plan;
+using store::Statement;
+
+namespace {
+
+// On a table this small the planner prefers a sequential scan for `id = ANY (…)`.
+constexpr std::string_view kCountSql = "SELECT count(*) FROM outbox WHERE id = ANY ($1::bigint[])";
+constexpr Statement kGeneric{"test_generic", kCountSql, Plan::generic};
+constexpr Statement kCustom{"test_custom", kCountSql};
+constexpr std::array kStatements{kGeneric, kCustom};
+
+struct Planning {
+    long long generic_plans = 0;
+    long long custom_plans = 0;
+};
+
+// How often PostgreSQL planned `name` each way on the session's connection, read without
+// switching its mode (`now` is the mode the last statement left it in).
+Planning planning_of(store::PgSession& session, Plan now, std::string_view name) {
+    pqxx::nontransaction tx{session.connection(now)};
+    const auto row = tx.exec_params1(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1",
+        std::string{name});
+    return {row[0].as<long long>(), row[1].as<long long>()};
+}
+
+std::string setting(store::PgSession& session, Plan now, const std::string& name) {
+    pqxx::nontransaction tx{session.connection(now)};
+    return tx.exec_params1("SELECT current_setting($1)", name)[0].as<std::string>();
+}
+
+}  // namespace
+
+TEST_CASE("a session plans generic statements once, without sequential scans, and the rest "
+          "per execution",
+          "[pg][store]") {
+    test::TestDatabase db;
+    store::PgSession session{db.url(), kStatements};
+    const auto run = [&](const Statement& statement) {
+        session.autocommit(statement, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared1(std::string{statement.name}, "{1,2,3}")[0].as<long long>();
+        });
+    };
+
+    run(kGeneric);
+    run(kGeneric);
+    CHECK(setting(session, Plan::generic, "plan_cache_mode") == "force_generic_plan");
+    CHECK(setting(session, Plan::generic, "enable_seqscan") == "off");
+    run(kCustom);
+    CHECK(setting(session, Plan::custom, "plan_cache_mode") == "force_custom_plan");
+    CHECK(setting(session, Plan::custom, "enable_seqscan") == "on");
+    run(kCustom);
+    run(kGeneric);
+
+    const auto generic = planning_of(session, Plan::generic, kGeneric.name);
+    CHECK(generic.generic_plans == 3);
+    CHECK(generic.custom_plans == 0);
+    const auto custom = planning_of(session, Plan::generic, kCustom.name);
+    CHECK(custom.generic_plans == 0);
+    CHECK(custom.custom_plans == 2);
+
+    // The cached generic plan was made with sequential scans off.
+    pqxx::nontransaction tx{session.connection(Plan::generic)};
+    std::string plan;
+    for (const auto& row : tx.exec("EXPLAIN EXECUTE test_generic('{1}')")) {
+        plan += row[0].as<std::string>() + "\n";
+    }
+    CHECK(plan.find("Seq Scan") == std::string::npos);
+    CHECK(plan.find("outbox_pkey") != std::string::npos);
+}
