@@ -119,6 +119,9 @@ inline constexpr Statement kClaimScopedAfter{"outbox_claim_scoped_after",
 // the statement names no status: with `status = 'claimed'` the planner may drive the join
 // from the claimed-rows index, walking every entry of it (all dead rows included, under an
 // old snapshot) per batch, instead of probing the primary key once per outcome.
+// Planned once per connection (Plan::generic), as a probe of the primary key per outcome
+// whatever the batch: planning it cost ~0.3 ms per write, close to the ~0.4 ms of running
+// a write of a few outcomes (pg_stat_statements at 1,000 rows/s).
 inline constexpr Statement kRecordOutcomes{"outbox_record_outcomes", R"SQL(
 UPDATE outbox o SET
     status = CASE t.kind WHEN 'done' THEN 'done' WHEN 'fail' THEN 'failed' ELSE 'pending' END,
@@ -136,7 +139,7 @@ UPDATE outbox o SET
 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
      AS t(id, token, kind, delay_ms, error)
 WHERE o.id = t.id AND o.claim_token = t.token
-RETURNING t.id, t.token)SQL"};
+RETURNING t.id, t.token)SQL", Plan::generic};
 
 // $1 ranges, $2 age in ms, $3 limit.
 inline constexpr Statement kListStaleClaimed{"outbox_list_stale_claimed",

@@ -58,10 +58,14 @@ TEST_CASE("a session plans generic statements once, of plain index scans, and th
     CHECK(setting(session, Plan::generic, "plan_cache_mode") == "force_generic_plan");
     CHECK(setting(session, Plan::generic, "enable_seqscan") == "off");
     CHECK(setting(session, Plan::generic, "enable_bitmapscan") == "off");
+    CHECK(setting(session, Plan::generic, "enable_hashjoin") == "off");
+    CHECK(setting(session, Plan::generic, "enable_mergejoin") == "off");
     run(kCustom);
     CHECK(setting(session, Plan::custom, "plan_cache_mode") == "force_custom_plan");
     CHECK(setting(session, Plan::custom, "enable_seqscan") == "on");
     CHECK(setting(session, Plan::custom, "enable_bitmapscan") == "on");
+    CHECK(setting(session, Plan::custom, "enable_hashjoin") == "on");
+    CHECK(setting(session, Plan::custom, "enable_mergejoin") == "on");
     run(kCustom);
     run(kGeneric);
 
