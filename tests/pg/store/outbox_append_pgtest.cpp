@@ -190,16 +190,41 @@ TEST_CASE("an unknown status token read back is a decode error", "[pg][store]") 
     CHECK_THROWS_WITH(f.store.find("wf:0"), Catch::Contains("'paused'"));
 }
 
-TEST_CASE("an insert wakes listeners once per statement", "[pg][store]") {
+namespace {
+
+// Counts wakes on its own connection.
+struct WakeCounter final : pqxx::notification_receiver {
+    explicit WakeCounter(pqxx::connection& listener)
+        : pqxx::notification_receiver(listener, "outbox_wake") {}
+    int count = 0;
+    void operator()(const std::string&, int) override { ++count; }
+
+    // Waits up to `seconds` for the first wake, then takes whatever else has arrived.
+    int await(pqxx::connection& listener, long seconds) {
+        listener.await_notification(seconds, 0);
+        listener.get_notifs();
+        return count;
+    }
+};
+
+const std::string kStageSql =
+    "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type) VALUES ($1, $1, 0, 'noop')";
+
+}  // namespace
+
+TEST_CASE("a transaction wakes listeners once, at commit, however many rows it stages",
+          "[pg][store]") {
     test::StoreFixture f;
     auto listener = f.db.connect();
-    struct Receiver final : pqxx::notification_receiver {
-        using pqxx::notification_receiver::notification_receiver;
-        int count = 0;
-        void operator()(const std::string&, int) override { ++count; }
-    } receiver{listener, "outbox_wake"};
+    WakeCounter wakes{listener};
     f.store.append(std::vector{new_row("wf", 0), new_row("wf", 1), new_row("wf", 2)});
-    listener.await_notification(5, 0);
-    listener.get_notifs();
-    CHECK(receiver.count == 1);
+    CHECK(wakes.await(listener, 5) == 1);
+
+    auto app = f.db.connect();
+    pqxx::work tx{app};
+    tx.exec_params(kStageSql, "one");
+    tx.exec_params(kStageSql, "two");
+    CHECK(wakes.await(listener, 1) == 1);  // nothing before the commit
+    tx.commit();
+    CHECK(wakes.await(listener, 5) == 2);
 }
