@@ -21,9 +21,10 @@ namespace {
 constexpr const char* kGenericPlanning =
     "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;"
     " SET enable_bitmapscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off";
+// Back to the planner settings the database and role give (RESET), planned per execution.
 constexpr const char* kCustomPlanning =
-    "SET plan_cache_mode = force_custom_plan; SET enable_seqscan = on;"
-    " SET enable_bitmapscan = on; SET enable_hashjoin = on; SET enable_mergejoin = on";
+    "SET plan_cache_mode = force_custom_plan; RESET enable_seqscan; RESET enable_bitmapscan;"
+    " RESET enable_hashjoin; RESET enable_mergejoin";
 
 }  // namespace
 
@@ -45,6 +46,13 @@ pqxx::connection& PgSession::connect() {
     connection_.reset();
     try {
         auto fresh = std::make_unique<pqxx::connection>(database_url_);
+        // libpqxx 6 would otherwise reconnect on its own when a BEGIN finds the connection
+        // gone, to a backend without the settings below (and with plan_ stale). A broken
+        // connection must surface, so that this session reconnects and sets it up.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        fresh->inhibit_reactivation(true);
+#pragma GCC diagnostic pop
         // Plan every execution with its actual parameters unless the statement is
         // Plan::generic: most statements run a few times a second, and a plan fitted to the
         // parameters and the table of the moment is worth its planning.

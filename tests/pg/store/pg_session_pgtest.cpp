@@ -1,10 +1,12 @@
 // A store session plans each prepared statement the way the statement says.
 
 #include <array>
+#include <optional>
 #include <string>
 
 #include <catch2/catch.hpp>
 
+#include "store/outbox_sql.hpp"
 #include "store/pg_session.hpp"
 #include "test_database.hpp"
 
@@ -33,6 +35,13 @@ Planning planning_of(store::PgSession& session, Plan now, std::string_view name)
         "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1",
         std::string{name});
     return {row[0].as<long long>(), row[1].as<long long>()};
+}
+
+// The plan PostgreSQL would run for `statement` on `tx`'s connection, as text.
+std::string explain(pqxx::transaction_base& tx, const std::string& statement) {
+    std::string plan;
+    for (const auto& row : tx.exec("EXPLAIN " + statement)) plan += row[0].as<std::string>() + "\n";
+    return plan;
 }
 
 std::string setting(store::PgSession& session, Plan now, const std::string& name) {
@@ -78,11 +87,62 @@ TEST_CASE("a session plans generic statements once, of plain index scans, and th
 
     // The cached generic plan was made of plain index scans.
     pqxx::nontransaction tx{session.connection(Plan::generic)};
-    std::string plan;
-    for (const auto& row : tx.exec("EXPLAIN EXECUTE test_generic('{1}')")) {
-        plan += row[0].as<std::string>() + "\n";
-    }
+    const auto plan = explain(tx, "EXECUTE test_generic('{1}')");
     CHECK(plan.find("Seq Scan") == std::string::npos);
     CHECK(plan.find("Bitmap") == std::string::npos);
     CHECK(plan.find("Index Only Scan using outbox_pkey") != std::string::npos);
+    tx.commit();
+
+    // The control: the same statement, generic under the server's own settings, scans.
+    auto plain = db.connect();
+    pqxx::nontransaction control{plain};
+    control.exec("PREPARE control(bigint[]) AS " + std::string{kCountSql});
+    control.exec("SET plan_cache_mode = force_generic_plan");
+    CHECK(explain(control, "EXECUTE control('{1}')").find("Seq Scan") != std::string::npos);
+}
+
+TEST_CASE("custom planning keeps the planner settings the database gives", "[pg][store]") {
+    test::TestDatabase db;
+    db.exec("ALTER DATABASE \"" + db.name() + "\" SET enable_hashjoin = off");
+    store::PgSession session{db.url(), kStatements};
+    const auto run = [&](const Statement& statement) {
+        session.autocommit(statement, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared1(std::string{statement.name}, "{1}")[0].as<long long>();
+        });
+    };
+    run(kGeneric);
+    run(kCustom);
+    CHECK(setting(session, Plan::custom, "enable_hashjoin") == "off");
+    CHECK(setting(session, Plan::custom, "enable_seqscan") == "on");
+}
+
+TEST_CASE("the hot statements' generic plans probe indexes, even planned on an empty table",
+          "[pg][store]") {
+    test::TestDatabase db;
+    static constexpr std::array kHot{store::sql::kClaimScopedAfter, store::sql::kRecordOutcomes};
+    store::PgSession session{db.url(), kHot};
+    const std::string claim_args =
+        "('node-a/boot-1', '{[0,1024)}', 'default', 'default', NULL, '{}', 10, true, 0, 0)";
+    const std::string outcome_args = "('{1,2}', '{7,7}', '{done,done}', '{0,0}', '{\"\",\"\"}')";
+    // Executed once each (libpqxx prepares on first use), then explained.
+    session.autocommit(store::sql::kClaimScopedAfter, [&](pqxx::nontransaction& tx) {
+        return tx.exec_prepared(std::string{store::sql::kClaimScopedAfter.name}, "node-a/boot-1",
+                                "{[0,1024)}", "default", "default", std::optional<std::string>{},
+                                "{}", 10, true, 0, 0)
+            .size();
+    });
+    session.autocommit(store::sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
+        return tx.exec_prepared(std::string{store::sql::kRecordOutcomes.name}, "{1,2}", "{7,7}",
+                                "{done,done}", "{0,0}", R"({"",""})")
+            .size();
+    });
+    pqxx::nontransaction tx{session.connection(Plan::generic)};
+    for (const auto& plan : {explain(tx, "EXECUTE outbox_claim_scoped_after" + claim_args),
+                             explain(tx, "EXECUTE outbox_record_outcomes" + outcome_args)}) {
+        INFO(plan);
+        CHECK(plan.find("Seq Scan") == std::string::npos);
+        CHECK(plan.find("Bitmap") == std::string::npos);
+        CHECK(plan.find("Hash") == std::string::npos);
+        CHECK(plan.find("Index Scan using outbox_pkey") != std::string::npos);
+    }
 }
