@@ -37,6 +37,13 @@ Planning planning_of(store::PgSession& session, Plan now, std::string_view name)
     return {row[0].as<long long>(), row[1].as<long long>()};
 }
 
+// Runs one of kStatements through the session, as the store runs its statements.
+long long count(store::PgSession& session, const Statement& statement) {
+    return session.autocommit(statement, [&](pqxx::nontransaction& tx) {
+        return tx.exec_prepared1(std::string{statement.name}, "{1,2,3}")[0].as<long long>();
+    });
+}
+
 // The plan PostgreSQL would run for `statement` on `tx`'s connection, as text.
 std::string explain(pqxx::transaction_base& tx, const std::string& statement) {
     std::string plan;
@@ -56,27 +63,22 @@ TEST_CASE("a session plans generic statements once, of plain index scans, and th
           "[pg][store]") {
     test::TestDatabase db;
     store::PgSession session{db.url(), kStatements};
-    const auto run = [&](const Statement& statement) {
-        session.autocommit(statement, [&](pqxx::nontransaction& tx) {
-            return tx.exec_prepared1(std::string{statement.name}, "{1,2,3}")[0].as<long long>();
-        });
-    };
 
-    run(kGeneric);
-    run(kGeneric);
+    count(session, kGeneric);
+    count(session, kGeneric);
     CHECK(setting(session, Plan::generic, "plan_cache_mode") == "force_generic_plan");
     CHECK(setting(session, Plan::generic, "enable_seqscan") == "off");
     CHECK(setting(session, Plan::generic, "enable_bitmapscan") == "off");
     CHECK(setting(session, Plan::generic, "enable_hashjoin") == "off");
     CHECK(setting(session, Plan::generic, "enable_mergejoin") == "off");
-    run(kCustom);
+    count(session, kCustom);
     CHECK(setting(session, Plan::custom, "plan_cache_mode") == "force_custom_plan");
     CHECK(setting(session, Plan::custom, "enable_seqscan") == "on");
     CHECK(setting(session, Plan::custom, "enable_bitmapscan") == "on");
     CHECK(setting(session, Plan::custom, "enable_hashjoin") == "on");
     CHECK(setting(session, Plan::custom, "enable_mergejoin") == "on");
-    run(kCustom);
-    run(kGeneric);
+    count(session, kCustom);
+    count(session, kGeneric);
 
     const auto generic = planning_of(session, Plan::generic, kGeneric.name);
     CHECK(generic.generic_plans == 3);
@@ -105,13 +107,8 @@ TEST_CASE("custom planning keeps the planner settings the database gives", "[pg]
     test::TestDatabase db;
     db.exec("ALTER DATABASE \"" + db.name() + "\" SET enable_hashjoin = off");
     store::PgSession session{db.url(), kStatements};
-    const auto run = [&](const Statement& statement) {
-        session.autocommit(statement, [&](pqxx::nontransaction& tx) {
-            return tx.exec_prepared1(std::string{statement.name}, "{1}")[0].as<long long>();
-        });
-    };
-    run(kGeneric);
-    run(kCustom);
+    count(session, kGeneric);
+    count(session, kCustom);
     CHECK(setting(session, Plan::custom, "enable_hashjoin") == "off");
     CHECK(setting(session, Plan::custom, "enable_seqscan") == "on");
 }
