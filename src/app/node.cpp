@@ -129,15 +129,20 @@ public:
         member.start();
         namespaces.start();
         dispatcher.start();
-        wake = std::make_unique<store::WakeListener>(config.database_url, [this] {
-            net::post(ioc, [this] { on_wake(); });
+        wake = std::make_unique<store::WakeListener>(config.database_url, [this](bool from_front) {
+            net::post(ioc, [this, from_front] { on_wake(from_front); });
         });
     }
 
     // A wake sweeps at once and once more shortly after: transactions that committed
-    // alongside the one that notified skipped their own NOTIFY (migration 0004).
-    void on_wake() {
-        dispatcher.request_sweep();
+    // alongside the one that notified skipped their own NOTIFY (migration 0004). A wake
+    // from the front (a resume, on any node) reads from the front of the index.
+    void on_wake(bool from_front) {
+        if (from_front) {
+            dispatcher.claim_from_front();
+        } else {
+            dispatcher.request_sweep();
+        }
         if (follow_up_armed) return;
         follow_up_armed = true;
         follow_up_timer.expires_after(kWakeFollowUp);

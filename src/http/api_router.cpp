@@ -187,7 +187,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (action == "pause" || action == "resume") {
             if (action == "resume") {
                 // Resumed rows wait behind where claims read on: look from the front
-                // (after the answer, on the loop; other nodes find them on their backstop).
+                // (after the answer, on the loop; the resume's notification wakes the
+                // other nodes to do the same).
                 respond = [respond = std::move(respond), &dispatcher = services_.dispatcher](
                               ApiResponse response) mutable {
                     dispatcher.claim_from_front();

@@ -244,8 +244,11 @@ inline constexpr Statement kPauseWorkflow{"outbox_pause_workflow", R"SQL(
 INSERT INTO paused_workflows (workflow_id) VALUES ($1)
 ON CONFLICT (workflow_id) DO NOTHING RETURNING workflow_id)SQL"};
 
+// Wakes every node to claim from the front: the workflow's rows kept their place in line,
+// behind where claims read on, and on any node.
 inline constexpr Statement kResumeWorkflow{"outbox_resume_workflow",
-    "DELETE FROM paused_workflows WHERE workflow_id = $1 RETURNING workflow_id"};
+    "WITH resumed AS (DELETE FROM paused_workflows WHERE workflow_id = $1 RETURNING workflow_id)"
+    " SELECT workflow_id, pg_notify('outbox_wake', 'front') FROM resumed"};
 
 inline constexpr Statement kIsPaused{"outbox_is_paused",
     "SELECT 1 FROM paused_workflows WHERE workflow_id = $1"};
@@ -256,9 +259,12 @@ inline constexpr Statement kListDeadLetters{"outbox_list_dead_letters",
     " WHERE status = 'failed' AND ($1::text IS NULL OR namespace = $1)"
     " ORDER BY finished_at DESC, id DESC LIMIT $2"};
 
+// Due now, so ahead of where claims read on: a plain wake (no insert trigger fires).
 inline constexpr Statement kRequeueDeadLetter{"outbox_requeue_dead_letter", R"SQL(
-UPDATE outbox SET status = 'pending', attempt = 0, visible_after = now(), finished_at = NULL
-WHERE dispatch_key = $1 AND status = 'failed' RETURNING id)SQL"};
+WITH requeued AS (
+    UPDATE outbox SET status = 'pending', attempt = 0, visible_after = now(), finished_at = NULL
+    WHERE dispatch_key = $1 AND status = 'failed' RETURNING id)
+SELECT id, pg_notify('outbox_wake', '') FROM requeued)SQL"};
 
 // Dead letters are kept until requeued or removed by an operator: retention never
 // deletes a row nobody has looked at.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
@@ -9,16 +10,25 @@
 namespace outboxd::store {
 namespace {
 
-// Flags that a notification arrived; the listener loop then calls on_wake once for the
+// What a batch of notifications asked for.
+struct Woken {
+    bool any = false;
+    bool from_front = false;
+};
+
+// Records that a notification arrived; the listener loop then calls on_wake once for the
 // whole batch, so a burst of inserts costs one sweep request.
 class Receiver final : public pqxx::notification_receiver {
 public:
-    Receiver(pqxx::connection_base& conn, bool& woke)
-        : pqxx::notification_receiver(conn, kWakeChannel), woke_(woke) {}
-    void operator()(const std::string&, int) override { woke_ = true; }
+    Receiver(pqxx::connection_base& conn, Woken& woken)
+        : pqxx::notification_receiver(conn, kWakeChannel), woken_(woken) {}
+    void operator()(const std::string& payload, int) override {
+        woken_.any = true;
+        woken_.from_front = woken_.from_front || payload == kWakeFromFront;
+    }
 
 private:
-    bool& woke_;
+    Woken& woken_;
 };
 
 constexpr long kPollMicros = 200'000;  // bounds how long stopping takes
@@ -26,7 +36,7 @@ constexpr auto kReconnectDelay = std::chrono::seconds{1};
 
 }  // namespace
 
-WakeListener::WakeListener(std::string database_url, std::function<void()> on_wake)
+WakeListener::WakeListener(std::string database_url, std::function<void(bool)> on_wake)
     : database_url_(std::move(database_url)),
       on_wake_(std::move(on_wake)),
       thread_([this] { run(); }) {}
@@ -40,16 +50,16 @@ void WakeListener::run() {
     while (!stopping_) {
         try {
             pqxx::connection conn{database_url_};
-            bool woke = false;
-            Receiver receiver{conn, woke};
-            // Anything staged while we were not listening is found by this first wake.
+            Woken woken;
+            Receiver receiver{conn, woken};
+            // Anything staged or resumed while we were not listening is found by this first
+            // wake.
             listening_ = true;
-            on_wake_();
+            on_wake_(true);
             while (!stopping_) {
                 conn.await_notification(0, kPollMicros);
-                if (woke) {
-                    woke = false;
-                    on_wake_();
+                if (woken.any) {
+                    on_wake_(std::exchange(woken, {}).from_front);
                 }
             }
             listening_ = false;

@@ -161,7 +161,7 @@ TEST_CASE("the wake dispatches a staged row far under a 10 s poll", "[pg][dispat
     auto worker = h.connect("s1");
     h.dispatcher.start();  // the first sweep finds nothing
     h.run_for(100ms);
-    store::WakeListener wake{h.db.url(), [&h] {
+    store::WakeListener wake{h.db.url(), [&h](bool) {
         boost::asio::post(h.ioc, [&h] { h.dispatcher.request_sweep(); });
     }};
     REQUIRE(h.run_until([&] { return wake.listening(); }));
@@ -309,6 +309,40 @@ TEST_CASE("a paused workflow's row is held pending, then dispatches after resume
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[0])));
     CHECK(h.await_status("wf:0", Status::done));
+}
+
+TEST_CASE("a resume made anywhere wakes the dispatcher to claim from the front, far under "
+          "a 10 s poll",
+          "[pg][dispatch]") {
+    auto settings = test::fast_settings();
+    settings.poll_interval = 10s;
+    DispatchHarness h{settings};
+    h.store.append(std::vector{new_row("held", 0), new_row("other", 0)});
+    h.store.pause_workflow("held");
+    auto worker = h.connect("s1");
+    // Wired as a node wires it (src/app/node.cpp).
+    store::WakeListener wake{h.db.url(), [&h](bool from_front) {
+        boost::asio::post(h.ioc, [&h, from_front] {
+            if (from_front) {
+                h.dispatcher.claim_from_front();
+            } else {
+                h.dispatcher.request_sweep();
+            }
+        });
+    }};
+    REQUIRE(h.run_until([&] { return wake.listening(); }));
+    h.dispatcher.start();
+    // The first claims read past the held row; the cursors move on beyond it.
+    REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
+    h.run_for(300ms);
+    REQUIRE(worker->tasks().size() == 1);
+
+    const auto started = std::chrono::steady_clock::now();
+    store::OutboxStore elsewhere{h.db.url()};  // the resume arrives through another node's API
+    REQUIRE(elsewhere.resume_workflow("held"));
+    REQUIRE(h.run_until([&] { return worker->tasks().size() == 2; }, 2s));
+    CHECK(std::chrono::steady_clock::now() - started < 2s);
+    CHECK(worker->tasks()[1]["dispatch_key"] == "held:0");
 }
 
 TEST_CASE("claims of a dead incarnation are re-armed and dispatched", "[pg][dispatch]") {

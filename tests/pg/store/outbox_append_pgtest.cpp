@@ -1,5 +1,8 @@
 // Staging: idempotent batches, contract defaults, validation, plain-SQL writers.
 
+#include <string>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "outboxd/store/store_error.hpp"
@@ -197,7 +200,11 @@ struct WakeCounter final : pqxx::notification_receiver {
     explicit WakeCounter(pqxx::connection& listener)
         : pqxx::notification_receiver(listener, "outbox_wake") {}
     int count = 0;
-    void operator()(const std::string&, int) override { ++count; }
+    std::vector<std::string> payloads;
+    void operator()(const std::string& payload, int) override {
+        ++count;
+        payloads.push_back(payload);
+    }
 
     // Waits up to `seconds` for the first wake, then takes whatever else has arrived.
     int await(pqxx::connection& listener, long seconds) {
@@ -227,4 +234,24 @@ TEST_CASE("a transaction wakes listeners once, at commit, however many rows it s
     CHECK(wakes.await(listener, 1) == 1);  // nothing before the commit
     tx.commit();
     CHECK(wakes.await(listener, 5) == 2);
+}
+
+TEST_CASE("a resume wakes listeners to claim from the front, a requeue with a plain wake",
+          "[pg][store]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("wf", 0)});
+    f.store.pause_workflow("wf");
+    f.db.exec("UPDATE outbox SET status = 'failed', attempt = 3, finished_at = now(),"
+              " last_error = 'boom' WHERE dispatch_key = 'wf:0'");
+    auto listener = f.db.connect();
+    WakeCounter wakes{listener};
+
+    REQUIRE(f.store.resume_workflow("wf"));
+    CHECK(wakes.await(listener, 5) == 1);
+    CHECK_FALSE(f.store.resume_workflow("wf"));  // nothing resumed: no wake
+    REQUIRE(f.store.requeue_dead_letter("wf:0"));
+    CHECK(wakes.await(listener, 5) == 2);
+    CHECK_FALSE(f.store.requeue_dead_letter("wf:0"));
+    CHECK(wakes.await(listener, 1) == 2);
+    CHECK(wakes.payloads == std::vector<std::string>{"front", ""});
 }
