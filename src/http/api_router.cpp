@@ -185,16 +185,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         const std::string workflow = seg[2];
         const std::string action = seg[3];
         if (action == "pause" || action == "resume") {
-            if (action == "resume") {
-                // Resumed rows wait behind where claims read on: look from the front
-                // (after the answer, on the loop; the resume's notification wakes the
-                // other nodes to do the same).
-                respond = [respond = std::move(respond), &dispatcher = services_.dispatcher](
-                              ApiResponse response) mutable {
-                    dispatcher.claim_from_front();
-                    respond(std::move(response));
-                };
-            }
+            // A resume's statement wakes every node, this one included, to claim from the
+            // front: the resumed rows wait behind where claims read on.
             return on_lane([workflow, action](dispatch::DbHandles db) {
                 const bool changed = action == "pause" ? db.outbox.pause_workflow(workflow)
                                                        : db.outbox.resume_workflow(workflow);

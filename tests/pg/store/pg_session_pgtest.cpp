@@ -56,6 +56,17 @@ std::string setting(store::PgSession& session, Plan now, const std::string& name
     return tx.exec_params1("SELECT current_setting($1)", name)[0].as<std::string>();
 }
 
+// The session's plan_cache_mode and the scan and join methods it allows, in mode `now`.
+void check_planning(store::PgSession& session, Plan now, const std::string& cache_mode,
+                    const std::string& scans_and_joins) {
+    CHECK(setting(session, now, "plan_cache_mode") == cache_mode);
+    for (const auto* name :
+         {"enable_seqscan", "enable_bitmapscan", "enable_hashjoin", "enable_mergejoin"}) {
+        INFO(name);
+        CHECK(setting(session, now, name) == scans_and_joins);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("a session plans generic statements once, of plain index scans, and the rest "
@@ -66,17 +77,9 @@ TEST_CASE("a session plans generic statements once, of plain index scans, and th
 
     count(session, kGeneric);
     count(session, kGeneric);
-    CHECK(setting(session, Plan::generic, "plan_cache_mode") == "force_generic_plan");
-    CHECK(setting(session, Plan::generic, "enable_seqscan") == "off");
-    CHECK(setting(session, Plan::generic, "enable_bitmapscan") == "off");
-    CHECK(setting(session, Plan::generic, "enable_hashjoin") == "off");
-    CHECK(setting(session, Plan::generic, "enable_mergejoin") == "off");
+    check_planning(session, Plan::generic, "force_generic_plan", "off");
     count(session, kCustom);
-    CHECK(setting(session, Plan::custom, "plan_cache_mode") == "force_custom_plan");
-    CHECK(setting(session, Plan::custom, "enable_seqscan") == "on");
-    CHECK(setting(session, Plan::custom, "enable_bitmapscan") == "on");
-    CHECK(setting(session, Plan::custom, "enable_hashjoin") == "on");
-    CHECK(setting(session, Plan::custom, "enable_mergejoin") == "on");
+    check_planning(session, Plan::custom, "force_custom_plan", "on");
     count(session, kCustom);
     count(session, kGeneric);
 
