@@ -3,6 +3,8 @@
 #include <random>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -16,6 +18,7 @@
 #include "outboxd/store/migrator.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "outboxd/store/wake_listener.hpp"
+#include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::app {
 namespace {
@@ -24,6 +27,8 @@ namespace net = boost::asio;
 
 constexpr auto kMigrateDeadline = std::chrono::seconds{60};
 constexpr auto kWakeFollowUp = std::chrono::milliseconds{3};
+// Descriptors a node needs besides its connections: database lanes, the listener, logs.
+constexpr rlim_t kReservedDescriptors = 64;
 
 std::string boot_id() {
     std::mt19937_64 random{std::random_device{}()};
@@ -53,6 +58,18 @@ void migrate_with_retry(const std::string& url) {
     }
 }
 
+// The connection cap, lowered to what the descriptor limit leaves room for: past the limit,
+// accepts fail, and a 503 is a clearer answer than a connection that hangs in the backlog.
+std::size_t connection_cap(std::size_t configured) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return configured;
+    const auto room = limit.rlim_cur > kReservedDescriptors ? limit.rlim_cur - kReservedDescriptors : 1;
+    if (configured <= room) return configured;
+    spdlog::warn("event=connection_cap_lowered configured={} cap={} nofile_limit={}", configured, room,
+                 limit.rlim_cur);
+    return room;
+}
+
 dispatch::DispatchSettings dispatch_settings(const config::Config& c) {
     dispatch::DispatchSettings s;
     s.poll_interval = c.poll_interval;
@@ -76,7 +93,38 @@ http::ServerSettings server_settings(const config::Config& c) {
     s.max_frame_bytes = c.max_frame_bytes;
     s.max_body_bytes = c.max_body_bytes;
     s.max_write_queue = c.max_write_queue;
+    s.max_write_queue_bytes = c.max_write_queue_bytes;
+    s.max_connections = connection_cap(c.max_connections);
+    s.http_idle_timeout = c.http_idle_timeout;
     s.default_max_in_flight = c.default_max_in_flight;
+    return s;
+}
+
+// Lanes the loop feeds one job at a time (claims, outcomes) or a few (maintenance, cluster)
+// hold a handful; the API lane takes one job per request in flight.
+constexpr std::size_t kInternalLaneCapacity = 16;
+constexpr std::size_t kApiLaneCapacity = 1024;
+
+dispatch::LaneSettings lane(std::string name, metrics::NodeMetrics& metrics,
+                            std::size_t capacity = kInternalLaneCapacity) {
+    dispatch::LaneSettings s;
+    s.rejected = &metrics.db_lane_rejected_total.Add({{"lane", name}});
+    s.name = std::move(name);
+    s.capacity = capacity;
+    return s;
+}
+
+// Claims need not wait for the WAL flush: one lost in a crash is claimed again.
+dispatch::LaneSettings claims_lane(metrics::NodeMetrics& metrics) {
+    auto s = lane("claims", metrics);
+    s.commits = store::OutboxStore::Commits::relaxed;
+    return s;
+}
+
+// A request must not hold its lane (and every request queued behind it) for minutes.
+dispatch::LaneSettings api_lane(metrics::NodeMetrics& metrics, std::chrono::milliseconds timeout) {
+    auto s = lane("api", metrics, kApiLaneCapacity);
+    s.statement_timeout = timeout;
     return s;
 }
 
@@ -90,12 +138,11 @@ public:
     explicit Impl(config::Config c)
         : config(std::move(c)),
           metrics(prometheus_registry),
-          // Claims need not wait for the WAL flush: one lost in a crash is claimed again.
-          claims("claims", config.database_url, store::OutboxStore::Commits::relaxed),
-          outcomes("outcomes", config.database_url),
-          maintenance("maintenance", config.database_url),
-          api("api", config.database_url),
-          cluster_lane("cluster", config.database_url),
+          claims(claims_lane(metrics), config.database_url),
+          outcomes(lane("outcomes", metrics), config.database_url),
+          maintenance(lane("maintenance", metrics), config.database_url),
+          api(api_lane(metrics, config.api_statement_timeout), config.database_url),
+          cluster_lane(lane("cluster", metrics), config.database_url),
           namespaces(ioc.get_executor(), api, config.default_max_in_flight, config.quota_cache_ttl),
           member(ioc.get_executor(), cluster_lane, metrics,
                  {config.node_id, config.node_id + "/" + boot_id(), config.advertise_url,
@@ -225,8 +272,21 @@ int Node::run(bool handle_signals) {
         });
     }
     impl.start();
-    impl.ioc.run();
-    return 0;
+    // The last line of defence: every handler catches its own faults, but one that escapes
+    // must end no more than that handler, never the node. run() may be called again after it
+    // threw; the loop goes on with everything else.
+    while (true) {
+        try {
+            impl.ioc.run();
+            return 0;
+        } catch (const std::exception& error) {
+            impl.metrics.fault("loop").Increment();
+            spdlog::error("event=fault where=loop error=\"{}\"", util::log_safe(error.what()));
+        } catch (...) {
+            impl.metrics.fault("loop").Increment();
+            spdlog::error("event=fault where=loop error=unknown");
+        }
+    }
 }
 
 void Node::request_stop() {

@@ -5,6 +5,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "outboxd/util/untrusted_text.hpp"
+
 namespace outboxd::cluster {
 
 ClusterMember::ClusterMember(boost::asio::any_io_executor loop, dispatch::DbLane& lane,
@@ -75,7 +77,7 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
 void ClusterMember::tick() {
     if (ticking_) return;
     ticking_ = true;
-    lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
+    const bool queued = lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
                   leaving = leaving_](dispatch::DbHandles db) {
         auto result = run_tick(db.cluster, settings, leaving);
         boost::asio::post(loop, [alive, result = std::move(result)]() mutable {
@@ -83,21 +85,32 @@ void ClusterMember::tick() {
             if (self && *self) (*self)->apply(std::move(result));
         });
     });
+    if (!queued) {
+        TickResult refused;
+        refused.error = "the cluster lane is full";
+        apply(std::move(refused));
+    }
 }
 
 void ClusterMember::apply(TickResult result) {
     ticking_ = false;
+    const auto now = std::chrono::steady_clock::now();
     if (!result.ok) {
         // Our leases lapse by the database clock on their own; claims check them in SQL.
-        if (failures_++ % 10 == 0) {
-            spdlog::warn("event=cluster_tick_failed consecutive={} error=\"{}\"", failures_,
-                         result.error);
+        // Ticks keep their period (a third of the lease TTL) instead of backing off: the
+        // first one that reaches the database must renew the leases before they lapse.
+        if (failures_.failed(now)) {
+            spdlog::warn("event=cluster_tick_failed failures={} for_ms={} error=\"{}\"",
+                         failures_.failures(), failures_.lasted(now).count(),
+                         util::log_safe(result.error));
         }
         schedule();
         return;
     }
-    if (failures_ > 0) spdlog::info("event=cluster_tick_recovered after_failures={}", failures_);
-    failures_ = 0;
+    const auto lasted = failures_.lasted(now);
+    if (const auto failed = failures_.succeeded(); failed > 0) {
+        spdlog::info("event=cluster_tick_recovered failures={} after_ms={}", failed, lasted.count());
+    }
     registered_ = true;
     bool changed = result.claimable != claimable_ || result.nodes.size() != nodes_.size();
     for (std::size_t i = 0; !changed && i < nodes_.size(); ++i) {
@@ -121,8 +134,9 @@ void ClusterMember::leave(std::function<void()> done) {
     leaving_ = true;
     timer_.cancel();
     claimable_ = store::ShardRanges::none();
-    lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
-                  done = std::move(done)](dispatch::DbHandles db) mutable {
+    auto finish = std::make_shared<std::function<void()>>(std::move(done));
+    const bool queued = lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
+                  finish](dispatch::DbHandles db) {
         try {
             db.cluster.release_shards(settings.incarnation, store::ShardRanges::all());
             db.cluster.deregister(settings.incarnation);
@@ -131,8 +145,10 @@ void ClusterMember::leave(std::function<void()> done) {
             // Leases and heartbeat expire on their own; the next owner re-arms our claims.
             spdlog::warn("event=leave_failed error=\"{}\"", error.what());
         }
-        boost::asio::post(loop, std::move(done));
+        boost::asio::post(loop, *finish);
     });
+    // Leases and heartbeat expire on their own: leaving must not wait for a full lane.
+    if (!queued) boost::asio::post(loop_, *finish);
 }
 
 }  // namespace outboxd::cluster

@@ -133,6 +133,30 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) {
              c.max_write_queue = static_cast<std::size_t>(to_integer(kMaxWriteQueue, text));
          }},
+        {kMaxWriteQueueBytes, "BYTES", "bytes queued per worker before a slow one is closed", false,
+         [](const Config& d) { return number_text(d.max_write_queue_bytes); },
+         [](const std::string& text, Config& c) {
+             c.max_write_queue_bytes =
+                 static_cast<std::size_t>(to_integer(kMaxWriteQueueBytes, text));
+         }},
+        {kMaxConnections, "N",
+         "open HTTP and WebSocket connections; more are answered 503 and closed (lowered at "
+         "start to the file descriptor limit less 64)",
+         false, [](const Config& d) { return number_text(d.max_connections); },
+         [](const std::string& text, Config& c) {
+             c.max_connections = static_cast<std::size_t>(to_integer(kMaxConnections, text));
+         }},
+        {kHttpIdleTimeout, "MS", "an HTTP connection idle (or a request unfinished) this long is closed",
+         false, [](const Config& d) { return number_text(d.http_idle_timeout.count()); },
+         [](const std::string& text, Config& c) {
+             c.http_idle_timeout = milliseconds{to_integer(kHttpIdleTimeout, text)};
+         }},
+        {kApiStatementTimeout, "MS",
+         "server-side limit of each statement of an API request; 0 disables", false,
+         [](const Config& d) { return number_text(d.api_statement_timeout.count()); },
+         [](const std::string& text, Config& c) {
+             c.api_statement_timeout = milliseconds{to_integer(kApiStatementTimeout, text)};
+         }},
     };
 }
 

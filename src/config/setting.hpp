@@ -53,5 +53,12 @@ inline constexpr Setting kQuotaCacheTtl{"quota-cache-ttl-ms", "OUTBOXD_QUOTA_CAC
                                         600'000};
 inline constexpr Setting kMigrate{"migrate", "OUTBOXD_MIGRATE"};
 inline constexpr Setting kMaxWriteQueue{"max-write-queue", "OUTBOXD_MAX_WRITE_QUEUE", 1, 1'000'000};
+inline constexpr Setting kMaxWriteQueueBytes{"max-write-queue-bytes", "OUTBOXD_MAX_WRITE_QUEUE_BYTES",
+                                             65'536, 1'073'741'824};
+inline constexpr Setting kMaxConnections{"max-connections", "OUTBOXD_MAX_CONNECTIONS", 1, 1'000'000};
+inline constexpr Setting kHttpIdleTimeout{"http-idle-timeout-ms", "OUTBOXD_HTTP_IDLE_TIMEOUT_MS", 1'000,
+                                          kHourMs};
+inline constexpr Setting kApiStatementTimeout{"api-statement-timeout-ms",
+                                              "OUTBOXD_API_STATEMENT_TIMEOUT_MS", 0, kHourMs};
 
 }  // namespace outboxd::config::detail

@@ -48,6 +48,10 @@ void check_ranges(const Config& config) {
     check_range(detail::kDrainTimeout, config.drain_timeout.count());
     check_range(detail::kQuotaCacheTtl, config.quota_cache_ttl.count());
     check_range(detail::kMaxWriteQueue, config.max_write_queue);
+    check_range(detail::kMaxWriteQueueBytes, config.max_write_queue_bytes);
+    check_range(detail::kMaxConnections, config.max_connections);
+    check_range(detail::kHttpIdleTimeout, config.http_idle_timeout.count());
+    check_range(detail::kApiStatementTimeout, config.api_statement_timeout.count());
 
     const double multiplier = config.backoff_multiplier;
     const auto& bounds = detail::kBackoffMultiplier;

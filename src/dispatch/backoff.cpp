@@ -7,10 +7,15 @@ namespace outboxd::dispatch {
 
 std::chrono::milliseconds Backoff::delay_for(std::int32_t attempt) const {
     const double cap = static_cast<double>(max.count());
-    double delay = static_cast<double>(base.count());
-    // Multiply step by step and stop at the cap: pow() of a large attempt would overflow
-    // to infinity, and the loop ends after a few dozen steps for any multiplier >= 2.
-    for (std::int32_t i = 0; i < attempt && delay < cap; ++i) delay *= multiplier;
+    const double first = static_cast<double>(base.count());
+    if (attempt <= 0 || multiplier <= 1.0 || first >= cap) {
+        return std::chrono::milliseconds{static_cast<std::int64_t>(std::min(first, cap))};
+    }
+    // Closed form, O(1) for any attempt: past the attempt at which the delay reaches the cap
+    // it is the cap (pow() of a large attempt would overflow to infinity).
+    const double reaches_cap = std::log(cap / first) / std::log(multiplier);
+    if (static_cast<double>(attempt) >= reaches_cap) return max;
+    const double delay = first * std::pow(multiplier, static_cast<double>(attempt));
     return std::chrono::milliseconds{static_cast<std::int64_t>(std::min(delay, cap))};
 }
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "outboxd/store/store_error.hpp"
+#include "outboxd/util/untrusted_text.hpp"
+
 namespace outboxd::dispatch {
 
 namespace {
@@ -21,16 +24,39 @@ bool ceiling_binds(const PlanInput& input) {
     return false;
 }
 
+// Why the database could not take `scope`'s names as parameters, if it could not.
+std::optional<std::string> scope_problem(const store::ClaimScope& scope) {
+    std::vector<std::string_view> names{scope.namespace_name, scope.task_queue};
+    if (scope.node) names.push_back(*scope.node);
+    names.insert(names.end(), scope.activity_types.begin(), scope.activity_types.end());
+    for (const auto name : names) {
+        if (name.find('\0') != std::string_view::npos) return "a route name contains a NUL byte";
+        if (!util::is_valid_utf8(name)) return "a route name is not valid UTF-8";
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
-                             const std::vector<worker::Route>& routes,
+                             const std::vector<worker::Route>& all_routes,
                              const std::function<std::int64_t(const std::string&)>& quota,
                              std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
                              ClaimCursors* cursors, ClaimGenerations generations,
                              const std::map<std::string, std::int64_t>& settled) {
     ClaimRoundResult result;
-    if (routes.empty() || owner.ranges.empty()) return result;
+    if (all_routes.empty() || owner.ranges.empty()) return result;
+    // A scope the database could not even be asked about is refused here, before any
+    // statement: one bad route must not fail the count that every route shares.
+    std::vector<worker::Route> routes;
+    for (const auto& route : all_routes) {
+        if (auto problem = scope_problem(route.scope)) {
+            result.refused.emplace_back(route.scope, *problem);
+        } else {
+            routes.push_back(route);
+        }
+    }
+    if (routes.empty()) return result;
     std::set<std::string> names;
     for (const auto& route : routes) names.insert(route.scope.namespace_name);
     const std::vector<std::string> namespaces(names.begin(), names.end());
@@ -70,7 +96,15 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
             const auto after = cursors ? cursors->start(claim.scope, ClaimCursors::Clock::now(),
                                                         generations.front)
                                        : std::nullopt;
-            auto rows = store.claim_scoped(owner, claim.scope, claim.limit, after);
+            std::vector<store::OutboxRow> rows;
+            try {
+                rows = store.claim_scoped(owner, claim.scope, claim.limit, after);
+            } catch (const store::ValidationError& error) {
+                // Refused as data (a value the database cannot take): claiming it again
+                // would fail again, and must not stop every other route.
+                result.refused.emplace_back(claim.scope, error.what());
+                continue;
+            }
             tally.upper[claim.scope.namespace_name] += static_cast<std::int64_t>(rows.size());
             const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
             if (cursors) {

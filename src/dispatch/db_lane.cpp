@@ -1,13 +1,13 @@
 #include "outboxd/dispatch/db_lane.hpp"
 
+#include <prometheus/counter.h>
 #include <spdlog/spdlog.h>
 
 namespace outboxd::dispatch {
 
-DbLane::DbLane(std::string name, std::string database_url, store::OutboxStore::Commits commits)
-    : name_(std::move(name)),
+DbLane::DbLane(LaneSettings settings, std::string database_url)
+    : settings_(std::move(settings)),
       database_url_(std::move(database_url)),
-      commits_(commits),
       thread_([this] { run(); }) {}
 
 DbLane::~DbLane() {
@@ -19,12 +19,17 @@ DbLane::~DbLane() {
     thread_.join();
 }
 
-void DbLane::submit(Job job) {
+bool DbLane::submit(Job job) {
     {
         std::lock_guard lock{mutex_};
+        if (jobs_.size() >= settings_.capacity) {
+            if (settings_.rejected) settings_.rejected->Increment();
+            return false;
+        }
         jobs_.push_back(std::move(job));
     }
     ready_.notify_one();
+    return true;
 }
 
 std::size_t DbLane::queued() const {
@@ -35,7 +40,7 @@ std::size_t DbLane::queued() const {
 void DbLane::run() {
     // Connections are created lazily by the stores, on this thread, and reconnect after a
     // broken connection on their next use.
-    store::OutboxStore outbox{database_url_, commits_};
+    store::OutboxStore outbox{database_url_, settings_.commits, settings_.statement_timeout};
     store::ClusterStore cluster{database_url_};
     while (true) {
         Job job;
@@ -46,11 +51,13 @@ void DbLane::run() {
             job = std::move(jobs_.front());
             jobs_.pop_front();
         }
+        // Jobs report their own errors; this only keeps one fault from ending the lane.
         try {
             job(DbHandles{outbox, cluster});
         } catch (const std::exception& error) {
-            // Jobs report their own errors; this only guards the thread.
-            spdlog::error("event=db_job_escaped lane={} error=\"{}\"", name_, error.what());
+            spdlog::error("event=db_job_escaped lane={} error=\"{}\"", settings_.name, error.what());
+        } catch (...) {
+            spdlog::error("event=db_job_escaped lane={} error=unknown", settings_.name);
         }
     }
 }

@@ -1,7 +1,11 @@
 #include "outboxd/dispatch/dispatcher.hpp"
 
+#include <random>
+
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+
+#include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::dispatch {
 namespace {
@@ -40,7 +44,9 @@ Dispatcher::Dispatcher(boost::asio::any_io_executor loop, DispatchLanes lanes,
       settings_(settings),
       owner_(std::move(owner)),
       outcomes_(loop, lanes.outcomes, metrics, settings.max_outcome_batch),
+      claim_faults_({}, std::random_device{}()),
       poll_timer_(loop),
+      claim_retry_timer_(loop),
       timeout_timer_(loop),
       reconcile_timer_(loop),
       retention_timer_(loop),
@@ -93,8 +99,8 @@ void Dispatcher::start() {
 
 void Dispatcher::stop() {
     stopped_ = true;
-    for (auto* timer : {&poll_timer_, &timeout_timer_, &reconcile_timer_, &retention_timer_,
-                        &gauge_timer_}) {
+    for (auto* timer : {&poll_timer_, &claim_retry_timer_, &timeout_timer_, &reconcile_timer_,
+                        &retention_timer_, &gauge_timer_}) {
         timer->cancel();
     }
 }
@@ -127,9 +133,12 @@ void Dispatcher::sweep() {
     claiming_ = false;
     // A node that cannot write outcomes stops claiming until the writes land again.
     if (draining_ || stopped_ || !outcomes_.healthy()) return check_drained();
+    // After a failed round, triggers wait for its backoff (claim_retry_timer_ sweeps then).
+    if (claim_faults_.waiting(Clock::now())) return;
     auto owner = owner_();
     if (owner.ranges.empty()) return;
     auto routes = registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
+    claim_faults_.drop_resting(routes, Clock::now());
     if (routes.empty()) return;
 
     std::map<std::string, std::int64_t> quotas;
@@ -139,7 +148,7 @@ void Dispatcher::sweep() {
     claiming_ = true;
     sweep_again_ = false;
     const auto started = Clock::now();
-    lanes_.claims.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
+    const bool queued = lanes_.claims.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
                           routes = std::move(routes), quotas = std::move(quotas),
                           batch = settings_.batch_size, rotation = rotation_++,
                           tally = claimed_tally_, cursors = cursors_,
@@ -172,24 +181,38 @@ void Dispatcher::sweep() {
             if (self && *self) (*self)->on_claimed(std::move(result), std::move(error), seconds);
         });
     });
+    if (!queued) {
+        // Only one round is ever in flight, so a full claims lane means a stalled database.
+        // The refused round took the settled counts with it: count again next time.
+        claimed_tally_->known = false;
+        on_claimed({}, "the claims lane is full", 0.0);
+    }
 }
 
 void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double seconds) {
     claiming_ = false;
     metrics_.claim_seconds.Observe(seconds);
+    const auto now = Clock::now();
     if (!error.empty()) {
         // Its claims may have committed unseen: release them before the next claim, which
-        // then reads from the front (they keep their place in line).
+        // then reads from the front (they keep their place in line). The next round waits
+        // for the backoff, whatever triggers it meanwhile.
         release_after_ = last_claim_token_;
-        claim_from_front();
+        ++front_generation_;
+        backlog_likely_ = true;
+        claim_retry_timer_.expires_after(claim_faults_.round_failed(error, now));
+        claim_retry_timer_.async_wait([alive = std::weak_ptr(alive_)](auto ec) {
+            const auto self = alive.lock();
+            if (!ec && self && *self) (*self)->request_sweep();
+        });
         check_drained();
-        // The poll retries; log the first failure of a run and then every 50th.
-        if (claim_errors_++ % 50 == 0) {
-            spdlog::warn("event=claim_failed consecutive={} error=\"{}\"", claim_errors_, error);
-        }
         return;
     }
-    claim_errors_ = 0;
+    claim_faults_.round_succeeded(now);
+    for (const auto& [scope, why] : result.refused) {
+        metrics_.claim_route_errors_total.Increment();
+        claim_faults_.route_refused(scope, why, now);
+    }
     last_claim_token_ = std::max(last_claim_token_, result.last_token);
     // Writes that landed while the round counted may be in its count already.
     if (result.counted) (void)outcomes_.take_settled();
@@ -224,6 +247,12 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
 }
 
 void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
+    if (util::json_nesting_depth(row.input_json, protocol::kMaxInputNesting) >
+        protocol::kMaxInputNesting) {
+        return refuse(worker, row,
+                      "input nests deeper than " + std::to_string(protocol::kMaxInputNesting) +
+                          " levels, which no task frame may carry");
+    }
     const store::ClaimRef ref{row.id, row.claim_token};
     protocol::Task task;
     task.task_id = task_id_for(ref);
@@ -236,7 +265,7 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
     task.node = std::move(row.node);
     task.activity_type = std::move(row.activity_type);
     task.input_json = std::move(row.input_json);
-    task.attempt = row.attempt + 1;  // one-based on the wire
+    task.attempt = std::int64_t{row.attempt} + 1;  // one-based on the wire
     task.timeout_ms = settings_.task_timeout.count();
 
     const auto [entry, added] = in_flight_.try_emplace(
@@ -259,6 +288,15 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
     // and this is an observation only, never a decision.
     const auto waited = std::chrono::duration<double>(store::Clock::now() - row.visible_after);
     metrics_.dispatch_latency.Observe(std::max(0.0, waited.count()));
+}
+
+void Dispatcher::refuse(worker::WorkerEntry& worker, const store::OutboxRow& row,
+                        std::string reason) {
+    --worker.outstanding;
+    spdlog::warn("event=row_undeliverable dispatch_key=\"{}\" reason=\"{}\"",
+                 util::log_safe(row.dispatch_key), reason);
+    outcomes_.record(store::Outcome::fail({row.id, row.claim_token}, std::move(reason)),
+                     row.namespace_name, "failed");
 }
 
 Dispatcher::InFlight Dispatcher::take(std::unordered_map<std::string, InFlight>::iterator it) {
@@ -301,7 +339,7 @@ std::optional<protocol::Error> Dispatcher::on_fail(const worker::WorkerEntry& wo
 
 void Dispatcher::record_failure(const InFlight& task, const std::string& error, bool retryable,
                                 bool immediate) {
-    if (!retryable || task.attempt + 1 >= settings_.max_attempts) {
+    if (!retryable || std::int64_t{task.attempt} + 1 >= settings_.max_attempts) {
         outcomes_.record(store::Outcome::fail(task.ref, error), task.namespace_name, "failed");
         return;
     }
@@ -353,11 +391,14 @@ void Dispatcher::reconcile() {
     auto owner = owner_();
     if (owner.ranges.empty()) return;
     maintenance_busy_ = true;
-    lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
-                               liveness = settings_.liveness,
-                               stale = settings_.task_timeout + settings_.stale_grace](DbHandles db) {
+    const bool queued = lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_,
+                                                   owner = std::move(owner),
+                                                   liveness = settings_.liveness,
+                                                   stale = settings_.task_timeout +
+                                                           settings_.stale_grace](DbHandles db) {
         const auto started = Clock::now();
         std::size_t rearmed = 0;
+        std::string error;
         try {
             // Claims of incarnations that are gone: at once, not after a long timeout.
             rearmed += db.outbox.rearm_orphaned(owner, liveness, kReconcileBatch).size();
@@ -368,15 +409,16 @@ void Dispatcher::reconcile() {
             if (!cancelled.keys.empty()) {
                 spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
             }
-        } catch (const std::exception& error) {
-            spdlog::warn("event=reconcile_failed error=\"{}\"", error.what());
+        } catch (const std::exception& e) {
+            error = e.what();
         }
         const auto took = Clock::now() - started;
-        boost::asio::post(loop, [alive, rearmed, took] {
+        boost::asio::post(loop, [alive, rearmed, took, error = std::move(error)] {
             const auto self = alive.lock();
             if (!self || !*self) return;
             (*self)->maintenance_busy_ = false;
             (*self)->reconcile_rest_until_ = Clock::now() + 19 * took;
+            (*self)->maintenance_result("reconcile", error);
             if (rearmed > 0) {
                 spdlog::info("event=claims_rearmed count={}", rearmed);
                 (*self)->metrics_.rows_rearmed_total.Increment(static_cast<double>(rearmed));
@@ -384,10 +426,28 @@ void Dispatcher::reconcile() {
             }
         });
     });
+    if (!queued) maintenance_busy_ = false;  // the lane is full: the next tick tries again
+}
+
+void Dispatcher::maintenance_result(std::string_view task, const std::string& error) {
+    const auto now = Clock::now();
+    if (error.empty()) {
+        const auto lasted = maintenance_failures_.lasted(now);
+        if (const auto failed = maintenance_failures_.succeeded(); failed > 0) {
+            spdlog::info("event=maintenance_recovered failures={} after_ms={}", failed, lasted.count());
+        }
+    } else if (maintenance_failures_.failed(now)) {
+        spdlog::warn("event=maintenance_failed task={} failures={} for_ms={} error=\"{}\"", task,
+                     maintenance_failures_.failures(), maintenance_failures_.lasted(now).count(),
+                     util::log_safe(error));
+    }
 }
 
 void Dispatcher::apply_retention() {
-    lanes_.maintenance.submit([retention = settings_.retention](DbHandles db) {
+    // Periodic: when the lane is full, the next period tries again.
+    (void)lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_,
+                                     retention = settings_.retention](DbHandles db) {
+        std::string error;
         try {
             std::int64_t total = 0;
             for (std::int64_t n = kRetentionBatch; n == kRetentionBatch;) {
@@ -395,16 +455,21 @@ void Dispatcher::apply_retention() {
                 total += n;
             }
             if (total > 0) spdlog::info("event=retention_deleted rows={}", total);
-        } catch (const std::exception& error) {
-            spdlog::warn("event=retention_failed error=\"{}\"", error.what());
+        } catch (const std::exception& e) {
+            error = e.what();
         }
+        boost::asio::post(loop, [alive, error = std::move(error)] {
+            const auto self = alive.lock();
+            if (self && *self) (*self)->maintenance_result("retention", error);
+        });
     });
 }
 
 void Dispatcher::refresh_gauges() {
     auto owner = owner_();
-    lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_,
-                               ranges = owner.ranges](DbHandles db) {
+    // Periodic: when the lane is full, the next period tries again.
+    (void)lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_,
+                                     ranges = owner.ranges](DbHandles db) {
         const auto started = Clock::now();
         std::map<std::string, std::pair<double, double>> counts;
         bool ok = true;

@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "outboxd/util/untrusted_text.hpp"
+
 namespace outboxd::dispatch {
 
 NamespaceCache::NamespaceCache(boost::asio::any_io_executor loop, DbLane& lane,
@@ -34,17 +36,22 @@ void NamespaceCache::schedule() {
 }
 
 void NamespaceCache::refresh_now() {
-    lane_.submit([alive = std::weak_ptr<NamespaceCache*>(alive_), loop = loop_](DbHandles db) {
+    // Periodic: when the lane is full, the next refresh tries again.
+    (void)lane_.submit([alive = std::weak_ptr<NamespaceCache*>(alive_), loop = loop_](DbHandles db) {
         std::vector<store::NamespaceSettings> settings;
+        std::string error;
         try {
             settings = db.outbox.list_namespaces();
-        } catch (const std::exception& error) {
-            spdlog::warn("event=namespace_refresh_failed error=\"{}\"", error.what());
-            return;  // keep the last known settings
+        } catch (const std::exception& e) {
+            error = e.what();
         }
-        boost::asio::post(loop, [alive, settings = std::move(settings)] {
+        boost::asio::post(loop, [alive, settings = std::move(settings), error = std::move(error)] {
             const auto self = alive.lock();
             if (!self || !*self) return;
+            if (!error.empty()) return (*self)->refresh_failed(error);  // keep the last known
+            if (const auto failed = (*self)->failures_.succeeded(); failed > 0) {
+                spdlog::info("event=namespace_refresh_recovered failures={}", failed);
+            }
             std::map<std::string, Entry> fresh;
             for (const auto& s : settings) {
                 Entry entry;
@@ -57,6 +64,14 @@ void NamespaceCache::refresh_now() {
             (*self)->entries_ = std::move(fresh);
         });
     });
+}
+
+void NamespaceCache::refresh_failed(const std::string& error) {
+    const auto now = std::chrono::steady_clock::now();
+    if (failures_.failed(now)) {
+        spdlog::warn("event=namespace_refresh_failed failures={} for_ms={} error=\"{}\"",
+                     failures_.failures(), failures_.lasted(now).count(), util::log_safe(error));
+    }
 }
 
 std::int64_t NamespaceCache::quota(const std::string& ns) const {

@@ -1,15 +1,21 @@
 #include "outboxd/dispatch/outcome_writer.hpp"
 
 #include <algorithm>
+#include <random>
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+
+#include "outboxd/store/store_error.hpp"
+#include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::dispatch {
 namespace {
 
 constexpr auto kRetryMin = std::chrono::milliseconds{50};
 constexpr auto kRetryMax = std::chrono::milliseconds{5000};
+// How much of the database's refusal a substitute dead letter keeps.
+constexpr std::size_t kRefusalBytes = 500;
 
 }  // namespace
 
@@ -19,6 +25,7 @@ OutcomeWriter::OutcomeWriter(boost::asio::any_io_executor loop, DbLane& lane,
       lane_(lane),
       metrics_(metrics),
       max_batch_(max_batch),
+      retry_backoff_(kRetryMin, kRetryMax, std::random_device{}()),
       retry_timer_(loop),
       alive_(std::make_shared<OutcomeWriter*>(this)) {}
 
@@ -41,34 +48,43 @@ void OutcomeWriter::record(store::Outcome outcome, std::string namespace_name, s
 void OutcomeWriter::flush() {
     if (writing_ || buffer_.empty()) return;
     writing_ = true;
-    const std::size_t count = std::min(buffer_.size(), max_batch_);
-    std::vector<Pending> batch(std::make_move_iterator(buffer_.begin()),
-                               std::make_move_iterator(buffer_.begin() + static_cast<long>(count)));
+    std::size_t count = std::min(buffer_.size(), max_batch_);
+    if (suspect_ > 0) count = std::min({count, suspect_, split_});
+    // Shared with the job, so that a batch the lane refuses comes back here.
+    auto batch = std::make_shared<std::vector<Pending>>(
+        std::make_move_iterator(buffer_.begin()),
+        std::make_move_iterator(buffer_.begin() + static_cast<long>(count)));
     buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<long>(count));
     std::weak_ptr<OutcomeWriter*> alive = alive_;
     auto loop = loop_;
-    lane_.submit([batch = std::move(batch), alive, loop](DbHandles db) mutable {
+    const bool queued = lane_.submit([batch, alive, loop](DbHandles db) {
         std::vector<store::Outcome> outcomes;
-        outcomes.reserve(batch.size());
-        for (const auto& p : batch) outcomes.push_back(p.outcome);
+        outcomes.reserve(batch->size());
+        for (const auto& p : *batch) outcomes.push_back(p.outcome);
         std::vector<bool> applied;
         std::string error;
+        Failure failure = Failure::transient;
         try {
             applied = db.outbox.record_outcomes(outcomes);
+        } catch (const store::ValidationError& e) {
+            error = e.what();  // the data: the same batch would fail the same way
+            failure = Failure::deterministic;
         } catch (const std::exception& e) {
-            error = e.what();
+            error = e.what();  // anything else may pass: retried as a whole
         }
-        boost::asio::post(loop, [alive, batch = std::move(batch), applied = std::move(applied),
-                                 error = std::move(error)]() mutable {
+        boost::asio::post(loop, [alive, batch, applied = std::move(applied),
+                                 error = std::move(error), failure]() mutable {
             const auto self = alive.lock();
             if (!self || !*self) return;
             if (error.empty()) {
-                (*self)->finish(std::move(batch), std::move(applied));
+                (*self)->finish(std::move(*batch), std::move(applied));
             } else {
-                (*self)->fail(std::move(batch), error);
+                (*self)->fail(std::move(*batch), failure, error);
             }
         });
     });
+    // A full lane (a stalled database) is a transient failure: kept, retried later.
+    if (!queued) fail(std::move(*batch), Failure::transient, "the outcomes lane is full");
 }
 
 void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied) {
@@ -76,6 +92,8 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
     const bool recovered = failures_ > 0;
     if (recovered) spdlog::info("event=outcome_writes_recovered after_failures={}", failures_);
     failures_ = 0;
+    retry_backoff_.reset();
+    suspect_ -= std::min(suspect_, batch.size());
     bool rearmed = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const auto& outcome = batch[i].outcome;
@@ -101,17 +119,17 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
     if ((idle() || recovered) && on_settled_) on_settled_();
 }
 
-void OutcomeWriter::fail(std::vector<Pending> batch, const std::string& error) {
+void OutcomeWriter::fail(std::vector<Pending> batch, Failure failure, const std::string& error) {
     writing_ = false;
-    ++failures_;
     metrics_.outcome_write_failures_total.Increment();
-    // Put the batch back in front, in order: it is retried before anything newer.
-    buffer_.insert(buffer_.begin(), std::make_move_iterator(batch.begin()),
-                   std::make_move_iterator(batch.end()));
-    const auto delay = std::min(kRetryMax, kRetryMin * (1 << std::min<std::uint32_t>(failures_, 7)));
+    if (failure == Failure::deterministic) return isolate(std::move(batch), error);
+
+    ++failures_;
+    put_back(std::move(batch));
+    const auto delay = retry_backoff_.next();
     if (failures_ == 1 || failures_ % 20 == 0) {
         spdlog::warn("event=outcome_write_failed failures={} kept={} retry_in_ms={} error=\"{}\"",
-                     failures_, buffer_.size(), delay.count(), error);
+                     failures_, buffer_.size(), delay.count(), util::log_safe(error));
     }
     retry_timer_.expires_after(delay);
     retry_timer_.async_wait([alive = std::weak_ptr<OutcomeWriter*>(alive_)](auto ec) {
@@ -119,6 +137,40 @@ void OutcomeWriter::fail(std::vector<Pending> batch, const std::string& error) {
         if (ec || !self || !*self) return;
         (*self)->flush();
     });
+}
+
+void OutcomeWriter::isolate(std::vector<Pending> batch, const std::string& error) {
+    if (batch.size() > 1) {
+        // Halve until the refused outcome is alone; the others land on the way.
+        suspect_ = batch.size();
+        split_ = (batch.size() + 1) / 2;
+        put_back(std::move(batch));
+        return flush();
+    }
+    suspect_ = 0;
+    Pending refused = std::move(batch.front());
+    metrics_.outcomes_refused_total.Increment();
+    if (refused.substitute) {
+        // Not even a dead letter is accepted: give up on this answer. The row stays claimed
+        // and the stale-claim backstop re-arms it; nothing is lost.
+        spdlog::error("event=outcome_abandoned task={}.{} error=\"{}\"", refused.outcome.ref.id,
+                      refused.outcome.ref.token, util::log_safe(error));
+        return flush();
+    }
+    spdlog::warn("event=outcome_refused task={}.{} error=\"{}\" recorded_as=dead_letter",
+                 refused.outcome.ref.id, refused.outcome.ref.token, util::log_safe(error));
+    const auto ref = refused.outcome.ref;
+    buffer_.push_front({store::Outcome::fail(ref, util::sanitize_text(
+                                                      "outcome could not be recorded: " + error,
+                                                      kRefusalBytes)),
+                        std::move(refused.namespace_name), "failed", /*substitute=*/true});
+    flush();
+}
+
+void OutcomeWriter::put_back(std::vector<Pending> batch) {
+    // In front, in order: retried before anything newer.
+    buffer_.insert(buffer_.begin(), std::make_move_iterator(batch.begin()),
+                   std::make_move_iterator(batch.end()));
 }
 
 }  // namespace outboxd::dispatch

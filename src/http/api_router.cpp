@@ -5,6 +5,7 @@
 #include <prometheus/registry.h>
 
 #include "outboxd/store/store_error.hpp"
+#include "outboxd/util/untrusted_text.hpp"
 #include "row_parser.hpp"
 #include "time_format.hpp"
 
@@ -13,7 +14,10 @@ namespace {
 
 using nlohmann::json;
 
-ApiResponse ok(const json& body, int status = 200) { return {status, "application/json", body.dump()}; }
+ApiResponse ok(const json& body, int status = 200) { return {status, "application/json", json_text(body)}; }
+
+// How much of a request's own target an error message echoes.
+constexpr std::size_t kEchoBytes = 200;
 
 json optional_json(const std::optional<std::string>& value) {
     return value ? json(*value) : json(nullptr);
@@ -23,25 +27,33 @@ json optional_time(const std::optional<store::TimePoint>& value) {
     return value ? json(format_rfc3339(*value)) : json(nullptr);
 }
 
-json row_json(const store::OutboxRow& row) {
-    return {{"dispatch_key", row.dispatch_key},
-            {"workflow_id", row.workflow_id},
-            {"ordinal", row.ordinal},
-            {"run_id", optional_json(row.run_id)},
-            {"namespace", row.namespace_name},
-            {"task_queue", row.task_queue},
-            {"node", optional_json(row.node)},
-            {"activity_type", row.activity_type},
-            {"input", json::parse(row.input_json, nullptr, false)},
-            {"status", store::to_string(row.status)},
-            {"attempt", row.attempt},
-            {"visible_after", format_rfc3339(row.visible_after)},
-            {"claimed_at", optional_time(row.claimed_at)},
-            {"claimed_by", optional_json(row.claimed_by)},
-            {"last_error", optional_json(row.last_error)},
-            {"created_at", format_rfc3339(row.created_at)},
-            {"finished_at", optional_time(row.finished_at)},
-            {"shard", row.shard}};
+// The row as JSON text. Its input is spliced as stored, never parsed: a row inserted by
+// plain SQL may nest deeper than anything outboxd would build, and re-serializing recurses
+// once per level.
+std::string row_json(const store::OutboxRow& row) {
+    json fields = {{"dispatch_key", row.dispatch_key},
+                   {"workflow_id", row.workflow_id},
+                   {"ordinal", row.ordinal},
+                   {"run_id", optional_json(row.run_id)},
+                   {"namespace", row.namespace_name},
+                   {"task_queue", row.task_queue},
+                   {"node", optional_json(row.node)},
+                   {"activity_type", row.activity_type},
+                   {"status", store::to_string(row.status)},
+                   {"attempt", row.attempt},
+                   {"visible_after", format_rfc3339(row.visible_after)},
+                   {"claimed_at", optional_time(row.claimed_at)},
+                   {"claimed_by", optional_json(row.claimed_by)},
+                   {"last_error", optional_json(row.last_error)},
+                   {"created_at", format_rfc3339(row.created_at)},
+                   {"finished_at", optional_time(row.finished_at)},
+                   {"shard", row.shard}};
+    std::string text = json_text(fields);
+    text.pop_back();  // the closing brace
+    text += R"(,"input":)";
+    text += row.input_json.empty() ? "null" : row.input_json;
+    text += '}';
+    return text;
 }
 
 json namespace_json(const std::string& name, const std::optional<store::NamespaceSettings>& s,
@@ -81,8 +93,10 @@ bool ApiRouter::admin_allowed(const ApiRequest& request) const {
 }
 
 void ApiRouter::on_lane(Job job, Respond respond) {
-    services_.api_lane.submit([job = std::move(job), respond = std::move(respond),
-                               loop = loop_](dispatch::DbHandles db) mutable {
+    // Shared with the job, so that a request the full lane refuses is still answered.
+    auto answer = std::make_shared<Respond>(std::move(respond));
+    const bool queued = services_.api_lane.submit([job = std::move(job), answer,
+                                                   loop = loop_](dispatch::DbHandles db) {
         ApiResponse response;
         try {
             response = job(db);
@@ -95,10 +109,14 @@ void ApiRouter::on_lane(Job job, Respond respond) {
         } catch (const std::exception& error) {
             response = error_response(500, "internal", error.what());
         }
-        boost::asio::post(loop, [respond = std::move(respond), response = std::move(response)]() mutable {
-            respond(std::move(response));
+        boost::asio::post(loop, [answer, response = std::move(response)]() mutable {
+            (*answer)(std::move(response));
         });
     });
+    if (!queued) {
+        (*answer)(error_response(503, "busy",
+                                 "too many API requests are waiting for the database; try again"));
+    }
 }
 
 std::string ApiRouter::cluster_json() const {
@@ -111,13 +129,21 @@ std::string ApiRouter::cluster_json() const {
                          {"draining", node.draining},
                          {"shards", shards}});
     }
-    return json{{"nodes", nodes}}.dump();
+    return json_text(json{{"nodes", nodes}});
 }
 
 void ApiRouter::handle(const ApiRequest& request, Respond respond) {
-    const auto target = parse_target(request.target);
-    if (!target) return respond(error_response(400, "bad_target", "malformed percent-encoding in URL"));
+    const auto parsed = parse_target(request.target);
+    if (const auto* error = std::get_if<TargetError>(&parsed)) {
+        // A guarded node tells a client without the token nothing, not even what is wrong.
+        if (!admin_allowed(request)) {
+            return respond(error_response(401, "unauthorized", "a valid admin bearer token is required"));
+        }
+        return respond(error_response(400, "bad_target", error->message));
+    }
+    const auto* target = &std::get<ParsedTarget>(parsed);
     const auto& seg = target->segments;
+    const auto echoed = util::sanitize_text(request.target, kEchoBytes);
     const auto& method = request.method;
     const auto route_is = [&seg](std::initializer_list<const char*> parts) {
         if (seg.size() != parts.size()) return false;
@@ -152,7 +178,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         }
         return;
     }
-    if (seg.empty() || seg[0] != "v1") return respond(not_found("no such route: " + request.target));
+    if (seg.empty() || seg[0] != "v1") return respond(not_found("no such route: " + echoed));
 
     // Workers discover the cluster here, so either token opens it.
     if (route_is({"v1", "cluster"})) {
@@ -177,7 +203,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (!only("GET")) return;
         return on_lane([key = seg[2]](dispatch::DbHandles db) {
             const auto row = db.outbox.find(key);
-            return row ? ok(row_json(*row)) : not_found("no outbox row with dispatch_key '" + key + "'");
+            return row ? ApiResponse{200, "application/json", row_json(*row)}
+                       : not_found("no outbox row with dispatch_key '" + key + "'");
         }, std::move(respond));
     }
     if (route_is({"v1", "workflows", "*", "*"})) {
@@ -251,7 +278,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (only("GET")) get_namespace(seg[2], std::move(respond));
         return;
     }
-    respond(not_found("no such route: " + request.target));
+    respond(not_found("no such route: " + echoed));
 }
 
 void ApiRouter::stage(const ApiRequest& request, Respond respond) {
@@ -259,7 +286,7 @@ void ApiRouter::stage(const ApiRequest& request, Respond respond) {
     if (auto* error = std::get_if<RowError>(&parsed)) {
         json body = {{"error", {{"code", error->code}, {"message", error->message}}}};
         if (error->row) body["error"]["row"] = *error->row;
-        return respond({400, "application/json", body.dump()});
+        return respond({400, "application/json", json_text(body)});
     }
     on_lane([rows = std::get<std::vector<store::NewRow>>(std::move(parsed))](dispatch::DbHandles db) {
         try {
@@ -268,7 +295,7 @@ void ApiRouter::stage(const ApiRequest& request, Respond respond) {
         } catch (const store::ValidationError& error) {
             json body = {{"error", {{"code", "invalid_row"}, {"message", error.what()}}}};
             if (error.row_index()) body["error"]["row"] = *error.row_index();
-            return ApiResponse{400, "application/json", body.dump()};
+            return ApiResponse{400, "application/json", json_text(body)};
         }
     }, std::move(respond));
 }

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outboxd/util/untrusted_text.hpp"
+
 namespace outboxd::http {
 namespace {
 
@@ -34,12 +36,27 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
 
 }  // namespace
 
-ApiResponse error_response(int status, std::string_view code, std::string_view message) {
-    nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
-    return {status, "application/json", body.dump()};
+std::string json_text(const nlohmann::json& value) {
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::optional<ParsedTarget> parse_target(std::string_view target) {
+ApiResponse error_response(int status, std::string_view code, std::string_view message) {
+    nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
+    return {status, "application/json", json_text(body)};
+}
+
+std::variant<ParsedTarget, TargetError> parse_target(std::string_view target) {
+    const auto checked = [](std::optional<std::string> decoded, std::string_view what)
+        -> std::variant<std::string, TargetError> {
+        if (!decoded) return TargetError{"malformed percent-encoding in the URL " + std::string{what}};
+        if (decoded->find('\0') != std::string::npos) {
+            return TargetError{"the URL " + std::string{what} + " holds a NUL byte"};
+        }
+        if (!util::is_valid_utf8(*decoded)) {
+            return TargetError{"the URL " + std::string{what} + " is not valid UTF-8"};
+        }
+        return std::move(*decoded);
+    };
     ParsedTarget parsed;
     const auto question = target.find('?');
     const std::string_view path = target.substr(0, question);
@@ -49,9 +66,9 @@ std::optional<ParsedTarget> parse_target(std::string_view target) {
         const auto piece = path.substr(start, slash == std::string_view::npos ? std::string_view::npos
                                                                               : slash - start);
         if (!piece.empty()) {
-            auto decoded = percent_decode(piece, false);
-            if (!decoded) return std::nullopt;
-            parsed.segments.push_back(std::move(*decoded));
+            auto decoded = checked(percent_decode(piece, false), "path");
+            if (auto* error = std::get_if<TargetError>(&decoded)) return std::move(*error);
+            parsed.segments.push_back(std::get<std::string>(std::move(decoded)));
         }
         if (slash == std::string_view::npos) break;
         start = slash + 1;
@@ -62,10 +79,13 @@ std::optional<ParsedTarget> parse_target(std::string_view target) {
             const auto amp = query.find('&');
             const auto pair = query.substr(0, amp);
             const auto eq = pair.find('=');
-            auto key = percent_decode(pair.substr(0, eq), true);
-            auto value = percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
-            if (!key || !value) return std::nullopt;
-            if (!key->empty()) parsed.query[*key] = *value;
+            auto key = checked(percent_decode(pair.substr(0, eq), true), "query");
+            auto value = checked(
+                percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true), "query");
+            if (auto* error = std::get_if<TargetError>(&key)) return std::move(*error);
+            if (auto* error = std::get_if<TargetError>(&value)) return std::move(*error);
+            auto& name = std::get<std::string>(key);
+            if (!name.empty()) parsed.query[name] = std::get<std::string>(std::move(value));
             if (amp == std::string_view::npos) break;
             query.remove_prefix(amp + 1);
         }

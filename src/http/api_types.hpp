@@ -6,6 +6,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace outboxd::http {
 
@@ -27,13 +31,20 @@ using Respond = std::function<void(ApiResponse)>;
 // {"error":{"code":"…","message":"…"}} (design §6), plus optional extra members.
 [[nodiscard]] ApiResponse error_response(int status, std::string_view code, std::string_view message);
 
-// Splits a target into its decoded path segments and decoded query parameters. Returns
-// nullopt for malformed percent-encoding.
+// Splits a target into its decoded path segments and decoded query parameters, or says why
+// it cannot: malformed percent-encoding, or a decoded segment or parameter that is not valid
+// UTF-8 or holds a NUL byte (names from a URL end up in SQL parameters and responses).
 struct ParsedTarget {
     std::vector<std::string> segments;  // "/v1/outbox/a%2Fb" -> {"v1", "outbox", "a/b"}
     std::map<std::string, std::string> query;
 };
-[[nodiscard]] std::optional<ParsedTarget> parse_target(std::string_view target);
+struct TargetError {
+    std::string message;
+};
+[[nodiscard]] std::variant<ParsedTarget, TargetError> parse_target(std::string_view target);
+
+// JSON text of `value` that never throws: invalid UTF-8 in a string becomes U+FFFD.
+[[nodiscard]] std::string json_text(const nlohmann::json& value);
 
 // Constant-time comparison for bearer tokens.
 [[nodiscard]] bool token_matches(const std::optional<std::string>& presented, const std::string& expected);

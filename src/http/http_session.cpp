@@ -17,7 +17,10 @@ std::optional<std::string> bearer_of(beast::string_view authorization) {
 }
 
 HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server)
-    : stream_(std::move(socket)), server_(server) {}
+    : slot_(std::make_unique<ConnectionSlot>(server.open_connections,
+                                             server.services.metrics.connections_open)),
+      stream_(std::move(socket)),
+      server_(server) {}
 
 void HttpSession::run() { read(); }
 
@@ -50,7 +53,17 @@ void HttpSession::on_read(beast::error_code ec) {
         stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
         return;
     }
-    Request request = parser_->release();
+    // One fault, one request: whatever a handler throws ends this request with a 500 and
+    // this connection, never the node.
+    try {
+        respond_to(parser_->release());
+    } catch (const std::exception& error) {
+        server_.fault("http", error.what());
+        write(error_response(500, "internal", "the request failed unexpectedly"), false);
+    }
+}
+
+void HttpSession::respond_to(Request request) {
     if (beast::websocket::is_upgrade(request)) return upgrade(std::move(request));
 
     ApiRequest api;
@@ -65,7 +78,8 @@ void HttpSession::on_read(beast::error_code ec) {
 }
 
 void HttpSession::upgrade(Request request) {
-    const auto target = parse_target(std::string_view{request.target().data(), request.target().size()});
+    const auto parsed = parse_target(std::string_view{request.target().data(), request.target().size()});
+    const auto* target = std::get_if<ParsedTarget>(&parsed);
     if (!target || target->segments != std::vector<std::string>{"v1", "workers"}) {
         return write(error_response(404, "not_found", "WebSocket endpoint is /v1/workers"), false);
     }
@@ -81,7 +95,8 @@ void HttpSession::upgrade(Request request) {
         }
     }
     stream_.expires_never();
-    std::make_shared<WorkerSession>(stream_.release_socket(), server_)->run(std::move(request));
+    std::make_shared<WorkerSession>(stream_.release_socket(), std::move(slot_), server_)
+        ->run(std::move(request));
 }
 
 void HttpSession::write(ApiResponse response, bool keep_alive) {

@@ -25,7 +25,9 @@ private:
     void on_read(boost::beast::error_code ec);
     void upgrade(Request request);
     void write(ApiResponse response, bool keep_alive);
+    void respond_to(Request request);
 
+    std::unique_ptr<ConnectionSlot> slot_;
     boost::beast::tcp_stream stream_;
     boost::beast::flat_buffer buffer_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

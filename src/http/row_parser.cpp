@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outboxd/util/untrusted_text.hpp"
+#include "outboxd/worker/protocol.hpp"
 #include "time_format.hpp"
 
 namespace outboxd::http {
@@ -67,10 +69,29 @@ store::NewRow parse_row(const json& row) {
     return out;
 }
 
+// A staging body wraps each row's input in three levels (the body, its rows, the row): the
+// input may then nest as deep as a task frame can carry it.
+constexpr std::size_t kStageBodyNesting = worker::protocol::kMaxInputNesting + 3;
+
+// Refuses a body nesting deeper than `limit` before it is parsed: parsing is iterative, but
+// everything done with a parsed value afterwards (dump, validation) recurses per level.
+std::optional<RowError> too_deep(const std::string& body, std::size_t limit, std::string_view what) {
+    if (util::json_nesting_depth(body, limit) <= limit) return std::nullopt;
+    return RowError{"invalid_request",
+                    "request body nests deeper than " + std::to_string(limit) + " levels" +
+                        std::string{what},
+                    {}};
+}
+
 }  // namespace
 
 std::variant<std::vector<store::NewRow>, RowError> parse_stage_request(const std::string& body,
                                                                        std::size_t max_rows) {
+    if (auto error = too_deep(body, kStageBodyNesting,
+                              " (a row's input may nest " +
+                                  std::to_string(worker::protocol::kMaxInputNesting) + ")")) {
+        return *error;
+    }
     const json request = json::parse(body, nullptr, false);
     if (request.is_discarded()) return RowError{"invalid_json", "request body is not valid JSON", {}};
     if (!request.is_object()) return RowError{"invalid_request", "request body must be an object", {}};
@@ -97,6 +118,7 @@ std::variant<std::vector<store::NewRow>, RowError> parse_stage_request(const std
 
 std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const std::string& name,
                                                                         const std::string& body) {
+    if (auto error = too_deep(body, worker::protocol::kMaxNesting, "")) return *error;
     const json request = json::parse(body, nullptr, false);
     if (request.is_discarded()) return RowError{"invalid_json", "request body is not valid JSON", {}};
     if (!request.is_object()) return RowError{"invalid_request", "request body must be an object", {}};

@@ -1,8 +1,14 @@
 #include "outboxd/http/server.hpp"
 
+#include <array>
+#include <random>
 #include <stdexcept>
 
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <spdlog/spdlog.h>
+
+#include "outboxd/util/untrusted_text.hpp"
 
 #include "http_session.hpp"
 #include "server_impl.hpp"
@@ -13,12 +19,36 @@ namespace outboxd::http {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
+namespace {
+
+// Accept errors (EMFILE above all) back off from 5 ms to 1 s: the pending connection stays in
+// the kernel's backlog meanwhile, and the loop keeps serving the connections it has.
+constexpr auto kAcceptRetryMin = std::chrono::milliseconds{5};
+constexpr auto kAcceptRetryMax = std::chrono::milliseconds{1000};
+// How long a refused connection is given to read its 503 before it is closed.
+constexpr auto kRefusalLinger = std::chrono::seconds{2};
+
+}  // namespace
+
+ConnectionSlot::ConnectionSlot(std::shared_ptr<std::size_t> open, prometheus::Gauge& gauge)
+    : open_(std::move(open)), gauge_(gauge) {
+    ++*open_;
+    gauge_.Increment();
+}
+
+ConnectionSlot::~ConnectionSlot() {
+    --*open_;
+    gauge_.Decrement();
+}
+
 HttpServer::Impl::Impl(net::io_context& ioc_, ServerSettings settings_, NodeServices services_)
     : ioc(ioc_),
       settings(std::move(settings_)),
       services(services_),
       router(ioc_.get_executor(), services_, settings),
-      acceptor(ioc_) {}
+      acceptor(ioc_),
+      accept_backoff(kAcceptRetryMin, kAcceptRetryMax, std::random_device{}()),
+      accept_timer(ioc_) {}
 
 void HttpServer::Impl::start() {
     boost::system::error_code ec;
@@ -43,8 +73,15 @@ void HttpServer::Impl::start() {
 void HttpServer::Impl::accept() {
     acceptor.async_accept(ioc, [this](boost::system::error_code ec, tcp::socket socket) {
         if (!accepting) return;
-        if (ec) {
-            spdlog::warn("event=accept_failed error=\"{}\"", ec.message());
+        if (ec) return accept_failed(ec);
+        accept_backoff.reset();
+        const auto now = std::chrono::steady_clock::now();
+        const auto lasted = accept_failures.lasted(now);
+        if (const auto failed = accept_failures.succeeded(); failed > 0) {
+            spdlog::info("event=accept_recovered failures={} after_ms={}", failed, lasted.count());
+        }
+        if (*open_connections >= settings.max_connections) {
+            refuse(std::move(socket));
         } else {
             // Frames are small and latency-bound: never hold one back waiting for an ACK.
             boost::system::error_code ignored;
@@ -53,6 +90,70 @@ void HttpServer::Impl::accept() {
         }
         accept();
     });
+}
+
+void HttpServer::Impl::accept_failed(const boost::system::error_code& ec) {
+    services.metrics.accept_errors_total.Increment();
+    const auto delay = accept_backoff.next();
+    const auto now = std::chrono::steady_clock::now();
+    if (accept_failures.failed(now)) {
+        spdlog::warn("event=accept_failed failures={} for_ms={} retry_in_ms={} error=\"{}\"",
+                     accept_failures.failures(), accept_failures.lasted(now).count(),
+                     delay.count(), ec.message());
+    }
+    accept_timer.expires_after(delay);
+    accept_timer.async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec && accepting) accept();
+    });
+}
+
+namespace {
+
+// A connection refused at the cap: the 503 goes out first, then the connection is closed
+// once the client is done with it (closing with its request unread would reset it before
+// it reads the answer).
+struct Refusal : std::enable_shared_from_this<Refusal> {
+    Refusal(tcp::socket socket, std::string answer)
+        : stream(std::move(socket)), answer(std::move(answer)) {}
+    void run() {
+        stream.expires_after(kRefusalLinger);
+        net::async_write(stream, net::buffer(answer), [self = shared_from_this()](auto ec, std::size_t) {
+            if (ec) return;
+            boost::system::error_code ignored;
+            self->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+            self->drain();
+        });
+    }
+    void drain() {
+        stream.async_read_some(net::buffer(sink), [self = shared_from_this()](auto ec, std::size_t) {
+            if (!ec) self->drain();
+        });
+    }
+    boost::beast::tcp_stream stream;
+    std::string answer;
+    std::array<char, 1024> sink{};
+};
+
+}  // namespace
+
+void HttpServer::Impl::refuse(tcp::socket socket) {
+    services.metrics.connections_refused_total.Increment();
+    const auto body = error_response(503, "too_many_connections",
+                                     "this node serves at most " +
+                                         std::to_string(settings.max_connections) +
+                                         " connections at once; try again later")
+                          .body;
+    std::make_shared<Refusal>(std::move(socket),
+                              "HTTP/1.1 503 Service Unavailable\r\nServer: outboxd\r\n"
+                              "Content-Type: application/json\r\nRetry-After: 1\r\n"
+                              "Connection: close\r\nContent-Length: " +
+                                  std::to_string(body.size()) + "\r\n\r\n" + body)
+        ->run();
+}
+
+void HttpServer::Impl::fault(std::string_view where, std::string_view what) {
+    services.metrics.fault(std::string{where}).Increment();
+    spdlog::error("event=fault where={} error=\"{}\"", where, util::log_safe(what));
 }
 
 HttpServer::HttpServer(net::io_context& ioc, ServerSettings settings, NodeServices services)
@@ -70,6 +171,7 @@ std::uint16_t HttpServer::port() const {
 
 void HttpServer::stop_accepting() {
     impl_->accepting = false;
+    impl_->accept_timer.cancel();
     boost::system::error_code ec;
     impl_->acceptor.close(ec);
 }

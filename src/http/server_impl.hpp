@@ -7,13 +7,31 @@
 #include <string>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "api_router.hpp"
 #include "outboxd/http/server.hpp"
+#include "outboxd/util/failure_run.hpp"
+#include "outboxd/util/retry_backoff.hpp"
 
 namespace outboxd::http {
 
 class WorkerSession;
+
+// Counts one open connection for as long as it lives; the session that owns the socket
+// holds it (an HTTP session, then the WebSocket session it upgrades to). Shares the count
+// with the server, so it may outlive it (sessions die with the io_context).
+class ConnectionSlot {
+public:
+    ConnectionSlot(std::shared_ptr<std::size_t> open, prometheus::Gauge& gauge);
+    ~ConnectionSlot();
+    ConnectionSlot(const ConnectionSlot&) = delete;
+    ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+
+private:
+    std::shared_ptr<std::size_t> open_;
+    prometheus::Gauge& gauge_;
+};
 
 class HttpServer::Impl {
 public:
@@ -21,6 +39,12 @@ public:
 
     void start();
     void accept();
+    // A new connection beyond max_connections: a 503 naming the cap, then closed.
+    void refuse(boost::asio::ip::tcp::socket socket);
+    // Out of descriptors (or another accept error): try again after a backoff, not at once.
+    void accept_failed(const boost::system::error_code& ec);
+    // One fault in a handler: logged (escaped) and counted; the caller ends its session.
+    void fault(std::string_view where, std::string_view what);
 
     boost::asio::io_context& ioc;
     ServerSettings settings;
@@ -29,6 +53,10 @@ public:
     boost::asio::ip::tcp::acceptor acceptor;
     bool accepting = false;
     std::map<std::string, std::weak_ptr<WorkerSession>> workers;  // by session id
+    std::shared_ptr<std::size_t> open_connections = std::make_shared<std::size_t>(0);
+    util::RetryBackoff accept_backoff;
+    util::FailureRun accept_failures;
+    boost::asio::steady_timer accept_timer;
 };
 
 }  // namespace outboxd::http

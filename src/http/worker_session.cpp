@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "outboxd/util/untrusted_text.hpp"
+
 namespace outboxd::http {
 
 namespace beast = boost::beast;
@@ -21,8 +23,9 @@ std::string random_session_id() {
 
 }  // namespace
 
-WorkerSession::WorkerSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server)
-    : ws_(std::move(socket)), server_(server), session_id_(random_session_id()) {}
+WorkerSession::WorkerSession(boost::asio::ip::tcp::socket socket, std::unique_ptr<ConnectionSlot> slot,
+                             HttpServer::Impl& server)
+    : slot_(std::move(slot)), ws_(std::move(socket)), server_(server), session_id_(random_session_id()) {}
 
 WorkerSession::~WorkerSession() = default;
 
@@ -60,13 +63,20 @@ void WorkerSession::on_read(beast::error_code ec) {
         return finish(ec.message());
     }
     if (closing_) return;
-    if (!ws_.got_text()) {
-        buffer_.consume(buffer_.size());
-        reject(protocol::code::bad_json, "frames must be text frames holding one JSON object", !greeted_);
-    } else {
-        const std::string text = beast::buffers_to_string(buffer_.data());
-        buffer_.consume(buffer_.size());
-        handle(text);
+    // One fault, one session: whatever a handler throws ends this session, never the node.
+    try {
+        if (!ws_.got_text()) {
+            buffer_.consume(buffer_.size());
+            reject(protocol::code::bad_json, "frames must be text frames holding one JSON object",
+                   !greeted_);
+        } else {
+            const std::string text = beast::buffers_to_string(buffer_.data());
+            buffer_.consume(buffer_.size());
+            handle(text);
+        }
+    } catch (const std::exception& error) {
+        server_.fault("websocket", error.what());
+        reject("internal", "the frame could not be handled", true);
     }
     if (!closing_) read();
 }
@@ -110,9 +120,9 @@ void WorkerSession::handle_message(protocol::WorkerMessage& message) {
 void WorkerSession::handle_hello(protocol::Hello hello) {
     greeted_ = true;
     if (hello.batch) batch_max_bytes_ = protocol::batch_bytes_for(hello.max_frame_bytes);
-    spdlog::info("event=worker_joined session={} worker={} namespaces={} task_queue={} max_in_flight={}",
-                 session_id_, hello.worker_id, hello.namespaces.size(), hello.task_queue,
-                 hello.max_in_flight);
+    spdlog::info("event=worker_joined session={} worker=\"{}\" namespaces={} task_queue=\"{}\" max_in_flight={}",
+                 session_id_, util::log_safe(hello.worker_id), hello.namespaces.size(),
+                 util::log_safe(hello.task_queue), hello.max_in_flight);
     protocol::Welcome welcome;
     welcome.node_id = server_.services.member.settings().node_id;
     welcome.session_id = session_id_;
@@ -141,12 +151,17 @@ void WorkerSession::send(std::string frame) { enqueue(std::move(frame), /*alone=
 
 void WorkerSession::enqueue(std::string frame, bool alone) {
     if (closing_ || finished_) return;
-    if (queue_.size() >= server_.settings.max_write_queue) {
+    if (queue_.size() >= server_.settings.max_write_queue ||
+        queue_.bytes() + frame.size() > server_.settings.max_write_queue_bytes) {
         server_.services.metrics.slow_consumers_closed_total.Increment();
-        spdlog::warn("event=slow_consumer_closed session={} queued={}", session_id_, queue_.size());
+        spdlog::warn("event=slow_consumer_closed session={} queued_frames={} queued_bytes={}",
+                     session_id_, queue_.size(), queue_.bytes());
         queue_.clear();
         closing_ = true;
-        beast::get_lowest_layer(ws_).close();  // the pending read fails and reports the loss
+        beast::get_lowest_layer(ws_).close();
+        // This may run inside our own read handler, with no read pending to report the
+        // loss: report it here (a pending read or write fails later and finds it done).
+        finish("closed as too slow");
         return;
     }
     queue_.push(std::move(frame), alone);
@@ -168,7 +183,9 @@ void WorkerSession::write_next() {
             auto reason = std::move(close_reason_);
             close_reason_.clear();
             ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, reason),
-                            [self = shared_from_this()](beast::error_code) {});
+                            [self = shared_from_this(), reason](beast::error_code) {
+                                self->finish(reason);
+                            });
         }
         return;
     }
@@ -180,7 +197,9 @@ void WorkerSession::write_next() {
                         if (ec) {
                             self->queue_.clear();
                             self->writing_ = false;
-                            return;  // the read side reports the loss
+                            // A read may be pending and fail too; finish() runs once.
+                            beast::get_lowest_layer(self->ws_).close();
+                            return self->finish(ec.message());
                         }
                         self->write_next();
                     });
@@ -201,7 +220,7 @@ void WorkerSession::finish(const std::string& why) {
     server_.workers.erase(session_id_);
     if (greeted_) {
         server_.services.metrics.workers_connected.Decrement();
-        spdlog::info("event=worker_left session={} reason=\"{}\"", session_id_, why);
+        spdlog::info("event=worker_left session={} reason=\"{}\"", session_id_, util::log_safe(why));
         server_.services.dispatcher.on_worker_lost(session_id_);
     }
 }

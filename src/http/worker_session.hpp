@@ -1,10 +1,15 @@
 #pragma once
 
-// One worker's WebSocket connection: the protocol of design §5 on the node side. Frames are
-// parsed and routed to the registry and dispatcher; every bad frame gets an error frame
-// naming the problem; writes are queued and bounded (a consumer that falls behind by more
-// than max_write_queue frames is closed and counted), and go out as batch frames to a worker
-// that reads them; idle connections are pinged and a dead peer is dropped.
+// One worker's WebSocket connection: the worker protocol (README, "Worker protocol") on the
+// node side. Frames are parsed and routed to the registry and dispatcher; every bad frame
+// gets an error frame naming the problem; writes are queued and bounded (a consumer that
+// falls behind by more than max_write_queue frames or max_write_queue_bytes is closed and
+// counted), and go out as batch frames to a worker that reads them; idle connections are
+// pinged and a dead peer is dropped.
+//
+// Every way a session ends (the peer goes, a read or write fails, the node closes it, it is
+// too slow) reaches finish() exactly once: the worker leaves the registry and the server's
+// session map, and its tasks are re-armed.
 
 #include <memory>
 #include <string>
@@ -22,7 +27,8 @@ namespace outboxd::http {
 class WorkerSession : public std::enable_shared_from_this<WorkerSession>,
                       public worker::WorkerChannel {
 public:
-    WorkerSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server);
+    WorkerSession(boost::asio::ip::tcp::socket socket, std::unique_ptr<ConnectionSlot> slot,
+                  HttpServer::Impl& server);
     ~WorkerSession() override;
 
     void run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
@@ -45,6 +51,7 @@ private:
     void write_next();
     void finish(const std::string& why);
 
+    std::unique_ptr<ConnectionSlot> slot_;
     boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
     boost::beast::flat_buffer buffer_;
     worker::protocol::FrameQueue queue_;

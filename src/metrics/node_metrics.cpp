@@ -84,7 +84,50 @@ NodeMetrics::NodeMetrics(prometheus::Registry& registry)
                              .Name("outboxd_rows_rearmed_total")
                              .Help("Stale or orphaned claims re-armed by this node")
                              .Register(registry)
-                             .Add({})) {}
+                             .Add({})),
+      faults_total(BuildCounter()
+                       .Name("outboxd_faults_total")
+                       .Help("Unexpected errors contained at a handler boundary, by where: "
+                             "each ended one request or session, never the node")
+                       .Register(registry)),
+      connections_open(BuildGauge()
+                           .Name("outboxd_connections_open")
+                           .Help("HTTP and WebSocket connections open on this node")
+                           .Register(registry)
+                           .Add({})),
+      connections_refused_total(BuildCounter()
+                                    .Name("outboxd_connections_refused_total")
+                                    .Help("Connections answered 503 at the connection cap")
+                                    .Register(registry)
+                                    .Add({})),
+      accept_errors_total(BuildCounter()
+                              .Name("outboxd_accept_errors_total")
+                              .Help("Failed accepts (e.g. out of file descriptors); "
+                                    "the listener backs off")
+                              .Register(registry)
+                              .Add({})),
+      db_lane_rejected_total(BuildCounter()
+                                 .Name("outboxd_db_lane_rejected_total")
+                                 .Help("Jobs refused by a full database lane, by lane")
+                                 .Register(registry)),
+      outcomes_refused_total(BuildCounter()
+                                 .Name("outboxd_outcomes_refused_total")
+                                 .Help("Outcomes the database refused as data (isolated from "
+                                       "their batch and recorded as dead letters)")
+                                 .Register(registry)
+                                 .Add({})),
+      claim_route_errors_total(BuildCounter()
+                                   .Name("outboxd_claim_route_errors_total")
+                                   .Help("Claims of one route refused by the database; the "
+                                         "route rests while the others are served")
+                                   .Register(registry)
+                                   .Add({})) {}
+
+prometheus::Counter& NodeMetrics::fault(const std::string& where) {
+    auto& slot = faults_[where];
+    if (!slot) slot = &faults_total.Add({{"where", where}});
+    return *slot;
+}
 
 prometheus::Gauge& NodeMetrics::outstanding(const std::string& ns) {
     auto& slot = outstanding_[ns];

@@ -108,7 +108,7 @@ NodeLink* ClientCore::add_link(const std::string& url, bool seed) {
         spdlog::warn("worker client: ignoring node URL '{}': not ws://host[:port]/path", url);
         return nullptr;
     }
-    Backoff backoff{options_.reconnect_min, options_.reconnect_max, std::random_device{}()};
+    util::RetryBackoff backoff{options_.reconnect_min, options_.reconnect_max, std::random_device{}()};
     links_.push_back(
         std::make_unique<NodeLink>(ioc_, url, std::move(*parsed), seed, std::move(backoff)));
     return links_.back().get();

@@ -13,7 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "backoff.hpp"
+#include "outboxd/util/retry_backoff.hpp"
 #include "credit_split.hpp"
 #include "responder_state.hpp"
 #include "ws_url.hpp"
@@ -30,7 +30,7 @@ struct NodeLink {
     };
 
     NodeLink(boost::asio::io_context& ioc, std::string url_text, WsUrl parsed, bool is_seed,
-             Backoff reconnect_backoff)
+             util::RetryBackoff reconnect_backoff)
         : url(std::move(url_text)),
           ws_url(std::move(parsed)),
           seed(is_seed),
@@ -53,7 +53,7 @@ struct NodeLink {
     // interval, measured from the hello on.
     double demand = 0;
     LoadMeter meter;
-    Backoff backoff;
+    util::RetryBackoff backoff;
     boost::asio::steady_timer retry_timer;
 
     // Before in_flight or credit changes: the meter accounts the time until `now` at the

@@ -127,7 +127,9 @@ inline constexpr Statement kClaimScopedAfter{"outbox_claim_scoped_after",
 inline constexpr Statement kRecordOutcomes{"outbox_record_outcomes", R"SQL(
 UPDATE outbox o SET
     status = CASE t.kind WHEN 'done' THEN 'done' WHEN 'fail' THEN 'failed' ELSE 'pending' END,
-    attempt = CASE WHEN t.kind IN ('retry', 'fail') THEN o.attempt + 1 ELSE o.attempt END,
+    -- Saturates: a row staged by plain SQL may already hold the largest int.
+    attempt = CASE WHEN t.kind IN ('retry', 'fail') AND o.attempt < 2147483647
+                   THEN o.attempt + 1 ELSE o.attempt END,
     -- An immediate re-arm (failover, release) keeps the row's place in line: it was due
     -- already, and going to the back of a long backlog would delay the failover.
     visible_after = CASE

@@ -87,6 +87,15 @@ std::vector<std::string> decode_texts(const pqxx::result& result) {
     return texts;
 }
 
+// A text parameter as libpq will send it: as a C string, which a NUL would cut short (and
+// the statement would then look up another value), so refused before it reaches SQL.
+std::string text_param(std::string_view value) {
+    if (value.find('\0') != std::string_view::npos) {
+        throw ValidationError("text parameter contains a NUL byte");
+    }
+    return std::string{value};
+}
+
 void check_limit(std::int32_t limit) {
     if (limit < 0) throw ValidationError("limit must be >= 0, got " + std::to_string(limit));
 }
@@ -103,11 +112,26 @@ std::string_view outcome_kind(Outcome::Kind kind) {
 
 }  // namespace
 
-OutboxStore::OutboxStore(std::string database_url, Commits commits)
-    : session_(std::make_unique<PgSession>(
-          std::move(database_url), sql::kOutboxStatements,
-          commits == Commits::relaxed ? std::span<const std::string_view>{sql::kRelaxedSessionSetup}
-                                      : std::span<const std::string_view>{sql::kSessionSetup})) {}
+namespace {
+
+std::vector<std::string> session_setup(OutboxStore::Commits commits,
+                                       std::chrono::milliseconds statement_timeout) {
+    const auto& base = commits == OutboxStore::Commits::relaxed
+                           ? std::span<const std::string_view>{sql::kRelaxedSessionSetup}
+                           : std::span<const std::string_view>{sql::kSessionSetup};
+    std::vector<std::string> setup(base.begin(), base.end());
+    if (statement_timeout.count() > 0) {
+        setup.push_back("SET statement_timeout = " + std::to_string(statement_timeout.count()));
+    }
+    return setup;
+}
+
+}  // namespace
+
+OutboxStore::OutboxStore(std::string database_url, Commits commits,
+                         std::chrono::milliseconds statement_timeout)
+    : session_(std::make_unique<PgSession>(std::move(database_url), sql::kOutboxStatements,
+                                           session_setup(commits, statement_timeout))) {}
 
 OutboxStore::~OutboxStore() = default;
 
@@ -160,18 +184,19 @@ std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const Claim
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     const auto& statement = after ? sql::kClaimScopedAfter : sql::kClaimScoped;
+    const auto namespace_name = text_param(scope.namespace_name);
+    const auto task_queue = text_param(scope.task_queue);
+    const auto node = scope.node ? std::optional{text_param(*scope.node)} : std::nullopt;
+    const auto types = pg::text_array(scope.activity_types);
     return session_->autocommit(statement, [&](pqxx::nontransaction& tx) {
         const std::string name{statement.name};
         const auto ranges = owner.ranges.to_multirange();
-        const auto types = pg::text_array(scope.activity_types);
         const auto result =
-            after ? tx.exec_prepared(name, owner.incarnation, ranges, scope.namespace_name,
-                                     scope.task_queue, scope.node, types, limit,
-                                     scope.include_unpinned, pg::to_micros(after->visible_after),
-                                     after->id)
-                  : tx.exec_prepared(name, owner.incarnation, ranges, scope.namespace_name,
-                                     scope.task_queue, scope.node, types, limit,
-                                     scope.include_unpinned);
+            after ? tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
+                                     node, types, limit, scope.include_unpinned,
+                                     pg::to_micros(after->visible_after), after->id)
+                  : tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
+                                     node, types, limit, scope.include_unpinned);
         return decode_claimed(result, owner.incarnation);
     });
 }
@@ -295,7 +320,7 @@ OutboxStore::Cancelled decode_cancelled(const pqxx::result& result) {
 OutboxStore::Cancelled OutboxStore::cancel_workflow_counted(std::string_view workflow_id) {
     if (workflow_id.empty()) throw ValidationError("workflow_id must not be empty");
     return decode_cancelled(session_->transact(sql::kCancelWorkflow, [&](pqxx::work& tx) {
-        return tx.exec_prepared(std::string{sql::kCancelWorkflow.name}, std::string{workflow_id});
+        return tx.exec_prepared(std::string{sql::kCancelWorkflow.name}, text_param(workflow_id));
     }));
 }
 
@@ -312,7 +337,7 @@ std::int64_t OutboxStore::count_inflight(std::string_view namespace_name,
     if (ranges.empty()) return 0;
     return session_->transact(sql::kCountInflight, [&](pqxx::work& tx) {
         return tx
-            .exec_prepared1(std::string{sql::kCountInflight.name}, std::string{namespace_name},
+            .exec_prepared1(std::string{sql::kCountInflight.name}, text_param(namespace_name),
                             ranges.to_multirange())[0]
             .as<std::int64_t>();
     });
@@ -323,7 +348,7 @@ std::int64_t OutboxStore::count_claimed(std::string_view namespace_name,
     if (ranges.empty()) return 0;
     return session_->transact(sql::kCountClaimed, [&](pqxx::work& tx) {
         return tx
-            .exec_prepared1(std::string{sql::kCountClaimed.name}, std::string{namespace_name},
+            .exec_prepared1(std::string{sql::kCountClaimed.name}, text_param(namespace_name),
                             ranges.to_multirange())[0]
             .as<std::int64_t>();
     });
@@ -372,7 +397,7 @@ std::vector<ClaimScope> OutboxStore::pending_routes(const ShardRanges& ranges) {
 
 std::optional<OutboxRow> OutboxStore::find(std::string_view dispatch_key) {
     return session_->transact(sql::kFind, [&](pqxx::work& tx) -> std::optional<OutboxRow> {
-        const auto result = tx.exec_prepared(std::string{sql::kFind.name}, std::string{dispatch_key});
+        const auto result = tx.exec_prepared(std::string{sql::kFind.name}, text_param(dispatch_key));
         if (result.empty()) return std::nullopt;
         return decode_row(result[0]);
     });
@@ -381,21 +406,21 @@ std::optional<OutboxRow> OutboxStore::find(std::string_view dispatch_key) {
 bool OutboxStore::pause_workflow(std::string_view workflow_id) {
     if (workflow_id.empty()) throw ValidationError("workflow_id must not be empty");
     return session_->transact(sql::kPauseWorkflow, [&](pqxx::work& tx) {
-        return !tx.exec_prepared(std::string{sql::kPauseWorkflow.name}, std::string{workflow_id})
+        return !tx.exec_prepared(std::string{sql::kPauseWorkflow.name}, text_param(workflow_id))
                     .empty();
     });
 }
 
 bool OutboxStore::resume_workflow(std::string_view workflow_id) {
     return session_->transact(sql::kResumeWorkflow, [&](pqxx::work& tx) {
-        return !tx.exec_prepared(std::string{sql::kResumeWorkflow.name}, std::string{workflow_id})
+        return !tx.exec_prepared(std::string{sql::kResumeWorkflow.name}, text_param(workflow_id))
                     .empty();
     });
 }
 
 bool OutboxStore::is_paused(std::string_view workflow_id) {
     return session_->transact(sql::kIsPaused, [&](pqxx::work& tx) {
-        return !tx.exec_prepared(std::string{sql::kIsPaused.name}, std::string{workflow_id})
+        return !tx.exec_prepared(std::string{sql::kIsPaused.name}, text_param(workflow_id))
                     .empty();
     });
 }
@@ -404,7 +429,7 @@ std::vector<DeadLetter> OutboxStore::list_dead_letters(std::optional<std::string
                                                        std::int32_t limit) {
     check_limit(limit);
     std::optional<std::string> ns;
-    if (namespace_name) ns.emplace(*namespace_name);
+    if (namespace_name) ns.emplace(text_param(*namespace_name));
     const auto result = session_->transact(sql::kListDeadLetters, [&](pqxx::work& tx) {
         return tx.exec_prepared(std::string{sql::kListDeadLetters.name}, ns, limit);
     });
@@ -422,7 +447,7 @@ std::vector<DeadLetter> OutboxStore::list_dead_letters(std::optional<std::string
 bool OutboxStore::requeue_dead_letter(std::string_view dispatch_key) {
     return session_->transact(sql::kRequeueDeadLetter, [&](pqxx::work& tx) {
         return !tx.exec_prepared(std::string{sql::kRequeueDeadLetter.name},
-                                 std::string{dispatch_key})
+                                 text_param(dispatch_key))
                     .empty();
     });
 }
@@ -458,7 +483,7 @@ void OutboxStore::put_namespace(const NamespaceSettings& settings) {
         if (node.empty()) throw ValidationError("placement nodes must not be empty strings");
     }
     session_->transact(sql::kPutNamespace, [&](pqxx::work& tx) {
-        tx.exec_prepared(std::string{sql::kPutNamespace.name}, settings.name,
+        tx.exec_prepared(std::string{sql::kPutNamespace.name}, text_param(settings.name),
                          settings.max_in_flight, mode, pg::text_array(settings.placement_nodes));
     });
 }
@@ -466,7 +491,7 @@ void OutboxStore::put_namespace(const NamespaceSettings& settings) {
 std::optional<NamespaceSettings> OutboxStore::get_namespace(std::string_view name) {
     return session_->transact(sql::kGetNamespace,
                               [&](pqxx::work& tx) -> std::optional<NamespaceSettings> {
-        const auto result = tx.exec_prepared(std::string{sql::kGetNamespace.name}, std::string{name});
+        const auto result = tx.exec_prepared(std::string{sql::kGetNamespace.name}, text_param(name));
         if (result.empty()) return std::nullopt;
         return decode_namespace(result[0]);
     });

@@ -1,5 +1,7 @@
 #include "pg_codec.hpp"
 
+#include "outboxd/store/store_error.hpp"
+
 namespace outboxd::store::pg {
 
 void ArrayLiteral::separate() {
@@ -7,6 +9,11 @@ void ArrayLiteral::separate() {
 }
 
 ArrayLiteral& ArrayLiteral::add(std::string_view text) {
+    // libpq passes parameters as C strings: a NUL would cut the literal short, and
+    // PostgreSQL would refuse what is left (or, worse, read another value).
+    if (text.find('\0') != std::string_view::npos) {
+        throw ValidationError("text parameter contains a NUL byte");
+    }
     separate();
     text_ += '"';
     for (const char c : text) {

@@ -1,5 +1,6 @@
 #include "pg_session.hpp"
 
+#include <cstdlib>
 #include <regex>
 
 #include "outboxd/store/store_error.hpp"
@@ -7,8 +8,10 @@
 namespace outboxd::store {
 
 PgSession::PgSession(std::string database_url, std::span<const Statement> statements,
-                     std::span<const std::string_view> setup)
-    : database_url_(std::move(database_url)), statements_(statements), setup_(setup) {}
+                     std::vector<std::string> setup)
+    : database_url_(with_connection_defaults(database_url)),
+      statements_(statements),
+      setup_(std::move(setup)) {}
 
 namespace {
 
@@ -64,7 +67,7 @@ pqxx::connection& PgSession::connect() {
             pqxx::nontransaction session{*fresh};
             session.exec(kCustomPlanning);
             session.exec("SET jit = off");
-            for (const auto statement : setup_) session.exec(std::string{statement});
+            for (const auto& statement : setup_) session.exec(statement);
         }
         // pqxx 6 registers definitions here and prepares each on first use.
         for (const auto& statement : statements_) {
@@ -101,10 +104,16 @@ void PgSession::rethrow_as_store_error(std::string_view operation) {
         // Class 08 (connection exception) and 57 (operator intervention: admin shutdown,
         // crash recovery) mean this connection is gone.
         const std::string& state = error.sqlstate();
+        // A statement or lock timeout (57014 query_canceled, 55P03 lock_not_available) ends
+        // the statement, not the connection: retry later, on the same connection.
+        if (state == "57014" || state == "55P03") throw ConflictError(prefix + error.what());
         if (state.rfind("08", 0) == 0 || state.rfind("57", 0) == 0) {
             connection_.reset();
             throw UnavailableError(prefix + error.what());
         }
+        // Class 54 (program limit exceeded: a value too large for an index, too many
+        // elements) is the data's fault, like classes 22 and 23.
+        if (state.rfind("54", 0) == 0) throw ValidationError(prefix + error.what());
         throw StoreError(prefix + error.what());
     } catch (const pqxx::failure& error) {
         connection_.reset();
@@ -112,6 +121,44 @@ void PgSession::rethrow_as_store_error(std::string_view operation) {
     } catch (const std::exception& error) {
         throw StoreError(prefix + error.what());
     }
+}
+
+namespace {
+
+// Seconds and milliseconds, as libpq takes them. A dead idle connection is noticed after
+// idle + interval·count = 11 s; unacknowledged data after 10 s.
+constexpr std::pair<std::string_view, std::string_view> kConnectionDefaults[] = {
+    {"connect_timeout", "5"},     {"keepalives", "1"},        {"keepalives_idle", "5"},
+    {"keepalives_interval", "2"}, {"keepalives_count", "3"},  {"tcp_user_timeout", "10000"},
+};
+
+bool is_uri(std::string_view url) {
+    return url.starts_with("postgresql://") || url.starts_with("postgres://");
+}
+
+bool url_sets(std::string_view url, std::string_view key) {
+    const std::string pattern = is_uri(url) ? std::string{"[?&]"} + std::string{key} + "="
+                                            : std::string{"(^|\\s)"} + std::string{key} + "\\s*=";
+    return std::regex_search(url.begin(), url.end(), std::regex{pattern});
+}
+
+}  // namespace
+
+std::string with_connection_defaults(std::string_view url) {
+    std::string out{url};
+    const bool uri = is_uri(url);
+    // PGCONNECT_TIMEOUT is libpq's own default for connect_timeout: an operator's choice.
+    const bool env_timeout = std::getenv("PGCONNECT_TIMEOUT") != nullptr;
+    for (const auto& [key, value] : kConnectionDefaults) {
+        if (url_sets(url, key) || (key == "connect_timeout" && env_timeout)) continue;
+        if (uri) {
+            out += out.find('?') == std::string::npos ? '?' : '&';
+        } else if (!out.empty()) {
+            out += ' ';
+        }
+        out += std::string{key} + "=" + std::string{value};
+    }
+    return out;
 }
 
 std::string redact_database_url(std::string_view url) {

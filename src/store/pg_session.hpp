@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -29,9 +30,10 @@ struct Statement {
 class PgSession {
 public:
     // `setup` statements run once on every new connection, before anything else (session
-    // settings such as planner preferences).
+    // settings such as planner preferences). The URL gets the connection defaults of
+    // with_connection_defaults().
     PgSession(std::string database_url, std::span<const Statement> statements,
-              std::span<const std::string_view> setup = {});
+              std::vector<std::string> setup = {});
 
     // Runs `body(pqxx::work&)`, which executes `statement` (and maybe others, planned the
     // way `statement` is), in one transaction and commits it. pqxx failures are rethrown as
@@ -80,12 +82,18 @@ private:
 
     std::string database_url_;
     std::span<const Statement> statements_;
-    std::span<const std::string_view> setup_;
+    std::vector<std::string> setup_;
     std::unique_ptr<pqxx::connection> connection_;
     Plan plan_ = Plan::custom;  // the connection's plan_cache_mode
 };
 
 // Text of a libpq connection string or URI with any password masked, for logs and errors.
 [[nodiscard]] std::string redact_database_url(std::string_view url);
+
+// `url` (a libpq connection string or URI) with the settings that make a dead database
+// connection noticed within seconds, unless the URL sets them itself: connect_timeout
+// (a server that accepts but never answers), TCP keepalives (an idle connection whose peer
+// is gone) and tcp_user_timeout (sent data that is never acknowledged).
+[[nodiscard]] std::string with_connection_defaults(std::string_view url);
 
 }  // namespace outboxd::store

@@ -1,11 +1,18 @@
 #include "outboxd/store/wake_listener.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <random>
 #include <thread>
 #include <utility>
 
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
+
+#include "outboxd/util/failure_run.hpp"
+#include "outboxd/util/retry_backoff.hpp"
+#include "outboxd/util/untrusted_text.hpp"
+#include "pg_session.hpp"
 
 namespace outboxd::store {
 namespace {
@@ -32,7 +39,12 @@ private:
 };
 
 constexpr long kPollMicros = 200'000;  // bounds how long stopping takes
-constexpr auto kReconnectDelay = std::chrono::seconds{1};
+constexpr auto kStopCheck = std::chrono::milliseconds{100};
+// Reconnects back off from 100 ms to 5 s: a lost wake only costs poll latency, and the poll
+// keeps running meanwhile.
+constexpr auto kReconnectMin = std::chrono::milliseconds{100};
+constexpr auto kReconnectMax = std::chrono::milliseconds{5000};
+constexpr auto kSummaryEvery = std::chrono::seconds{30};
 
 }  // namespace
 
@@ -47,14 +59,22 @@ WakeListener::~WakeListener() {
 }
 
 void WakeListener::run() {
+    util::RetryBackoff backoff{kReconnectMin, kReconnectMax, std::random_device{}()};
+    util::FailureRun failures{kSummaryEvery};
     while (!stopping_) {
         try {
-            pqxx::connection conn{database_url_};
+            pqxx::connection conn{with_connection_defaults(database_url_)};
             Woken woken;
             Receiver receiver{conn, woken};
             // Anything staged or resumed while we were not listening is found by this first
             // wake.
             listening_ = true;
+            const auto down_for = failures.lasted(std::chrono::steady_clock::now());
+            if (const auto failed = failures.succeeded(); failed > 0) {
+                spdlog::info("event=wake_listener_up failed_attempts={} down_ms={}", failed,
+                             down_for.count());
+            }
+            backoff.reset();
             on_wake_(true);
             while (!stopping_) {
                 conn.await_notification(0, kPollMicros);
@@ -65,10 +85,17 @@ void WakeListener::run() {
             listening_ = false;
         } catch (const std::exception& error) {
             listening_ = false;
-            spdlog::warn("event=wake_listener_down error=\"{}\" retry_in_ms={}", error.what(),
-                         std::chrono::milliseconds{kReconnectDelay}.count());
-            for (int i = 0; i < 10 && !stopping_; ++i) {
-                std::this_thread::sleep_for(kReconnectDelay / 10);
+            const auto now = std::chrono::steady_clock::now();
+            const auto delay = backoff.next();
+            if (failures.failed(now)) {
+                spdlog::warn("event=wake_listener_down failed_attempts={} down_ms={} retry_in_ms={} error=\"{}\"",
+                             failures.failures(), failures.lasted(now).count(), delay.count(),
+                             util::log_safe(error.what()));
+            }
+            const auto until = now + delay;
+            while (!stopping_ && std::chrono::steady_clock::now() < until) {
+                std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+                    kStopCheck, until - std::chrono::steady_clock::now()));
             }
         }
     }

@@ -262,13 +262,8 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
           "[e2e][cluster]") {
     E2eCluster cluster{"partition"};
     cluster.audit_claims();
-    const auto admin = test::TestDatabase::admin_url();
-    const auto pg_port = static_cast<std::uint16_t>(
-        std::stoi(admin.substr(admin.rfind(':') + 1, admin.rfind('/') - admin.rfind(':') - 1)));
-    test::TcpProxy proxy{pg_port};
-    auto proxied_url = cluster.db.url();
-    proxied_url.replace(proxied_url.find(":" + std::to_string(pg_port) + "/"),
-                        std::to_string(pg_port).size() + 2, ":" + std::to_string(proxy.port()) + "/");
+    test::TcpProxy proxy{E2eCluster::pg_port()};
+    const auto proxied_url = cluster.url_via(proxy.port());
 
     auto& first = cluster.start_node("node-1", node_env());
     cluster.start_node("node-2", node_env());

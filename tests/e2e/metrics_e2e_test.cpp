@@ -18,15 +18,6 @@ using test::E2eCluster;
 
 namespace {
 
-// Value of the sample `name{labels}` in Prometheus text, if present.
-std::optional<double> sample(const std::string& text, const std::string& series) {
-    std::istringstream in{text};
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-    }
-    return std::nullopt;
-}
-
 std::string metrics_of(const test::NodeHandle& node) {
     return test::http_call(node.port, "GET", "/metrics").body;
 }
@@ -58,8 +49,8 @@ TEST_CASE("/metrics carries every contract name and its gauges agree with the da
     // Gauges are refreshed from one grouped query every second.
     REQUIRE(E2eCluster::await([&] {
         const auto text = metrics_of(node);
-        return sample(text, R"(outboxd_outbox_inflight_rows{namespace="alpha"})") == 7.0 &&
-               sample(text, R"(outboxd_outbox_claimed_rows{namespace="beta"})") == 3.0;
+        return test::metric_sample(text, R"(outboxd_outbox_inflight_rows{namespace="alpha"})") == 7.0 &&
+               test::metric_sample(text, R"(outboxd_outbox_claimed_rows{namespace="beta"})") == 3.0;
     }, 10s));
     const auto text = metrics_of(node);
     for (const char* name :
@@ -71,20 +62,20 @@ TEST_CASE("/metrics carries every contract name and its gauges agree with the da
         CHECK(text.find(std::string{"\n"} + name) != std::string::npos);
     }
     const auto db_count = [&](const std::string& where) { return static_cast<double>(cluster.count(where)); };
-    CHECK(sample(text, R"(outboxd_outbox_inflight_rows{namespace="alpha"})") ==
+    CHECK(test::metric_sample(text, R"(outboxd_outbox_inflight_rows{namespace="alpha"})") ==
           db_count("namespace = 'alpha' AND status IN ('pending', 'claimed')"));
-    CHECK(sample(text, R"(outboxd_outbox_inflight_rows{namespace="beta"})") ==
+    CHECK(test::metric_sample(text, R"(outboxd_outbox_inflight_rows{namespace="beta"})") ==
           db_count("namespace = 'beta' AND status IN ('pending', 'claimed')"));
-    CHECK(sample(text, R"(outboxd_outbox_claimed_rows{namespace="alpha"})") ==
+    CHECK(test::metric_sample(text, R"(outboxd_outbox_claimed_rows{namespace="alpha"})") ==
           db_count("namespace = 'alpha' AND status = 'claimed'"));
-    CHECK(sample(text, R"(outboxd_tasks_outstanding{namespace="beta"})") == 3.0);
-    CHECK(sample(text, R"(outboxd_rows_claimed_total{namespace="alpha"})") == 20.0);
-    CHECK(sample(text, R"(outboxd_outcomes_total{namespace="alpha",outcome="done"})") == 20.0);
-    CHECK(sample(text, "outboxd_owned_shards") == 1024.0);
-    CHECK(sample(text, "outboxd_cluster_nodes_live") == 1.0);
-    CHECK(sample(text, "outboxd_workers_connected") == 1.0);
-    CHECK(sample(text, "outboxd_dispatch_latency_seconds_count") == 23.0);
-    CHECK(sample(text, "outboxd_claim_seconds_count").value_or(0) >= 1.0);
+    CHECK(test::metric_sample(text, R"(outboxd_tasks_outstanding{namespace="beta"})") == 3.0);
+    CHECK(test::metric_sample(text, R"(outboxd_rows_claimed_total{namespace="alpha"})") == 20.0);
+    CHECK(test::metric_sample(text, R"(outboxd_outcomes_total{namespace="alpha",outcome="done"})") == 20.0);
+    CHECK(test::metric_sample(text, "outboxd_owned_shards") == 1024.0);
+    CHECK(test::metric_sample(text, "outboxd_cluster_nodes_live") == 1.0);
+    CHECK(test::metric_sample(text, "outboxd_workers_connected") == 1.0);
+    CHECK(test::metric_sample(text, "outboxd_dispatch_latency_seconds_count") == 23.0);
+    CHECK(test::metric_sample(text, "outboxd_claim_seconds_count").value_or(0) >= 1.0);
 }
 
 TEST_CASE("a real Prometheus scrapes a two-node cluster and serves its series",

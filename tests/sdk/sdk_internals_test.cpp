@@ -7,7 +7,7 @@
 #include <random>
 
 // Internal headers: not part of the public include tree.
-#include "sdk/backoff.hpp"
+#include "outboxd/util/retry_backoff.hpp"
 #include "sdk/cluster_plan.hpp"
 #include "sdk/credit_split.hpp"
 #include "sdk/ws_url.hpp"
@@ -236,7 +236,7 @@ TEST_CASE("rebalancing moves credit to a backlog and back, then holds still", "[
 }
 
 TEST_CASE("backoff grows from min to max with bounded jitter and resets", "[sdk][unit]") {
-    Backoff backoff{100ms, 1000ms, 42};
+    outboxd::util::RetryBackoff backoff{100ms, 1000ms, 42};
     auto previous_floor = 0ms;
     for (int i = 0; i < 12; ++i) {
         const auto delay = backoff.next();
@@ -251,8 +251,8 @@ TEST_CASE("backoff grows from min to max with bounded jitter and resets", "[sdk]
     backoff.reset();
     CHECK(backoff.next() <= 150ms);
 
-    Backoff same{100ms, 1000ms, 42};
-    Backoff again{100ms, 1000ms, 42};
+    outboxd::util::RetryBackoff same{100ms, 1000ms, 42};
+    outboxd::util::RetryBackoff again{100ms, 1000ms, 42};
     for (int i = 0; i < 5; ++i) CHECK(same.next() == again.next());
 }
 

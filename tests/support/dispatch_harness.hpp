@@ -51,10 +51,10 @@ inline dispatch::DispatchSettings fast_settings() {
 class DispatchHarness {
 public:
     explicit DispatchHarness(dispatch::DispatchSettings settings = fast_settings())
-        : claims_("claims", db.url()),
-          outcomes_("outcomes", db.url()),
-          maintenance_("maintenance", db.url()),
-          api_("api", db.url()),
+        : claims_({.name = "claims"}, db.url()),
+          outcomes_({.name = "outcomes"}, db.url()),
+          maintenance_({.name = "maintenance"}, db.url()),
+          api_({.name = "api"}, db.url()),
           namespaces(ioc.get_executor(), api_, 10000, std::chrono::milliseconds{50}),
           dispatcher(ioc.get_executor(), {claims_, outcomes_, maintenance_}, registry, namespaces,
                      metrics, settings, [this] { return owner; }) {

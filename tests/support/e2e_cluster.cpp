@@ -1,6 +1,7 @@
 #include "e2e_cluster.hpp"
 
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -112,6 +113,31 @@ bool E2eCluster::await(const std::function<bool()>& done, std::chrono::milliseco
 
 std::int64_t E2eCluster::count(const std::string& where) const {
     return db.exec("SELECT count(*) FROM outbox WHERE " + where)[0][0].as<std::int64_t>();
+}
+
+std::optional<double> metric_sample(const std::string& text, const std::string& series) {
+    std::istringstream in{text};
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    }
+    return std::nullopt;
+}
+
+std::optional<double> E2eCluster::metric(const NodeHandle& node, const std::string& series) {
+    return metric_sample(http_call(node.port, "GET", "/metrics").body, series);
+}
+
+std::uint16_t E2eCluster::pg_port() {
+    const auto admin = TestDatabase::admin_url();
+    const auto colon = admin.rfind(':');
+    return static_cast<std::uint16_t>(std::stoi(admin.substr(colon + 1, admin.rfind('/') - colon - 1)));
+}
+
+std::string E2eCluster::url_via(std::uint16_t port) const {
+    auto url = db.url();
+    const std::string from = ":" + std::to_string(pg_port()) + "/";
+    url.replace(url.find(from), from.size(), ":" + std::to_string(port) + "/");
+    return url;
 }
 
 }  // namespace outboxd::test

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct NodeHandle {
         return "ws://127.0.0.1:" + std::to_string(port) + "/v1/workers";
     }
 };
+
+// Value of the sample `series` (name and labels, as printed) in Prometheus text.
+[[nodiscard]] std::optional<double> metric_sample(const std::string& text, const std::string& series);
 
 // The `dispatch_key:attempt` lines outboxd-worker --received-log appended, in order.
 [[nodiscard]] std::vector<std::string> received(const std::string& path);
@@ -53,6 +57,13 @@ public:
     // Polls `done` (every 50 ms) until it holds or `timeout` passes.
     static bool await(const std::function<bool()>& done, std::chrono::milliseconds timeout);
     [[nodiscard]] std::int64_t count(const std::string& where) const;
+    // The sample `series` (name and labels, as printed) of the node's GET /metrics.
+    [[nodiscard]] static std::optional<double> metric(const NodeHandle& node,
+                                                      const std::string& series);
+    // The port of the test PostgreSQL, and this cluster's database URL through another port
+    // (a TcpProxy in front of PostgreSQL).
+    [[nodiscard]] static std::uint16_t pg_port();
+    [[nodiscard]] std::string url_via(std::uint16_t port) const;
     [[nodiscard]] const std::string& dir() const { return dir_; }
 
     TestDatabase db;

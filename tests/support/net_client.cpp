@@ -1,5 +1,7 @@
 #include "net_client.hpp"
 
+#include <array>
+#include <functional>
 #include <regex>
 #include <stdexcept>
 
@@ -43,15 +45,18 @@ std::string raw_http(std::uint16_t port, const std::string& bytes) {
     beast::tcp_stream stream{ioc};
     stream.expires_after(std::chrono::seconds{5});
     stream.connect(tcp::endpoint{net::ip::make_address("127.0.0.1"), port});
-    net::write(stream, net::buffer(bytes));
+    net::write(stream.socket(), net::buffer(bytes));
+    // Asynchronous reads, so that the stream's timer bounds the wait for a server that
+    // keeps the connection open.
     std::string answer;
-    char chunk[4096];
-    beast::error_code ec;
-    while (true) {
-        const auto n = stream.read_some(net::buffer(chunk), ec);
-        if (ec) break;
-        answer.append(chunk, n);
-    }
+    std::array<char, 4096> chunk{};
+    std::function<void(beast::error_code, std::size_t)> on_read = [&](beast::error_code ec, std::size_t n) {
+        answer.append(chunk.data(), n);
+        if (!ec) stream.async_read_some(net::buffer(chunk), on_read);
+    };
+    stream.expires_after(std::chrono::seconds{5});
+    stream.async_read_some(net::buffer(chunk), on_read);
+    ioc.run();
     return answer;
 }
 

@@ -108,6 +108,37 @@ bool Process::await_log(const std::string& text, std::chrono::milliseconds timeo
     return true;
 }
 
+std::size_t Process::log_count(const std::string& text) const {
+    const std::string all = log();
+    std::size_t count = 0;
+    for (auto at = all.find(text); at != std::string::npos; at = all.find(text, at + text.size())) {
+        ++count;
+    }
+    return count;
+}
+
+std::size_t Process::rss_bytes() const {
+    std::ifstream in{"/proc/" + std::to_string(pid_) + "/statm"};
+    std::size_t pages = 0;
+    std::size_t resident = 0;
+    in >> pages >> resident;
+    return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+double Process::cpu_seconds() const {
+    std::ifstream in{"/proc/" + std::to_string(pid_) + "/stat"};
+    std::string text{std::istreambuf_iterator<char>{in}, {}};
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    std::istringstream fields{text.substr(text.rfind(')') + 2)};
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; fields >> field; ++i) {
+        if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+        if (i == 15) break;
+    }
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 std::string bin_dir() {
     if (const char* dir = std::getenv("OUTBOXD_BIN_DIR"); dir && *dir) return dir;
     // Test binaries are built next to outboxd and outboxd-worker.

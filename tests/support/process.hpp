@@ -29,6 +29,11 @@ public:
     [[nodiscard]] std::string log() const;
     // Polls the log until it contains `text`.
     bool await_log(const std::string& text, std::chrono::milliseconds timeout);
+    // How many times `text` occurs in the log so far.
+    [[nodiscard]] std::size_t log_count(const std::string& text) const;
+    // Resident memory and CPU time (user + system) of the running child, from /proc.
+    [[nodiscard]] std::size_t rss_bytes() const;
+    [[nodiscard]] double cpu_seconds() const;
 
 private:
     pid_t pid_ = -1;

@@ -21,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/util/failure_run.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/store/cluster_store.hpp"
 #include "outboxd/store/outbox_store.hpp"
@@ -52,7 +53,7 @@ public:
     [[nodiscard]] const std::vector<store::NodeRecord>& nodes() const { return nodes_; }
     [[nodiscard]] bool registered() const { return registered_; }
     // The last tick reached the database.
-    [[nodiscard]] bool healthy() const { return registered_ && failures_ == 0; }
+    [[nodiscard]] bool healthy() const { return registered_ && failures_.failures() == 0; }
     [[nodiscard]] const MemberSettings& settings() const { return settings_; }
 
 private:
@@ -78,7 +79,7 @@ private:
     bool registered_ = false;
     bool ticking_ = false;
     bool leaving_ = false;
-    std::uint32_t failures_ = 0;
+    util::FailureRun failures_;  // consecutive failed ticks
     std::function<void()> on_change_;
     boost::asio::steady_timer timer_;
     std::shared_ptr<ClusterMember*> alive_;

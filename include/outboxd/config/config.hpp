@@ -56,6 +56,12 @@ struct Config {
     std::chrono::milliseconds quota_cache_ttl{1000};   // OUTBOXD_QUOTA_CACHE_TTL_MS
     bool migrate_on_start = true;                      // OUTBOXD_MIGRATE (true|false)
     std::size_t max_write_queue = 4096;                // OUTBOXD_MAX_WRITE_QUEUE (frames per worker)
+    std::size_t max_write_queue_bytes = 16 << 20;      // OUTBOXD_MAX_WRITE_QUEUE_BYTES (per worker)
+    // OUTBOXD_MAX_CONNECTIONS: open HTTP + WebSocket connections; more are answered 503.
+    // Lowered at start to what the file descriptor limit allows.
+    std::size_t max_connections = 4096;
+    std::chrono::milliseconds http_idle_timeout{60000};     // OUTBOXD_HTTP_IDLE_TIMEOUT_MS
+    std::chrono::milliseconds api_statement_timeout{10000}; // OUTBOXD_API_STATEMENT_TIMEOUT_MS (0: none)
 };
 
 // Binds every setting to a CLI11 app as `--flag` with its OUTBOXD_* environment twin

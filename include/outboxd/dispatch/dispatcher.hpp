@@ -24,11 +24,13 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "outboxd/dispatch/backoff.hpp"
+#include "outboxd/dispatch/claim_faults.hpp"
 #include "outboxd/dispatch/claim_round.hpp"
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/dispatch/namespace_cache.hpp"
 #include "outboxd/dispatch/outcome_writer.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/util/failure_run.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
 namespace outboxd::dispatch {
@@ -113,7 +115,7 @@ private:
         store::ClaimRef ref;
         std::string session_id;
         std::string namespace_name;
-        std::int32_t attempt = 0;  // zero-based attempt this claim is running
+        std::int32_t attempt = 0;  // zero-based attempt this claim is running (stored value)
         std::multimap<std::chrono::steady_clock::time_point, std::string>::iterator deadline;
     };
 
@@ -121,12 +123,18 @@ private:
     void on_claimed(ClaimRoundResult result, std::string error, double seconds);
     // Sends a claimed row to a worker whose credit it has already taken (outstanding).
     void push(worker::WorkerEntry& worker, store::OutboxRow row);
+    // A claimed row no worker can be sent (its input nests deeper than a frame may, e.g. a
+    // row inserted by plain SQL): dead-lettered with the reason, once.
+    void refuse(worker::WorkerEntry& worker, const store::OutboxRow& row, std::string reason);
     // Removes a task from the in-flight set and frees its worker's credit.
     InFlight take(std::unordered_map<std::string, InFlight>::iterator it);
     void record_failure(const InFlight& task, const std::string& error, bool retryable,
                         bool immediate);
     void expire_timeouts();
     void apply_retention();
+    // Logs a maintenance task's failure when a run of them starts and now and then, and the
+    // end of the run (empty `error`: it succeeded).
+    void maintenance_result(std::string_view task, const std::string& error);
     void refresh_gauges();
     void check_drained();
     template <typename Handler>
@@ -165,7 +173,8 @@ private:
     std::chrono::steady_clock::time_point gauges_rest_until_{};
     std::chrono::steady_clock::time_point last_front_scan_{};
     std::chrono::steady_clock::duration front_scan_period_{settings_.poll_interval};
-    std::uint64_t claim_errors_ = 0;
+    ClaimFaults claim_faults_;
+    util::FailureRun maintenance_failures_;
     // The highest claim token this node has seen; after a failed round, its own claims
     // above it are released before the next claim (see OutboxStore::release_claims_after).
     std::int64_t last_claim_token_ = 0;
@@ -173,6 +182,7 @@ private:
     std::function<void()> drained_;
 
     boost::asio::steady_timer poll_timer_;
+    boost::asio::steady_timer claim_retry_timer_;
     boost::asio::steady_timer timeout_timer_;
     boost::asio::steady_timer reconcile_timer_;
     boost::asio::steady_timer retention_timer_;

@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/util/failure_run.hpp"
 #include "outboxd/worker/placement.hpp"
 
 namespace outboxd::dispatch {
@@ -38,12 +39,14 @@ private:
         worker::Placement placement;
     };
     void schedule();
+    void refresh_failed(const std::string& error);
 
     boost::asio::any_io_executor loop_;
     DbLane& lane_;
     std::int64_t default_max_in_flight_;
     std::chrono::milliseconds ttl_;
     std::map<std::string, Entry> entries_;
+    util::FailureRun failures_;
     boost::asio::steady_timer timer_;
     std::shared_ptr<NamespaceCache*> alive_;
 };

@@ -1,9 +1,19 @@
 #pragma once
 
 // Group commit of outcomes: the first outcome is written at once; outcomes arriving while
-// a write is in flight are written together by the next one. A failed write keeps its
-// outcomes, in order, and retries them with backoff until they land: an outcome is never
-// dropped. While writes fail the writer is unhealthy, and the dispatcher stops claiming.
+// a write is in flight are written together by the next one.
+//
+// Failures are told apart by their cause (the store's error types, from SQLSTATE):
+// - the data (store::ValidationError: SQLSTATE classes 22, 23, 54): retrying the same batch
+//   would fail forever, so it is split in halves until the outcome that fails is alone. That
+//   outcome is
+//   then recorded as a dead letter naming the error; if even that is refused, it is given up
+//   (logged and counted) and its row stays claimed until the stale-claim backstop re-arms
+//   it. Everything else in the batch lands.
+// - anything else (connection lost, serialization, lock or statement timeout, a trigger
+//   that raises): the batch is kept, in order, and retried with capped exponential backoff
+//   until it lands; an outcome is never dropped. Meanwhile the writer is unhealthy and the
+//   dispatcher stops claiming.
 //
 // Thread affinity: the loop thread. Writes run on `lane`.
 
@@ -22,6 +32,7 @@
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/store/outbox_row.hpp"
+#include "outboxd/util/retry_backoff.hpp"
 
 namespace outboxd::dispatch {
 
@@ -53,11 +64,15 @@ private:
         store::Outcome outcome;
         std::string namespace_name;
         std::string label;
+        bool substitute = false;  // a dead letter standing in for an outcome the database refused
     };
+    enum class Failure { transient, deterministic };
 
     void flush();
     void finish(std::vector<Pending> batch, std::vector<bool> applied);
-    void fail(std::vector<Pending> batch, const std::string& error);
+    void fail(std::vector<Pending> batch, Failure failure, const std::string& error);
+    void isolate(std::vector<Pending> batch, const std::string& error);
+    void put_back(std::vector<Pending> batch);
 
     boost::asio::any_io_executor loop_;
     DbLane& lane_;
@@ -65,7 +80,12 @@ private:
     std::size_t max_batch_;
     std::deque<Pending> buffer_;
     bool writing_ = false;
-    std::uint32_t failures_ = 0;
+    std::uint32_t failures_ = 0;  // consecutive transient failures
+    util::RetryBackoff retry_backoff_;
+    // After a deterministic failure: the first `suspect_` outcomes of the buffer hold the
+    // one the database refuses, and go in batches of at most `split_` until it is found.
+    std::size_t suspect_ = 0;
+    std::size_t split_ = 0;
     std::uint64_t stale_ = 0;
     boost::asio::steady_timer retry_timer_;
     std::function<void()> on_settled_;

@@ -32,9 +32,11 @@ struct ServerSettings {
     std::optional<std::string> admin_token;
     std::size_t max_frame_bytes = 1 << 20;
     std::size_t max_body_bytes = 8 << 20;
-    std::size_t max_write_queue = 4096;
+    std::size_t max_write_queue = 4096;            // frames per worker connection
+    std::size_t max_write_queue_bytes = 16 << 20;  // bytes per worker connection
+    std::size_t max_connections = 4096;            // HTTP + WebSocket; more get a 503
     std::chrono::seconds websocket_idle_timeout{20};  // pings at half of it
-    std::chrono::seconds http_idle_timeout{60};
+    std::chrono::milliseconds http_idle_timeout{60000};
     std::int64_t default_max_in_flight = 10000;
 };
 

@@ -38,6 +38,16 @@ public:
     prometheus::Counter& slow_consumers_closed_total;
     prometheus::Counter& rows_released_total;  // claimed but no worker left to take them
     prometheus::Counter& rows_rearmed_total;   // stale or orphaned claims re-armed
+    prometheus::Family<prometheus::Counter>& faults_total;  // {where}: contained exceptions
+    prometheus::Gauge& connections_open;                  // HTTP + WebSocket
+    prometheus::Counter& connections_refused_total;       // 503 at the connection cap
+    prometheus::Counter& accept_errors_total;
+    prometheus::Family<prometheus::Counter>& db_lane_rejected_total;  // {lane}
+    prometheus::Counter& outcomes_refused_total;          // poison outcomes isolated
+    prometheus::Counter& claim_route_errors_total;        // a route's claim refused as data
+
+    // A fault contained at `where` (http, websocket, loop, …); loop thread only.
+    prometheus::Counter& fault(const std::string& where);
 
     // Cached children by label value: Family::Add hashes labels on every call.
     prometheus::Gauge& outstanding(const std::string& ns);
@@ -47,6 +57,7 @@ public:
     void set_row_gauges(const std::map<std::string, std::pair<double, double>>& counts);
 
 private:
+    std::map<std::string, prometheus::Counter*> faults_;
     std::map<std::string, prometheus::Gauge*> outstanding_;
     std::map<std::string, prometheus::Counter*> claimed_;
     std::map<std::pair<std::string, std::string>, prometheus::Counter*> outcomes_;

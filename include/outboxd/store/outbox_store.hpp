@@ -72,8 +72,11 @@ public:
         relaxed,
     };
 
-    // Connects lazily on first use; `database_url` is a libpq string or URI.
-    explicit OutboxStore(std::string database_url, Commits commits = Commits::durable);
+    // Connects lazily on first use; `database_url` is a libpq string or URI. A positive
+    // `statement_timeout` bounds every statement on the server (a request must not hold its
+    // lane for minutes).
+    explicit OutboxStore(std::string database_url, Commits commits = Commits::durable,
+                         std::chrono::milliseconds statement_timeout = std::chrono::milliseconds{0});
     ~OutboxStore();
     OutboxStore(const OutboxStore&) = delete;
     OutboxStore& operator=(const OutboxStore&) = delete;

@@ -16,8 +16,10 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Caller input the store refuses before touching the database (or that a constraint
-// refused). `row_index` names the offending row of a batch.
+// The data is at fault: input the store refuses before touching the database, or that the
+// database refused as data (SQLSTATE classes 22 data exception, 23 integrity constraint
+// violation, 54 program limit exceeded). Retrying the same data fails the same way.
+// `row_index` names the offending row of a batch.
 class ValidationError : public StoreError {
 public:
     ValidationError(std::string message, std::optional<std::size_t> row_index = std::nullopt)
@@ -27,6 +29,10 @@ public:
 private:
     std::optional<std::size_t> row_index_;
 };
+
+// Every other StoreError (a lost connection, a conflict, a statement timeout, an operator's
+// trigger raising an exception, a schema that does not match) may go away: retry with
+// backoff.
 
 // A stored value the store cannot decode (e.g. an unknown status token).
 class DecodeError : public StoreError {
@@ -41,7 +47,8 @@ public:
     using StoreError::StoreError;
 };
 
-// A transient conflict (serialization failure, deadlock): retry the operation.
+// A transient conflict (serialization failure, deadlock, a statement or lock timeout):
+// retry the operation.
 class ConflictError : public StoreError {
 public:
     using StoreError::StoreError;

@@ -15,11 +15,18 @@ class FrameQueue {
 public:
     // `alone`: never joined into a batch (a welcome: the peer reads it before batches).
     void push(std::string frame, bool alone = false) {
+        bytes_ += frame.size();
         frames_.push_back({std::move(frame), alone});
     }
-    void clear() { frames_.clear(); }
+    void clear() {
+        frames_.clear();
+        bytes_ = 0;
+    }
     [[nodiscard]] bool empty() const { return frames_.empty(); }
     [[nodiscard]] std::size_t size() const { return frames_.size(); }
+    // The text bytes of every queued frame, the measure a queue bound needs: one frame may be
+    // a megabyte.
+    [[nodiscard]] std::size_t bytes() const { return bytes_; }
 
     // Removes and returns the text of the next write: the oldest frame alone, or, with
     // `batch`, as many of the oldest frames as fit in `max_bytes` joined as one batch frame
@@ -32,6 +39,7 @@ private:
         bool alone = false;
     };
     std::deque<Entry> frames_;
+    std::size_t bytes_ = 0;
 };
 
 }  // namespace outboxd::worker::protocol

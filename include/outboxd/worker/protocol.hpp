@@ -24,6 +24,19 @@ namespace outboxd::worker::protocol {
 
 // Bounds a hello or credit frame may ask for.
 inline constexpr std::int32_t kMaxCreditWindow = 10000;
+// Frames nesting deeper than this are refused before they are parsed: nlohmann's parser is
+// iterative but dump() recurses once per level (the bound serde_json also uses). A batch
+// frame may nest two levels more than the messages it carries.
+inline constexpr std::size_t kMaxNesting = 128;
+// A task's input may nest this deep, so that its task frame fits within kMaxNesting.
+inline constexpr std::size_t kMaxInputNesting = kMaxNesting - 1;
+// Names, ids and routes in a frame (worker_id, namespaces, activity types, …): refused when
+// longer, empty, not UTF-8 or holding a NUL byte.
+inline constexpr std::size_t kMaxIdentifierBytes = 1024;
+// A task id names one claim ("<row id>.<claim token>"); anything longer is not one.
+inline constexpr std::size_t kMaxTaskIdBytes = 64;
+// Free text (a fail's error, an error frame's message) is cut to this length.
+inline constexpr std::size_t kMaxMessageBytes = 4096;
 // The largest batch frame either side writes (a single message larger than this still goes
 // alone, as before). Below every default frame limit, so a reader needs no new setting.
 inline constexpr std::size_t kMaxBatchBytes = 256 * 1024;
@@ -72,7 +85,7 @@ struct Complete {
 
 struct Fail {
     std::string task_id;
-    std::string error;
+    std::string error;  // sanitized: valid UTF-8, no NUL, at most kMaxMessageBytes
     bool retryable = true;
 };
 
@@ -118,7 +131,7 @@ struct Task {
     std::optional<std::string> node;
     std::string activity_type;
     std::string input_json = "null";  // spliced verbatim: must be valid JSON
-    std::int32_t attempt = 1;         // one-based on the wire
+    std::int64_t attempt = 1;         // one-based on the wire (a stored attempt + 1)
     std::int64_t timeout_ms = 0;
 };
 

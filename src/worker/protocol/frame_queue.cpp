@@ -25,11 +25,15 @@ std::string FrameQueue::take(bool batch, std::size_t max_bytes) {
     if (count == 1) {
         std::string frame = std::move(frames_.front().text);
         frames_.pop_front();
+        bytes_ -= frame.size();
         return frame;
     }
     std::vector<std::string> members;
     members.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) members.push_back(std::move(frames_[i].text));
+    for (std::size_t i = 0; i < count; ++i) {
+        bytes_ -= frames_[i].text.size();
+        members.push_back(std::move(frames_[i].text));
+    }
     frames_.erase(frames_.begin(), frames_.begin() + static_cast<long>(count));
     return encode_batch(members);
 }

@@ -4,15 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outboxd/util/untrusted_text.hpp"
+
 namespace outboxd::worker::protocol {
 namespace {
 
 using nlohmann::json;
 
-// nlohmann's parser is iterative, but dump() recurses once per level: re-serializing the
-// "result" of a 200 KB frame of '[' overflowed the stack and killed the process. Frames
-// nesting deeper than this are refused before parsing (the bound serde_json also uses).
-constexpr std::size_t kMaxNestingDepth = 128;
 // A batch frame wraps its messages in two more levels (the frame object and its array).
 constexpr std::size_t kBatchNesting = 2;
 constexpr std::string_view kBatchType = "batch";
@@ -32,33 +30,6 @@ std::string dump(const json& value) {
     return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The deepest nesting of brackets outside strings, counting no further than `limit` + 1.
-// Only has to be right for valid JSON: on anything else the parser that runs next refuses
-// the frame anyway.
-std::size_t nesting_depth(std::string_view text, std::size_t limit) {
-    std::size_t depth = 0;
-    std::size_t deepest = 0;
-    bool in_string = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\') {
-                ++i;  // an escaped character never ends the string
-            } else if (c == '"') {
-                in_string = false;
-            }
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-            if (deepest > limit) return deepest;
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            --depth;
-        }
-    }
-    return deepest;
-}
-
 [[noreturn]] void reject_depth(std::size_t limit) {
     reject(code::bad_json, "frame nests deeper than " + std::to_string(limit) + " levels");
 }
@@ -73,10 +44,10 @@ public:
         return it == object_.end() || it->is_null() ? nullptr : &*it;
     }
 
-    std::string text(const char* name) const {
+    std::string text(const char* name, std::size_t max_bytes = kMaxIdentifierBytes) const {
         const json* value = find(name);
         if (!value) reject(code::missing_field, where(name) + " is required");
-        return text_of(name, *value);
+        return text_of(name, *value, max_bytes);
     }
 
     std::optional<std::string> optional_text(const char* name) const {
@@ -85,12 +56,17 @@ public:
         return text_of(name, *value);
     }
 
-    // Free text (a message) may be absent, null or empty; only its type is checked.
-    std::string free_text(const char* name) const {
+    // Free text (a message) may be absent, null or empty; it is made safe to store and
+    // show (no NUL, valid UTF-8, at most kMaxMessageBytes) rather than refused. With
+    // `any_json`, a value that is not a string is kept as its JSON text.
+    std::string free_text(const char* name, bool any_json = false) const {
         const json* value = find(name);
         if (!value) return {};
-        if (!value->is_string()) reject(code::invalid_field, where(name) + " must be a string");
-        return value->get<std::string>();
+        if (value->is_string()) {
+            return util::sanitize_text(value->get_ref<const std::string&>(), kMaxMessageBytes);
+        }
+        if (!any_json) reject(code::invalid_field, where(name) + " must be a string");
+        return util::sanitize_text(dump(*value), kMaxMessageBytes);
     }
 
     std::int64_t integer(const char* name, std::int64_t lo, std::int64_t hi) const {
@@ -134,10 +110,16 @@ private:
         return "'" + std::string{name} + "' of a " + std::string{type_} + " frame";
     }
 
-    std::string text_of(const char* name, const json& value) const {
+    // Names, ids and routes end up in SQL parameters and log lines: refused unless they are
+    // non-empty UTF-8 without NUL bytes, and bounded.
+    std::string text_of(const char* name, const json& value,
+                        std::size_t max_bytes = kMaxIdentifierBytes) const {
         if (!value.is_string()) reject(code::invalid_field, where(name) + " must be a string");
         auto text = value.get<std::string>();
         if (text.empty()) reject(code::invalid_field, where(name) + " must not be empty");
+        if (const auto problem = util::identifier_problem(text, max_bytes)) {
+            reject(code::invalid_field, where(name) + " " + *problem);
+        }
         return text;
     }
 
@@ -160,8 +142,8 @@ private:
 
 std::pair<json, std::string> parse_object(std::string_view text) {
     // A batch may nest two levels deeper than the messages it carries; nothing else may.
-    const auto depth = nesting_depth(text, kMaxNestingDepth + kBatchNesting);
-    if (depth > kMaxNestingDepth + kBatchNesting) reject_depth(kMaxNestingDepth + kBatchNesting);
+    const auto depth = util::json_nesting_depth(text, kMaxNesting + kBatchNesting);
+    if (depth > kMaxNesting + kBatchNesting) reject_depth(kMaxNesting + kBatchNesting);
     json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (object.is_discarded()) reject(code::bad_json, "frame is not valid JSON");
     if (!object.is_object()) reject(code::bad_json, "frame must be a JSON object");
@@ -169,7 +151,7 @@ std::pair<json, std::string> parse_object(std::string_view text) {
     if (type == object.end()) reject(code::missing_field, "'type' is required");
     if (!type->is_string()) reject(code::invalid_field, "'type' must be a string");
     auto name = type->get<std::string>();
-    if (depth > kMaxNestingDepth && name != kBatchType) reject_depth(kMaxNestingDepth);
+    if (depth > kMaxNesting && name != kBatchType) reject_depth(kMaxNesting);
     return {std::move(object), std::move(name)};
 }
 
@@ -200,13 +182,10 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
             f.optional_integer("max_frame_bytes", 1, INT64_MAX).value_or(0));
         return hello;
     }
-    if (type == "complete") return Complete{f.text("task_id"), f.raw("result")};
+    if (type == "complete") return Complete{f.text("task_id", kMaxTaskIdBytes), f.raw("result")};
     if (type == "fail") {
-        Fail fail{f.text("task_id"), {}, f.optional_boolean("retryable").value_or(true)};
-        if (const json* error = f.find("error")) {
-            fail.error = error->is_string() ? error->get<std::string>() : dump(*error);
-        }
-        return fail;
+        return Fail{f.text("task_id", kMaxTaskIdBytes), f.free_text("error", /*any_json=*/true),
+                    f.optional_boolean("retryable").value_or(true)};
     }
     if (type == "credit") {
         return Credit{static_cast<std::int32_t>(f.integer("max_in_flight", 0, kMaxCreditWindow))};
@@ -247,7 +226,7 @@ NodeMessage parse_node(const json& object, const std::string& type) {
         task.node = f.optional_text("node");
         task.activity_type = f.text("activity_type");
         task.input_json = f.raw("input");
-        task.attempt = static_cast<std::int32_t>(f.integer("attempt", 1, INT32_MAX));
+        task.attempt = f.integer("attempt", 1, std::int64_t{INT32_MAX} + 1);
         task.timeout_ms = f.optional_integer("timeout_ms", 0, INT64_MAX).value_or(0);
         return task;
     }
@@ -464,7 +443,7 @@ std::string encode(const Task& task) {
     append_field(out, "activity_type", std::string_view{task.activity_type});
     out += R"(,"input":)";
     out += task.input_json.empty() ? "null" : task.input_json;
-    append_field(out, "attempt", std::int64_t{task.attempt});
+    append_field(out, "attempt", task.attempt);
     append_field(out, "timeout_ms", task.timeout_ms);
     out += '}';
     return out;

@@ -112,7 +112,11 @@ const std::vector<std::string> kExpectedFlags{"--database-url",
                                               "--drain-timeout-ms",
                                               "--quota-cache-ttl-ms",
                                               "--migrate",
-                                              "--max-write-queue"};
+                                              "--max-write-queue",
+                                              "--max-write-queue-bytes",
+                                              "--max-connections",
+                                              "--http-idle-timeout-ms",
+                                              "--api-statement-timeout-ms"};
 
 }  // namespace
 

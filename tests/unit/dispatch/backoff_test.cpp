@@ -16,6 +16,11 @@ TEST_CASE("backoff grows geometrically and clamps to its maximum", "[unit][dispa
     CHECK(backoff.delay_for(INT32_MAX) == 60s);
     const Backoff flat{250ms, 1.0, 1s};
     CHECK(flat.delay_for(50) == 250ms);
+    // In one step whatever the attempt (a row staged by plain SQL may carry any): a loop
+    // multiplying up to the cap would never reach it with a multiplier of 1.
+    CHECK(flat.delay_for(INT32_MAX) == 250ms);
+    const Backoff gentle{1ms, 1.0001, 1s};
+    CHECK(gentle.delay_for(INT32_MAX) == 1s);
     const Backoff huge{1000ms, 100.0, std::chrono::milliseconds{86400000}};
     CHECK(huge.delay_for(30) == std::chrono::milliseconds{86400000});
 }

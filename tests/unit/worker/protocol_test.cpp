@@ -676,3 +676,69 @@ TEST_CASE("only a batch may nest two levels deeper than a message", "[unit][work
     CHECK(std::holds_alternative<std::vector<WorkerMessage>>(parse_worker_frame(in_batch(128))));
     CHECK(std::holds_alternative<ProtocolError>(parse_worker_frame(in_batch(129))));
 }
+
+TEST_CASE("a frame queue counts the bytes it holds", "[unit][worker]") {
+    FrameQueue queue;
+    CHECK(queue.bytes() == 0);
+    const auto a = encode(Credit{1});
+    const auto b = encode(Complete{"task-1", "\"" + std::string(500, 'x') + "\""});
+    queue.push(a);
+    queue.push(b);
+    queue.push(a);
+    CHECK(queue.bytes() == 2 * a.size() + b.size());
+    (void)queue.take(false, kMaxBatchBytes);
+    CHECK(queue.bytes() == a.size() + b.size());
+    (void)queue.take(true, kMaxBatchBytes);
+    CHECK(queue.bytes() == 0);
+    queue.push(b);
+    queue.clear();
+    CHECK(queue.bytes() == 0);
+}
+
+TEST_CASE("names and ids a database or a log could not take are refused where they enter",
+          "[unit][worker]") {
+    const auto hello_with = [](const std::string& field, const nlohmann::json& value) {
+        nlohmann::json frame{{"type", "hello"}, {"worker_id", "w"}, {"activity_types", {"a"}}};
+        frame[field] = value;
+        return frame.dump();
+    };
+    expect_worker_error(hello_with("activity_types", {std::string{"b\0", 2}}), code::invalid_field,
+                        "activity_types");
+    expect_worker_error(hello_with("namespaces", {std::string(kMaxIdentifierBytes + 1, 'n')}),
+                        code::invalid_field, "namespaces");
+    expect_worker_error(hello_with("worker_id", std::string{"w\0", 2}), code::invalid_field, "worker_id");
+    expect_worker_error(hello_with("task_queue", std::string{"q\0", 2}), code::invalid_field, "task_queue");
+    expect_worker_error(hello_with("node", std::string{"n\0", 2}), code::invalid_field, "node");
+    // A task id names one claim: anything much longer is refused without being echoed.
+    const auto long_id = worker_error(
+        nlohmann::json{{"type", "complete"}, {"task_id", std::string(100'000, '7')}}.dump());
+    CHECK(long_id.code == code::invalid_field);
+    CHECK(long_id.message.size() < 200);
+}
+
+TEST_CASE("a fail's error text is kept legibly: NUL bytes replaced, its length bounded",
+          "[unit][worker]") {
+    const auto fail = worker_frame<Fail>(
+        nlohmann::json{{"type", "fail"}, {"task_id", "1.2"}, {"error", std::string{"card\0declined", 13}}}
+            .dump());
+    CHECK(fail.error == "card\xef\xbf\xbd" "declined");
+    const auto long_fail = worker_frame<Fail>(
+        nlohmann::json{{"type", "fail"}, {"task_id", "1.2"}, {"error", std::string(100'000, 'e')}}.dump());
+    CHECK(long_fail.error.size() <= kMaxMessageBytes);
+    const auto structured = worker_frame<Fail>(R"({"type":"fail","task_id":"1.2","error":{"code":7}})");
+    CHECK(structured.error == R"({"code":7})");
+}
+
+TEST_CASE("a task's attempt travels beyond the int32 range of a stored attempt", "[unit][worker]") {
+    Task task;
+    task.task_id = "1.1";
+    task.dispatch_key = "k";
+    task.workflow_id = "w";
+    task.namespace_name = "default";
+    task.task_queue = "default";
+    task.activity_type = "a";
+    task.attempt = std::int64_t{INT32_MAX} + 1;
+    const auto parsed = parse_node_message(encode(task));
+    REQUIRE(std::holds_alternative<NodeMessage>(parsed));
+    CHECK(std::get<Task>(std::get<NodeMessage>(parsed)).attempt == std::int64_t{INT32_MAX} + 1);
+}

@@ -1,8 +1,8 @@
-#include "backoff.hpp"
+#include "outboxd/util/retry_backoff.hpp"
 
 #include <algorithm>
 
-namespace outboxd::sdk::detail {
+namespace outboxd::util {
 namespace {
 
 // 2^kMaxDoublings · min exceeds any sensible max; stops the shift from overflowing.
@@ -10,10 +10,10 @@ constexpr std::uint32_t kMaxDoublings = 30;
 
 }  // namespace
 
-Backoff::Backoff(std::chrono::milliseconds min, std::chrono::milliseconds max, std::uint64_t seed)
+RetryBackoff::RetryBackoff(std::chrono::milliseconds min, std::chrono::milliseconds max, std::uint64_t seed)
     : min_(std::max(min, std::chrono::milliseconds{1})), max_(std::max(max, min_)), random_(seed) {}
 
-std::chrono::milliseconds Backoff::next() {
+std::chrono::milliseconds RetryBackoff::next() {
     const auto doublings = std::min(attempts_, kMaxDoublings);
     if (attempts_ < kMaxDoublings) ++attempts_;
     const auto max_count = max_.count();
@@ -24,4 +24,4 @@ std::chrono::milliseconds Backoff::next() {
     return std::chrono::milliseconds{std::min<std::int64_t>(base + jitter(random_), max_count)};
 }
 
-}  // namespace outboxd::sdk::detail
+}  // namespace outboxd::util

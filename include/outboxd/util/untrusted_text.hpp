@@ -1,0 +1,39 @@
+#pragma once
+
+// Checks for text that comes from outside the node (HTTP paths and bodies, WebSocket
+// frames, rows inserted by plain SQL) before it is stored, echoed or logged. Pure functions;
+// none of them throws.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace outboxd::util {
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past
+// U+10FFFF).
+[[nodiscard]] bool is_valid_utf8(std::string_view text) noexcept;
+
+// The deepest nesting of arrays and objects in the JSON `text`, counting no further than
+// `limit` + 1, so that a hostile text costs one pass however deep it goes. Only has to be
+// right for valid JSON: a parser refuses anything else afterwards.
+[[nodiscard]] std::size_t json_nesting_depth(std::string_view text, std::size_t limit) noexcept;
+
+// Why `value` cannot serve as an identifier (a key, a name, a route), or nullopt when it
+// can: "is empty", "is longer than N bytes", "contains a NUL byte", "is not valid UTF-8".
+// PostgreSQL text cannot hold a NUL, and libpq would cut a parameter at it silently.
+[[nodiscard]] std::optional<std::string> identifier_problem(std::string_view value,
+                                                            std::size_t max_bytes);
+
+// Free text (an error message) made safe to store and show: NUL bytes and bytes that are
+// not UTF-8 become U+FFFD, and text longer than `max_bytes` is cut at a character boundary
+// and marked with "…". The result is at most `max_bytes` long.
+[[nodiscard]] std::string sanitize_text(std::string_view text, std::size_t max_bytes);
+
+// `text` for a log line: one line, printable, bounded. Control characters, quotes,
+// backslashes and bytes that are not UTF-8 are escaped (\n, \", \\, \xNN), and text longer
+// than `max_bytes` is cut and marked with "…". A client cannot forge a log line with it.
+[[nodiscard]] std::string log_safe(std::string_view text, std::size_t max_bytes = 200);
+
+}  // namespace outboxd::util

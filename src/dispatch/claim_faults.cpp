@@ -1,0 +1,52 @@
+#include "outboxd/dispatch/claim_faults.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "outboxd/util/untrusted_text.hpp"
+
+namespace outboxd::dispatch {
+ClaimFaults::ClaimFaults(Settings settings, std::uint64_t seed)
+    : settings_(settings),
+      backoff_(settings.retry_min, settings.retry_max, seed),
+      failures_(settings.summary_every) {}
+
+std::chrono::milliseconds ClaimFaults::round_failed(const std::string& error, Clock::time_point now) {
+    const auto delay = backoff_.next();
+    retry_at_ = now + delay;
+    if (failures_.failed(now)) {
+        spdlog::warn("event=claims_failing failed_rounds={} for_ms={} retry_in_ms={} error=\"{}\"",
+                     failures_.failures(), failures_.lasted(now).count(), delay.count(),
+                     util::log_safe(error));
+    }
+    return delay;
+}
+
+void ClaimFaults::round_succeeded(Clock::time_point now) {
+    const auto lasted = failures_.lasted(now);
+    if (const auto failed = failures_.succeeded(); failed > 0) {
+        spdlog::info("event=claims_recovered failed_rounds={} after_ms={}", failed, lasted.count());
+    }
+    backoff_.reset();
+    retry_at_ = {};
+}
+
+void ClaimFaults::route_refused(const store::ClaimScope& scope, const std::string& error,
+                                Clock::time_point now) {
+    const bool was_resting = resting_.contains(scope);
+    resting_[scope] = now + settings_.route_rest;
+    if (!was_resting) {
+        spdlog::warn("event=claim_route_refused namespace=\"{}\" task_queue=\"{}\" rest_ms={} error=\"{}\"",
+                     util::log_safe(scope.namespace_name), util::log_safe(scope.task_queue),
+                     settings_.route_rest.count(), util::log_safe(error));
+    }
+}
+
+void ClaimFaults::drop_resting(std::vector<worker::Route>& routes, Clock::time_point now) {
+    std::erase_if(resting_, [now](const auto& entry) { return entry.second <= now; });
+    if (resting_.empty()) return;
+    std::erase_if(routes, [this](const worker::Route& route) { return resting_.contains(route.scope); });
+}
+
+}  // namespace outboxd::dispatch
