@@ -1,7 +1,9 @@
 // outboxd-worker: the example worker (design §8). Runs demo activities through the worker
 // SDK: noop, echo, sleep, fail-sometimes. For tests it can write its statistics to a JSON
 // file and log every delivery it receives (dispatch_key:attempt, one line each, append-only)
-// so that duplicate deliveries can be counted, even after kill -9.
+// so that duplicate deliveries can be counted, even after kill -9. The delivery log adds
+// timestamps, task ids and answers, for the chaos harness (tests/chaos) to match deliveries
+// and outcomes against faults.
 //
 // Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 2 for invalid flags or settings.
 
@@ -9,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -53,6 +56,7 @@ struct WorkerSettings {
     std::string log_level = "info";
     std::string stats_file;    // empty: none
     std::string received_log;  // empty: none
+    std::string delivery_log;  // empty: none
     std::uint64_t seed = 0;
 };
 
@@ -128,6 +132,10 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
     app.add_option("--received-log", settings.received_log,
                    "append dispatch_key:attempt of every task received")
         ->envname("OUTBOXD_WORKER_RECEIVED_LOG");
+    app.add_option("--delivery-log", settings.delivery_log,
+                   "append 'deliver|complete|fail <unix_ms> <task_id> <dispatch_key> "
+                   "[attempt]' for every task received and answered")
+        ->envname("OUTBOXD_WORKER_DELIVERY_LOG");
     auto* seed_option = app.add_option("--seed", settings.seed, "seed of fail-sometimes draws")
                             ->envname("OUTBOXD_WORKER_SEED");
 
@@ -151,34 +159,112 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
     return std::nullopt;
 }
 
-// Append-only log of deliveries. One write(2) per line, no user-space buffer: every line
-// is in the kernel before the task is run, so it survives kill -9 of this process.
-class ReceivedLog {
+// Append-only log file. One write(2) per line on an O_APPEND descriptor, no user-space
+// buffer: a line is in the kernel once append returns, so it survives kill -9 of this
+// process, and lines written from several threads never interleave.
+class AppendLog {
 public:
-    explicit ReceivedLog(const std::string& path) {
+    // `flag` names the setting in the error when the file cannot be opened.
+    AppendLog(const std::string& path, const char* flag) {
         if (path.empty()) return;
         fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd_ < 0) {
-            throw InvalidSetting{"--received-log (OUTBOXD_WORKER_RECEIVED_LOG): cannot open '" +
-                                 path + "'"};
-        }
+        if (fd_ < 0) throw InvalidSetting{std::string{flag} + ": cannot open '" + path + "'"};
     }
-    ~ReceivedLog() {
+    ~AppendLog() {
         if (fd_ >= 0) ::close(fd_);
     }
-    ReceivedLog(const ReceivedLog&) = delete;
-    ReceivedLog& operator=(const ReceivedLog&) = delete;
+    AppendLog(const AppendLog&) = delete;
+    AppendLog& operator=(const AppendLog&) = delete;
 
-    void record(const protocol::Task& task) const {
+    [[nodiscard]] bool enabled() const { return fd_ >= 0; }
+    void append(const std::string& line) const {
         if (fd_ < 0) return;
-        const auto line = task.dispatch_key + ":" + std::to_string(task.attempt) + "\n";
         if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-            spdlog::warn("received log: short write for {}", task.dispatch_key);
+            spdlog::warn("append log: short write of '{}'", line.substr(0, line.size() - 1));
         }
     }
 
 private:
     int fd_ = -1;
+};
+
+// `dispatch_key:attempt` of every task received.
+class ReceivedLog {
+public:
+    explicit ReceivedLog(const std::string& path)
+        : log_(path, "--received-log (OUTBOXD_WORKER_RECEIVED_LOG)") {}
+
+    void record(const protocol::Task& task) const {
+        log_.append(task.dispatch_key + ":" + std::to_string(task.attempt) + "\n");
+    }
+
+private:
+    AppendLog log_;
+};
+
+// Every delivery and every answer with its time, one line each:
+//   deliver <unix_ms> <task_id> <dispatch_key> <attempt>
+//   complete <unix_ms> <task_id> <dispatch_key>
+//   fail <unix_ms> <task_id> <dispatch_key>
+// An answer's line is written before the answer is handed to the client: whatever outcome
+// a node applies for a task id, that id's line is already in the file, even when this
+// process dies right after sending. Times never go back within one process, so a delivery
+// always precedes its answer in the file and in time.
+class DeliveryLog {
+public:
+    explicit DeliveryLog(const std::string& path)
+        : log_(path, "--delivery-log (OUTBOXD_WORKER_DELIVERY_LOG)") {}
+
+    void delivered(const protocol::Task& task) const {
+        if (!log_.enabled()) return;
+        log_.append("deliver " + std::to_string(now_ms()) + " " + task.task_id + " " +
+                    task.dispatch_key + " " + std::to_string(task.attempt) + "\n");
+    }
+    void answered(const char* kind, const std::string& task_id,
+                  const std::string& dispatch_key) const {
+        if (!log_.enabled()) return;
+        log_.append(std::string{kind} + " " + std::to_string(now_ms()) + " " + task_id + " " +
+                    dispatch_key + "\n");
+    }
+
+private:
+    std::int64_t now_ms() const {
+        const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+        std::int64_t last = last_ms_.load();
+        while (wall > last && !last_ms_.compare_exchange_weak(last, wall)) {
+        }
+        return std::max(wall, last);
+    }
+
+    AppendLog log_;
+    mutable std::atomic<std::int64_t> last_ms_{0};
+};
+
+// A task's Responder that records the answer in the delivery log first.
+class Answer {
+public:
+    Answer(Responder responder, const DeliveryLog& log, const protocol::Task& task)
+        : responder_(std::move(responder)),
+          log_(&log),
+          task_id_(task.task_id),
+          dispatch_key_(task.dispatch_key) {}
+
+    void complete(std::string result_json = "null") {
+        log_->answered("complete", task_id_, dispatch_key_);
+        responder_.complete(std::move(result_json));
+    }
+    void fail(std::string error, bool retryable) {
+        log_->answered("fail", task_id_, dispatch_key_);
+        responder_.fail(std::move(error), retryable);
+    }
+
+private:
+    Responder responder_;
+    const DeliveryLog* log_;
+    std::string task_id_;
+    std::string dispatch_key_;
 };
 
 // A draw in [0, 1) that depends only on the seed and the delivery, so a run can be replayed
@@ -227,32 +313,32 @@ public:
         thread_.join();
     }
 
-    void run(const protocol::Task& task, Responder responder) {
+    void run(const protocol::Task& task, Answer answer) {
         const auto& type = task.activity_type;
-        if (type == "noop") return responder.complete();
-        if (type == "echo") return responder.complete(task.input_json);
-        if (type == "sleep") return sleep(task, std::move(responder));
-        if (type == "fail-sometimes") return fail_sometimes(task, std::move(responder));
-        responder.fail("unknown activity type '" + type + "'", false);
+        if (type == "noop") return answer.complete();
+        if (type == "echo") return answer.complete(task.input_json);
+        if (type == "sleep") return sleep(task, std::move(answer));
+        if (type == "fail-sometimes") return fail_sometimes(task, std::move(answer));
+        answer.fail("unknown activity type '" + type + "'", false);
     }
 
 private:
-    void sleep(const protocol::Task& task, Responder responder) {
+    void sleep(const protocol::Task& task, Answer answer) {
         const auto ms = input_number(task, "ms", kDefaultSleepMs, 0, 24.0 * 3600 * 1000);
-        if (!ms) return responder.fail("sleep: input.ms must be a number of milliseconds", false);
+        if (!ms) return answer.fail("sleep: input.ms must be a number of milliseconds", false);
         auto timer = std::make_shared<net::steady_timer>(
             timers_, std::chrono::milliseconds{static_cast<std::int64_t>(*ms)});
-        timer->async_wait([timer, responder = std::move(responder)](
-                              const boost::system::error_code&) mutable { responder.complete(); });
+        timer->async_wait([timer, answer = std::move(answer)](
+                              const boost::system::error_code&) mutable { answer.complete(); });
     }
 
-    void fail_sometimes(const protocol::Task& task, Responder responder) const {
+    void fail_sometimes(const protocol::Task& task, Answer answer) const {
         const auto p = input_number(task, "p", kDefaultFailProbability, 0.0, 1.0);
-        if (!p) return responder.fail("fail-sometimes: input.p must be within 0..1", false);
+        if (!p) return answer.fail("fail-sometimes: input.p must be within 0..1", false);
         if (uniform_draw(seed_, task.dispatch_key, task.attempt) < *p) {
-            return responder.fail("fail-sometimes: simulated failure", true);
+            return answer.fail("fail-sometimes: simulated failure", true);
         }
-        responder.complete();
+        answer.complete();
     }
 
     std::uint64_t seed_;
@@ -318,11 +404,14 @@ int main(int argc, char** argv) {
         spdlog::set_level(spdlog::level::from_str(settings.log_level));
 
         const ReceivedLog received_log{settings.received_log};
+        const DeliveryLog delivery_log{settings.delivery_log};
         Activities activities{settings.seed};
-        WorkerClient client{settings.client, [&](const protocol::Task& task, Responder responder) {
-                                received_log.record(task);
-                                activities.run(task, std::move(responder));
-                            }};
+        WorkerClient client{
+            settings.client, [&](const protocol::Task& task, Responder responder) {
+                received_log.record(task);
+                delivery_log.delivered(task);
+                activities.run(task, Answer{std::move(responder), delivery_log, task});
+            }};
         spdlog::info("outboxd-worker {} starting: {} node URL(s), max in flight {}, seed {}",
                      settings.client.worker_id, settings.client.seed_urls.size(),
                      settings.client.max_in_flight, settings.seed);
