@@ -97,6 +97,7 @@ http::ServerSettings server_settings(const config::Config& c) {
     s.max_connections = connection_cap(c.max_connections);
     s.http_idle_timeout = c.http_idle_timeout;
     s.default_max_in_flight = c.default_max_in_flight;
+    if (c.tls_cert_file && c.tls_key_file) s.tls = http::TlsFiles{*c.tls_cert_file, *c.tls_key_file};
     return s;
 }
 
@@ -155,7 +156,7 @@ public:
           signals(ioc) {
         server.start();
         // With port 0 the derived advertise URL names port 0: name the bound port instead.
-        const std::string unbound = ":0/v1/workers";
+        const std::string unbound = ":0/v1/workers";  // ws:// and wss:// alike
         if (config.advertise_url.ends_with(unbound)) {
             config.advertise_url.replace(config.advertise_url.size() - unbound.size(), unbound.size(),
                                          ":" + std::to_string(server.port()) + "/v1/workers");

@@ -80,13 +80,14 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
     client.activity_types = {"echo", "sleep", "fail-sometimes", "noop"};
     std::string node;
     std::string token;
+    std::string ca_file;
     std::int64_t stop_grace_ms = settings.stop_grace.count();
 
     const auto ws_url = CLI::Validator(
         [](std::string& url) {
-            return url.rfind("ws://", 0) == 0 && url.size() > 5
-                       ? std::string{}
-                       : "must be a ws://host:port/path URL";
+            const bool plain = url.rfind("ws://", 0) == 0 && url.size() > 5;
+            const bool tls = url.rfind("wss://", 0) == 0 && url.size() > 6;
+            return plain || tls ? std::string{} : "must be a ws:// or wss://host:port/path URL";
         },
         "WS-URL");
     app.add_option("--url", client.seed_urls, "node URL(s) to connect to; repeat or comma-separate")
@@ -119,6 +120,10 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
         ->capture_default_str();
     auto* token_option =
         app.add_option("--token", token, "worker bearer token")->envname("OUTBOXD_WORKER_TOKEN");
+    auto* ca_option = app.add_option("--ca-file", ca_file,
+                                     "PEM CA certificates for wss:// nodes (default: the system's)")
+                          ->envname("OUTBOXD_WORKER_CA_FILE")
+                          ->check(CLI::ExistingFile);
     app.add_option("--log-level", settings.log_level, "debug, info, warn or error")
         ->envname("OUTBOXD_LOG_LEVEL")
         ->capture_default_str()
@@ -154,6 +159,7 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
             throw InvalidSetting{"--token (OUTBOXD_WORKER_TOKEN): must not be empty"};
         client.token = token;
     }
+    if (*ca_option) client.ca_file = ca_file;
     if (!*seed_option) settings.seed = std::random_device{}();
     settings.stop_grace = std::chrono::milliseconds{stop_grace_ms};
     return std::nullopt;

@@ -151,6 +151,13 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) {
              c.http_idle_timeout = milliseconds{to_integer(kHttpIdleTimeout, text)};
          }},
+        {kTlsCertFile, "FILE",
+         "PEM certificate chain; with --tls-key-file the listen address serves HTTPS and wss://",
+         false, [](const Config&) -> std::string { return "unset: plain HTTP and ws://"; },
+         [](const std::string& text, Config& c) { c.tls_cert_file = text; }},
+        {kTlsKeyFile, "FILE", "PEM private key of --tls-cert-file", false,
+         [](const Config&) -> std::string { return "unset"; },
+         [](const std::string& text, Config& c) { c.tls_key_file = text; }},
         {kApiStatementTimeout, "MS",
          "server-side limit of each statement of an API request; 0 disables", false,
          [](const Config& d) { return number_text(d.api_statement_timeout.count()); },

@@ -38,11 +38,12 @@ std::string default_node_id() {
     return host + suffix;
 }
 
-std::string default_advertise_url(const ListenAddress& listen) {
+std::string default_advertise_url(const ListenAddress& listen, bool tls) {
     std::string host = listen.host;
     if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
     if (host.find(':') != std::string::npos) host = "[" + host + "]";
-    return "ws://" + host + ":" + std::to_string(listen.port) + "/v1/workers";
+    return std::string{tls ? "wss://" : "ws://"} + host + ":" + std::to_string(listen.port) +
+           "/v1/workers";
 }
 
 }  // namespace outboxd::config::detail

@@ -21,6 +21,6 @@ inline constexpr std::size_t kMaxNodeIdBytes = 128;
 // "ws://<host>:<port>/v1/workers". A wildcard listen host (0.0.0.0, ::) is not an address a
 // worker can dial, so it becomes 127.0.0.1: right for one machine; a multi-host deployment
 // sets OUTBOXD_ADVERTISE_URL. IPv6 hosts are bracketed.
-[[nodiscard]] std::string default_advertise_url(const ListenAddress& listen);
+[[nodiscard]] std::string default_advertise_url(const ListenAddress& listen, bool tls);
 
 }  // namespace outboxd::config::detail

@@ -67,7 +67,8 @@ Config Options::resolve() const {
     }
     if (config.node_id.empty()) config.node_id = detail::default_node_id();
     if (config.advertise_url.empty()) {
-        config.advertise_url = detail::default_advertise_url(config.listen);
+        config.advertise_url =
+            detail::default_advertise_url(config.listen, config.tls_cert_file.has_value());
     }
     validate(config);
     return config;

@@ -58,6 +58,8 @@ inline constexpr Setting kMaxWriteQueueBytes{"max-write-queue-bytes", "OUTBOXD_M
 inline constexpr Setting kMaxConnections{"max-connections", "OUTBOXD_MAX_CONNECTIONS", 1, 1'000'000};
 inline constexpr Setting kHttpIdleTimeout{"http-idle-timeout-ms", "OUTBOXD_HTTP_IDLE_TIMEOUT_MS", 1'000,
                                           kHourMs};
+inline constexpr Setting kTlsCertFile{"tls-cert-file", "OUTBOXD_TLS_CERT_FILE"};
+inline constexpr Setting kTlsKeyFile{"tls-key-file", "OUTBOXD_TLS_KEY_FILE"};
 inline constexpr Setting kApiStatementTimeout{"api-statement-timeout-ms",
                                               "OUTBOXD_API_STATEMENT_TIMEOUT_MS", 0, kHourMs};
 

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <fstream>
 #include <string>
 
 #include "convert.hpp"
@@ -66,11 +67,28 @@ void check_ranges(const Config& config) {
     }
 }
 
+void check_readable(const detail::Setting& setting, const std::optional<std::string>& path) {
+    if (!path) return;
+    std::ifstream file{*path};
+    if (!file) refuse(setting, "cannot read '" + *path + "'");
+}
+
+void check_tls(const Config& config) {
+    if (config.tls_cert_file.has_value() != config.tls_key_file.has_value()) {
+        refuse(config.tls_cert_file ? detail::kTlsKeyFile : detail::kTlsCertFile,
+               "must be set together with " +
+                   detail::label(config.tls_cert_file ? detail::kTlsCertFile : detail::kTlsKeyFile));
+    }
+    check_readable(detail::kTlsCertFile, config.tls_cert_file);
+    check_readable(detail::kTlsKeyFile, config.tls_key_file);
+}
+
 }  // namespace
 
 void validate(const Config& config) {
     check_identity(config);
     check_ranges(config);
+    check_tls(config);
     // Cross-field rules come last so that each side is already known to be in range.
     if (config.backoff_max < config.backoff_base) {
         refuse(detail::kBackoffMax, "must be at least --backoff-base-ms, which is " +

@@ -1,6 +1,8 @@
 #include "http_session.hpp"
 
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include "worker_session.hpp"
 
@@ -9,6 +11,13 @@ namespace outboxd::http {
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 
+namespace {
+
+// Headers beyond this end the request (431-like: Beast reports header_limit).
+constexpr std::uint32_t kMaxHeaderBytes = 64 * 1024;
+
+}  // namespace
+
 std::optional<std::string> bearer_of(beast::string_view authorization) {
     constexpr std::string_view prefix = "Bearer ";
     const std::string_view value{authorization.data(), authorization.size()};
@@ -16,26 +25,37 @@ std::optional<std::string> bearer_of(beast::string_view authorization) {
     return std::string{value.substr(prefix.size())};
 }
 
-HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server)
+template <typename Stream>
+HttpSession<Stream>::HttpSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server)
     : slot_(std::make_unique<ConnectionSlot>(server.open_connections,
                                              server.services.metrics.connections_open)),
-      stream_(std::move(socket)),
+      stream_(make_stream(std::move(socket), static_cast<Stream*>(nullptr), server.tls.get())),
       server_(server) {}
 
-void HttpSession::run() { read(); }
+template <typename Stream>
+void HttpSession<Stream>::run() {
+    // The TLS handshake counts against the idle deadline: a client that never finishes it
+    // holds its slot no longer than one that never sends a request.
+    beast::get_lowest_layer(stream_).expires_after(server_.settings.http_idle_timeout);
+    async_start(stream_, [self = this->shared_from_this()](beast::error_code ec) {
+        if (!ec) self->read();
+    });
+}
 
-void HttpSession::read() {
+template <typename Stream>
+void HttpSession<Stream>::read() {
     parser_.emplace();
     parser_->body_limit(server_.settings.max_body_bytes);
-    parser_->header_limit(64 * 1024);
-    stream_.expires_after(server_.settings.http_idle_timeout);
+    parser_->header_limit(kMaxHeaderBytes);
+    beast::get_lowest_layer(stream_).expires_after(server_.settings.http_idle_timeout);
     bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                           self->on_read(ec);
                       });
 }
 
-void HttpSession::on_read(beast::error_code ec) {
+template <typename Stream>
+void HttpSession<Stream>::on_read(beast::error_code ec) {
     if (ec == bhttp::error::body_limit) {
         return write(error_response(413, "body_too_large",
                                     "request body exceeds " +
@@ -49,9 +69,7 @@ void HttpSession::on_read(beast::error_code ec) {
             return write(error_response(400, "bad_request", "malformed HTTP request: " + ec.message()),
                          false);
         }
-        beast::error_code ignored;
-        stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
-        return;
+        return shutdown_send(stream_, this->shared_from_this());
     }
     // One fault, one request: whatever a handler throws ends this request with a 500 and
     // this connection, never the node.
@@ -63,7 +81,8 @@ void HttpSession::on_read(beast::error_code ec) {
     }
 }
 
-void HttpSession::respond_to(Request request) {
+template <typename Stream>
+void HttpSession<Stream>::respond_to(Request request) {
     if (beast::websocket::is_upgrade(request)) return upgrade(std::move(request));
 
     ApiRequest api;
@@ -72,12 +91,13 @@ void HttpSession::respond_to(Request request) {
     api.body = std::move(request.body());
     api.bearer = bearer_of(request[bhttp::field::authorization]);
     const bool keep_alive = request.keep_alive();
-    server_.router.handle(api, [self = shared_from_this(), keep_alive](ApiResponse response) {
+    server_.router.handle(api, [self = this->shared_from_this(), keep_alive](ApiResponse response) {
         self->write(std::move(response), keep_alive);
     });
 }
 
-void HttpSession::upgrade(Request request) {
+template <typename Stream>
+void HttpSession<Stream>::upgrade(Request request) {
     const auto parsed = parse_target(std::string_view{request.target().data(), request.target().size()});
     const auto* target = std::get_if<ParsedTarget>(&parsed);
     if (!target || target->segments != std::vector<std::string>{"v1", "workers"}) {
@@ -94,12 +114,13 @@ void HttpSession::upgrade(Request request) {
                          false);
         }
     }
-    stream_.expires_never();
-    std::make_shared<WorkerSession>(stream_.release_socket(), std::move(slot_), server_)
+    beast::get_lowest_layer(stream_).expires_never();
+    std::make_shared<WorkerSession<Stream>>(std::move(stream_), std::move(slot_), server_)
         ->run(std::move(request));
 }
 
-void HttpSession::write(ApiResponse response, bool keep_alive) {
+template <typename Stream>
+void HttpSession<Stream>::write(ApiResponse response, bool keep_alive) {
     auto message = std::make_shared<bhttp::response<bhttp::string_body>>(
         static_cast<bhttp::status>(response.status), 11);
     message->set(bhttp::field::server, "outboxd");
@@ -107,15 +128,17 @@ void HttpSession::write(ApiResponse response, bool keep_alive) {
     message->keep_alive(keep_alive);
     message->body() = std::move(response.body);
     message->prepare_payload();
-    stream_.expires_after(server_.settings.http_idle_timeout);
+    beast::get_lowest_layer(stream_).expires_after(server_.settings.http_idle_timeout);
     bhttp::async_write(stream_, *message,
-                       [self = shared_from_this(), message, keep_alive](beast::error_code ec, std::size_t) {
+                       [self = this->shared_from_this(), message, keep_alive](beast::error_code ec,
+                                                                              std::size_t) {
                            if (ec) return;
                            if (keep_alive) return self->read();
-                           beast::error_code ignored;
-                           self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send,
-                                                           ignored);
+                           shutdown_send(self->stream_, self);
                        });
 }
+
+template class HttpSession<PlainStream>;
+template class HttpSession<TlsStream>;
 
 }  // namespace outboxd::http

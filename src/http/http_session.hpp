@@ -1,6 +1,7 @@
 #pragma once
 
-// One HTTP connection: reads requests (bounded body), answers API routes, and hands a
+// One HTTP connection, over plain TCP or TLS (Stream: PlainStream or TlsStream): reads
+// requests (bounded headers and body, an idle deadline), answers API routes, and hands a
 // WebSocket upgrade of /v1/workers to a WorkerSession after checking the worker token.
 
 #include <memory>
@@ -10,10 +11,12 @@
 #include <boost/beast/http.hpp>
 
 #include "server_impl.hpp"
+#include "session_stream.hpp"
 
 namespace outboxd::http {
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+template <typename Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
 public:
     HttpSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server);
     void run();
@@ -28,11 +31,14 @@ private:
     void respond_to(Request request);
 
     std::unique_ptr<ConnectionSlot> slot_;
-    boost::beast::tcp_stream stream_;
+    Stream stream_;
     boost::beast::flat_buffer buffer_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     HttpServer::Impl& server_;
 };
+
+extern template class HttpSession<PlainStream>;
+extern template class HttpSession<TlsStream>;
 
 // "Authorization: Bearer X" -> X.
 [[nodiscard]] std::optional<std::string> bearer_of(boost::beast::string_view authorization);

@@ -4,6 +4,7 @@
 #include <random>
 #include <stdexcept>
 
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <spdlog/spdlog.h>
@@ -30,6 +31,31 @@ constexpr auto kRefusalLinger = std::chrono::seconds{2};
 
 }  // namespace
 
+// TLS 1.2 and later only, with the certificate chain and key the operator named. Each file
+// is loaded here, at start, so that a bad one stops the node with a message naming it.
+std::unique_ptr<net::ssl::context> make_tls_context(const TlsFiles& files) {
+    auto context = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                         net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                         net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+    boost::system::error_code ec;
+    context->use_certificate_chain_file(files.cert_file, ec);
+    if (ec) {
+        throw std::runtime_error("OUTBOXD_TLS_CERT_FILE: cannot load a PEM certificate chain from '" +
+                                 files.cert_file + "': " + ec.message());
+    }
+    context->use_private_key_file(files.key_file, net::ssl::context::pem, ec);
+    if (ec) {
+        throw std::runtime_error("OUTBOXD_TLS_KEY_FILE: cannot load a PEM private key from '" +
+                                 files.key_file + "': " + ec.message());
+    }
+    if (::SSL_CTX_check_private_key(context->native_handle()) != 1) {
+        throw std::runtime_error("OUTBOXD_TLS_KEY_FILE: the key in '" + files.key_file +
+                                 "' does not match the certificate in '" + files.cert_file + "'");
+    }
+    return context;
+}
+
 ConnectionSlot::ConnectionSlot(std::shared_ptr<std::size_t> open, prometheus::Gauge& gauge)
     : open_(std::move(open)), gauge_(gauge) {
     ++*open_;
@@ -48,7 +74,9 @@ HttpServer::Impl::Impl(net::io_context& ioc_, ServerSettings settings_, NodeServ
       router(ioc_.get_executor(), services_, settings),
       acceptor(ioc_),
       accept_backoff(kAcceptRetryMin, kAcceptRetryMax, std::random_device{}()),
-      accept_timer(ioc_) {}
+      accept_timer(ioc_) {
+    if (settings.tls) tls = make_tls_context(*settings.tls);
+}
 
 void HttpServer::Impl::start() {
     boost::system::error_code ec;
@@ -86,7 +114,11 @@ void HttpServer::Impl::accept() {
             // Frames are small and latency-bound: never hold one back waiting for an ACK.
             boost::system::error_code ignored;
             socket.set_option(tcp::no_delay(true), ignored);
-            std::make_shared<HttpSession>(std::move(socket), *this)->run();
+            if (tls) {
+                std::make_shared<HttpSession<TlsStream>>(std::move(socket), *this)->run();
+            } else {
+                std::make_shared<HttpSession<PlainStream>>(std::move(socket), *this)->run();
+            }
         }
         accept();
     });

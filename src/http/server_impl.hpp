@@ -7,6 +7,7 @@
 #include <string>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "api_router.hpp"
@@ -16,7 +17,7 @@
 
 namespace outboxd::http {
 
-class WorkerSession;
+class WorkerSessionBase;
 
 // Counts one open connection for as long as it lives; the session that owns the socket
 // holds it (an HTTP session, then the WebSocket session it upgrades to). Shares the count
@@ -52,7 +53,9 @@ public:
     ApiRouter router;
     boost::asio::ip::tcp::acceptor acceptor;
     bool accepting = false;
-    std::map<std::string, std::weak_ptr<WorkerSession>> workers;  // by session id
+    std::map<std::string, std::weak_ptr<WorkerSessionBase>> workers;  // by session id
+    // Set when the node serves HTTPS and wss:// (ServerSettings::tls); sessions then run TLS.
+    std::unique_ptr<boost::asio::ssl::context> tls;
     std::shared_ptr<std::size_t> open_connections = std::make_shared<std::size_t>(0);
     util::RetryBackoff accept_backoff;
     util::FailureRun accept_failures;

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <spdlog/spdlog.h>
 
 #include "outboxd/util/untrusted_text.hpp"
@@ -23,13 +25,16 @@ std::string random_session_id() {
 
 }  // namespace
 
-WorkerSession::WorkerSession(boost::asio::ip::tcp::socket socket, std::unique_ptr<ConnectionSlot> slot,
-                             HttpServer::Impl& server)
-    : slot_(std::move(slot)), ws_(std::move(socket)), server_(server), session_id_(random_session_id()) {}
+template <typename Stream>
+WorkerSession<Stream>::WorkerSession(Stream stream, std::unique_ptr<ConnectionSlot> slot,
+                                     HttpServer::Impl& server)
+    : slot_(std::move(slot)), ws_(std::move(stream)), server_(server), session_id_(random_session_id()) {}
 
-WorkerSession::~WorkerSession() = default;
+template <typename Stream>
+WorkerSession<Stream>::~WorkerSession() = default;
 
-void WorkerSession::run(beast::http::request<beast::http::string_body> upgrade) {
+template <typename Stream>
+void WorkerSession<Stream>::run(beast::http::request<beast::http::string_body> upgrade) {
     auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::server);
     timeouts.handshake_timeout = std::chrono::seconds{10};
     timeouts.idle_timeout = server_.settings.websocket_idle_timeout;
@@ -39,20 +44,22 @@ void WorkerSession::run(beast::http::request<beast::http::string_body> upgrade) 
     ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& response) {
         response.set(beast::http::field::server, "outboxd");
     }));
-    ws_.async_accept(upgrade, [self = shared_from_this()](beast::error_code ec) {
+    ws_.async_accept(upgrade, [self = this->shared_from_this()](beast::error_code ec) {
         if (ec) return;
         self->server_.workers[self->session_id_] = self;
         self->read();
     });
 }
 
-void WorkerSession::read() {
-    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+template <typename Stream>
+void WorkerSession<Stream>::read() {
+    ws_.async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
         self->on_read(ec);
     });
 }
 
-void WorkerSession::on_read(beast::error_code ec) {
+template <typename Stream>
+void WorkerSession<Stream>::on_read(beast::error_code ec) {
     if (ec) {
         if (ec == websocket::error::message_too_big) {
             // Beast has already failed the connection with close code 1009 (too big).
@@ -81,7 +88,8 @@ void WorkerSession::on_read(beast::error_code ec) {
     if (!closing_) read();
 }
 
-void WorkerSession::handle(const std::string& text) {
+template <typename Stream>
+void WorkerSession<Stream>::handle(const std::string& text) {
     auto parsed = protocol::parse_worker_frame(text);
     if (auto* error = std::get_if<protocol::ProtocolError>(&parsed)) {
         // Before hello the session has nothing to continue with; after it, a bad frame is
@@ -94,7 +102,8 @@ void WorkerSession::handle(const std::string& text) {
     }
 }
 
-void WorkerSession::handle_message(protocol::WorkerMessage& message) {
+template <typename Stream>
+void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
     if (auto* hello = std::get_if<protocol::Hello>(&message)) {
         if (greeted_) return reject(protocol::code::duplicate_hello, "hello was already accepted", false);
         return handle_hello(std::move(*hello));
@@ -117,7 +126,8 @@ void WorkerSession::handle_message(protocol::WorkerMessage& message) {
     if (refused) reject(refused->code, refused->message, false);
 }
 
-void WorkerSession::handle_hello(protocol::Hello hello) {
+template <typename Stream>
+void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
     greeted_ = true;
     if (hello.batch) batch_max_bytes_ = protocol::batch_bytes_for(hello.max_frame_bytes);
     spdlog::info("event=worker_joined session={} worker=\"{}\" namespaces={} task_queue=\"{}\" max_in_flight={}",
@@ -136,20 +146,23 @@ void WorkerSession::handle_hello(protocol::Hello hello) {
     }
     // Alone, never in a batch: the worker learns from it that batches may follow.
     enqueue(protocol::encode(welcome), /*alone=*/true);
-    server_.services.registry.add(session_id_, std::move(hello), shared_from_this());
+    server_.services.registry.add(session_id_, std::move(hello), this->shared_from_this());
     server_.services.metrics.workers_connected.Increment();
     server_.services.dispatcher.request_sweep();
 }
 
-void WorkerSession::reject(std::string_view code, const std::string& message, bool fatal) {
+template <typename Stream>
+void WorkerSession<Stream>::reject(std::string_view code, const std::string& message, bool fatal) {
     server_.services.metrics.protocol_errors_total.Add({{"code", std::string{code}}}).Increment();
     send(protocol::encode(protocol::Error{std::string{code}, message}));
     if (fatal) close(message);
 }
 
-void WorkerSession::send(std::string frame) { enqueue(std::move(frame), /*alone=*/false); }
+template <typename Stream>
+void WorkerSession<Stream>::send(std::string frame) { enqueue(std::move(frame), /*alone=*/false); }
 
-void WorkerSession::enqueue(std::string frame, bool alone) {
+template <typename Stream>
+void WorkerSession<Stream>::enqueue(std::string frame, bool alone) {
     if (closing_ || finished_) return;
     if (queue_.size() >= server_.settings.max_write_queue ||
         queue_.bytes() + frame.size() > server_.settings.max_write_queue_bytes) {
@@ -170,20 +183,22 @@ void WorkerSession::enqueue(std::string frame, bool alone) {
 
 // The write starts once the current handler is done, so that every frame it queues (a
 // dispatch round's tasks) leaves in the same write.
-void WorkerSession::schedule_write() {
+template <typename Stream>
+void WorkerSession<Stream>::schedule_write() {
     if (writing_) return;
     writing_ = true;
-    boost::asio::post(ws_.get_executor(), [self = shared_from_this()] { self->write_next(); });
+    boost::asio::post(ws_.get_executor(), [self = this->shared_from_this()] { self->write_next(); });
 }
 
-void WorkerSession::write_next() {
+template <typename Stream>
+void WorkerSession<Stream>::write_next() {
     if (queue_.empty()) {
         writing_ = false;
         if (closing_ && !close_reason_.empty()) {
             auto reason = std::move(close_reason_);
             close_reason_.clear();
             ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, reason),
-                            [self = shared_from_this(), reason](beast::error_code) {
+                            [self = this->shared_from_this(), reason](beast::error_code) {
                                 self->finish(reason);
                             });
         }
@@ -193,7 +208,7 @@ void WorkerSession::write_next() {
     in_write_ = queue_.take(batch_max_bytes_ > 0, batch_max_bytes_);
     ws_.text(true);
     ws_.async_write(boost::asio::buffer(in_write_),
-                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                    [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                         if (ec) {
                             self->queue_.clear();
                             self->writing_ = false;
@@ -205,7 +220,8 @@ void WorkerSession::write_next() {
                     });
 }
 
-void WorkerSession::close(std::string_view reason) {
+template <typename Stream>
+void WorkerSession<Stream>::close(std::string_view reason) {
     if (closing_ || finished_) return;
     closing_ = true;
     // Flush queued frames (the error that explains the close goes first), then close.
@@ -214,7 +230,8 @@ void WorkerSession::close(std::string_view reason) {
     schedule_write();
 }
 
-void WorkerSession::finish(const std::string& why) {
+template <typename Stream>
+void WorkerSession<Stream>::finish(const std::string& why) {
     if (finished_) return;
     finished_ = true;
     server_.workers.erase(session_id_);
@@ -224,5 +241,8 @@ void WorkerSession::finish(const std::string& why) {
         server_.services.dispatcher.on_worker_lost(session_id_);
     }
 }
+
+template class WorkerSession<PlainStream>;
+template class WorkerSession<TlsStream>;
 
 }  // namespace outboxd::http

@@ -21,14 +21,22 @@
 #include "outboxd/worker/frame_queue.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 #include "server_impl.hpp"
+#include "session_stream.hpp"
 
 namespace outboxd::http {
 
-class WorkerSession : public std::enable_shared_from_this<WorkerSession>,
-                      public worker::WorkerChannel {
+// What the server asks of any worker session, whatever its transport.
+class WorkerSessionBase : public worker::WorkerChannel {
 public:
-    WorkerSession(boost::asio::ip::tcp::socket socket, std::unique_ptr<ConnectionSlot> slot,
-                  HttpServer::Impl& server);
+    [[nodiscard]] virtual bool greeted() const = 0;
+};
+
+template <typename Stream>
+class WorkerSession : public std::enable_shared_from_this<WorkerSession<Stream>>,
+                      public WorkerSessionBase {
+public:
+    // Takes over the HTTP session's stream (after the upgrade request) and its slot.
+    WorkerSession(Stream stream, std::unique_ptr<ConnectionSlot> slot, HttpServer::Impl& server);
     ~WorkerSession() override;
 
     void run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
@@ -37,7 +45,7 @@ public:
     void send(std::string frame) override;
     void close(std::string_view reason) override;
 
-    [[nodiscard]] bool greeted() const { return greeted_; }
+    [[nodiscard]] bool greeted() const override { return greeted_; }
 
 private:
     void read();
@@ -52,7 +60,7 @@ private:
     void finish(const std::string& why);
 
     std::unique_ptr<ConnectionSlot> slot_;
-    boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+    boost::beast::websocket::stream<Stream> ws_;
     boost::beast::flat_buffer buffer_;
     worker::protocol::FrameQueue queue_;
     std::string in_write_;    // the text of the write in flight
@@ -65,5 +73,8 @@ private:
     bool finished_ = false;   // loss reported to the dispatcher
     std::string close_reason_;
 };
+
+extern template class WorkerSession<PlainStream>;
+extern template class WorkerSession<TlsStream>;
 
 }  // namespace outboxd::http

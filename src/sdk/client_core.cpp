@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <random>
 
+#include <stdexcept>
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 namespace outboxd::sdk::detail {
 namespace {
@@ -35,10 +38,29 @@ NodeConnection::Settings connection_settings(const WorkerOptions& options) {
 
 }  // namespace
 
+std::unique_ptr<net::ssl::context> make_tls_client_context(const std::optional<std::string>& ca_file) {
+    auto context = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
+    context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                         net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                         net::ssl::context::no_tlsv1_1);
+    error_code ec;
+    if (ca_file) {
+        context->load_verify_file(*ca_file, ec);
+        if (ec) {
+            throw std::invalid_argument("worker client: ca_file: cannot load PEM certificates from '" +
+                                        *ca_file + "': " + ec.message());
+        }
+    } else {
+        context->set_default_verify_paths(ec);  // the system's trust store, when it has one
+    }
+    return context;
+}
+
 ClientCore::ClientCore(WorkerOptions options, TaskHandler handler)
     : options_(std::move(options)),
       handler_(std::move(handler)),
       connection_settings_(connection_settings(options_)),
+      tls_(make_tls_client_context(options_.ca_file)),
       grace_timer_(ioc_),
       close_deadline_(ioc_),
       rebalance_timer_(ioc_) {}
@@ -105,7 +127,7 @@ NodeLink* ClientCore::add_link(const std::string& url, bool seed) {
     if (NodeLink* existing = find_link(url)) return existing;
     auto parsed = parse_ws_url(url);
     if (!parsed) {
-        spdlog::warn("worker client: ignoring node URL '{}': not ws://host[:port]/path", url);
+        spdlog::warn("worker client: ignoring node URL '{}': not ws:// or wss://host[:port]/path", url);
         return nullptr;
     }
     util::RetryBackoff backoff{options_.reconnect_min, options_.reconnect_max, std::random_device{}()};
@@ -145,11 +167,12 @@ NodeLink* ClientCore::link_of(std::uint64_t connection_id) {
 
 void ClientCore::connect(NodeLink& link) {
     const std::uint64_t id = ++next_connection_id_;
-    auto connection = std::make_shared<NodeConnection>(
+    auto connection = make_node_connection(
         ioc_, link.ws_url, connection_settings_,
         NodeConnection::Events{[this, id] { on_opened(id); },
                                [this, id](std::string_view text) { on_received(id, text); },
-                               [this, id](const error_code& ec) { on_closed(id, ec); }});
+                               [this, id](const error_code& ec) { on_closed(id, ec); }},
+        tls_.get());
     connections_.emplace(id, connection);
     link.connection_id = id;
     link.phase = NodeLink::Phase::connecting;

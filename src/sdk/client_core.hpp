@@ -21,6 +21,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "node_connection.hpp"
@@ -30,6 +31,12 @@
 namespace outboxd::sdk::detail {
 
 enum class Outcome { completed, failed };
+
+// The TLS settings every wss:// connection of a client verifies its node with: PEM CA
+// certificates from `ca_file`, or the system's trust store. Throws std::invalid_argument
+// naming a file that cannot be loaded.
+[[nodiscard]] std::unique_ptr<boost::asio::ssl::context> make_tls_client_context(
+    const std::optional<std::string>& ca_file);
 
 class ClientCore final : public std::enable_shared_from_this<ClientCore> {
 public:
@@ -95,6 +102,9 @@ private:
     const WorkerOptions options_;
     const TaskHandler handler_;
     const NodeConnection::Settings connection_settings_;
+    // Verifies wss:// nodes (options_.ca_file, else the system's trust store). Declared
+    // before the io_context so that connections, which use it, go first.
+    std::unique_ptr<boost::asio::ssl::context> tls_;
 
     mutable std::mutex published_mutex_;
     WorkerStats stats_;

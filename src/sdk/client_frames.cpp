@@ -100,7 +100,11 @@ void ClientCore::on_cluster(const std::vector<protocol::NodeInfo>& nodes) {
     if (!options_.follow_cluster || stopping_ || nodes.empty()) return;
     std::vector<KnownNode> known;
     known.reserve(links_.size());
-    for (const auto& link : links_) known.push_back({link->url, link->node_id, link->seed});
+    for (const auto& link : links_) {
+        const bool connected =
+            link->phase == NodeLink::Phase::open || link->phase == NodeLink::Phase::draining;
+        known.push_back({link->url, link->node_id, link->seed, connected});
+    }
     const auto plan = plan_cluster(known, nodes);
     for (const auto& url : plan.drop) remove_link(url);
     for (const auto& info : plan.connect) {

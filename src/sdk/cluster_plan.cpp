@@ -6,15 +6,17 @@ namespace outboxd::sdk::detail {
 
 ClusterPlan plan_cluster(const std::vector<KnownNode>& known,
                          const std::vector<worker::protocol::NodeInfo>& listed) {
-    const auto is_listed = [&listed](const KnownNode& node) {
-        return std::any_of(listed.begin(), listed.end(), [&node](const auto& info) {
-            return info.url == node.url || (node.node_id && info.node_id == *node.node_id);
-        });
+    // The same node under another URL, reached right now.
+    const auto same_node = [](const KnownNode& node, const worker::protocol::NodeInfo& info) {
+        return info.url == node.url || (node.connected && node.node_id && info.node_id == *node.node_id);
     };
-    const auto is_known = [&known](const worker::protocol::NodeInfo& info) {
-        return std::any_of(known.begin(), known.end(), [&info](const KnownNode& node) {
-            return info.url == node.url || (node.node_id && info.node_id == *node.node_id);
-        });
+    const auto is_listed = [&](const KnownNode& node) {
+        return std::any_of(listed.begin(), listed.end(),
+                           [&](const auto& info) { return same_node(node, info); });
+    };
+    const auto is_known = [&](const worker::protocol::NodeInfo& info) {
+        return std::any_of(known.begin(), known.end(),
+                           [&](const KnownNode& node) { return same_node(node, info); });
     };
 
     ClusterPlan plan;

@@ -16,6 +16,7 @@ struct KnownNode {
     std::string url;
     std::optional<std::string> node_id;  // once its welcome arrived
     bool seed = false;
+    bool connected = false;  // upgraded and not lost since
 };
 
 struct ClusterPlan {
@@ -24,7 +25,10 @@ struct ClusterPlan {
 };
 
 // A listed node counts as known when a link has its URL or, because a seed URL may name a
-// node differently from the URL it advertises, its node id. Seeds are never dropped.
+// node differently from the URL it advertises, its node id while that link is connected.
+// A link known only by the node's id that is not connected is stale (the node restarted
+// elsewhere, on another port): the listed URL is connected to, and the stale link dropped
+// unless it is a seed. Seeds are never dropped.
 [[nodiscard]] ClusterPlan plan_cluster(const std::vector<KnownNode>& known,
                                        const std::vector<worker::protocol::NodeInfo>& listed);
 

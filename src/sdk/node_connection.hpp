@@ -1,7 +1,8 @@
 #pragma once
 
-// One WebSocket connection to one node, for one life: resolve, connect, upgrade, then read
-// frames until either side closes. Reconnecting is the owner's business (a new object).
+// One WebSocket connection to one node, for one life: resolve, connect, for wss:// a TLS
+// handshake, upgrade, then read frames until either side closes. Reconnecting is the
+// owner's business (a new object).
 //
 // Network thread only: every method must be called on the thread running the io_context,
 // and every event is delivered there, never from inside a method call. The object keeps
@@ -16,23 +17,23 @@
 #include <string_view>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/websocket/stream.hpp>
+#include <boost/system/error_code.hpp>
 
-#include "outboxd/worker/frame_queue.hpp"
 #include "ws_url.hpp"
+
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
 
 namespace outboxd::sdk::detail {
 
-class NodeConnection : public std::enable_shared_from_this<NodeConnection> {
+class NodeConnection {
 public:
     struct Settings {
         std::optional<std::string> token;  // Authorization: Bearer, on the upgrade request
         std::size_t max_frame_bytes = 1 << 20;
-        std::chrono::milliseconds connect_timeout{5000};
-        std::chrono::milliseconds idle_timeout{30000};  // 0: no idle timeout
+        std::chrono::milliseconds connect_timeout{5000};  // TCP connect and TLS handshake
+        std::chrono::milliseconds idle_timeout{30000};    // 0: no idle timeout
         // Frames waiting to be written past which the node counts as not reading: the
         // connection is cut (its tasks are re-armed by the node).
         std::size_t max_write_queue = 1024;
@@ -45,53 +46,29 @@ public:
         std::function<void(const boost::system::error_code&)> closed;
     };
 
-    NodeConnection(boost::asio::io_context& ioc, WsUrl url, Settings settings, Events events);
+    virtual ~NodeConnection() = default;
 
-    void start();
+    virtual void start() = 0;
     // Queues a text frame; written in order, one write outstanding at a time. Ignored once
     // closing.
-    void send(std::string frame);
+    virtual void send(std::string frame) = 0;
     // From now on, frames queued together leave as batch frames of at most max_bytes (the
     // node said it reads them).
-    void batch_writes(std::size_t max_bytes);
+    virtual void batch_writes(std::size_t max_bytes) = 0;
     // Writes what is queued, then performs the WebSocket close handshake. Before the upgrade
     // is done this aborts instead.
-    void close();
+    virtual void close() = 0;
     // Cuts the TCP connection now; pending operations end with operation_aborted.
-    void abort();
+    virtual void abort() = 0;
 
-    [[nodiscard]] bool is_open() const noexcept { return open_ && !close_requested_; }
-
-private:
-    void on_resolve(const boost::system::error_code& ec,
-                    const boost::asio::ip::tcp::resolver::results_type& results);
-    void on_connect(const boost::system::error_code& ec,
-                    const boost::asio::ip::tcp::endpoint& endpoint);
-    void on_handshake(const boost::system::error_code& ec);
-    void read_next();
-    void on_read(const boost::system::error_code& ec, std::size_t bytes);
-    void schedule_write();
-    void write_next();
-    void on_write(const boost::system::error_code& ec, std::size_t bytes);
-    void close_now();
-    void on_close(const boost::system::error_code& ec);
-    void finish(boost::system::error_code ec);
-
-    WsUrl url_;
-    Settings settings_;
-    Events events_;
-    boost::asio::ip::tcp::resolver resolver_;
-    boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
-    boost::beast::flat_buffer read_buffer_;
-    worker::protocol::FrameQueue write_queue_;
-    std::string in_write_;           // the text of the write in flight
-    std::size_t batch_max_bytes_ = 0;  // 0: one frame per write
-    bool open_ = false;
-    bool writing_ = false;           // a write is in flight or scheduled
-    bool close_requested_ = false;
-    bool close_started_ = false;
-    bool finished_ = false;
-    bool overflowed_ = false;  // cut for an unread write queue: reported as no_buffer_space
+    [[nodiscard]] virtual bool is_open() const noexcept = 0;
 };
+
+// A connection to `url`: ws:// over plain TCP, or wss:// over TLS verified with `tls` (the
+// node's certificate must chain to a trusted CA and name the URL's host). `tls` must outlive
+// the connection; a wss:// URL without it is refused at start (closed with an error).
+[[nodiscard]] std::shared_ptr<NodeConnection> make_node_connection(
+    boost::asio::io_context& ioc, WsUrl url, NodeConnection::Settings settings,
+    NodeConnection::Events events, boost::asio::ssl::context* tls);
 
 }  // namespace outboxd::sdk::detail

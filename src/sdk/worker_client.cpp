@@ -16,7 +16,7 @@ void validate(const WorkerOptions& options) {
     require(!options.seed_urls.empty(), "seed_urls: at least one node URL is required");
     for (const auto& url : options.seed_urls) {
         require(detail::parse_ws_url(url).has_value(),
-                "seed_urls: '" + url + "' is not a ws://host[:port]/path URL");
+                "seed_urls: '" + url + "' is not a ws:// or wss://host[:port]/path URL");
     }
     require(!options.worker_id.empty(), "worker_id must not be empty");
     require(!options.namespaces.empty(), "namespaces must list at least one namespace");

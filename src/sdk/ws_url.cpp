@@ -7,7 +7,9 @@ namespace outboxd::sdk::detail {
 namespace {
 
 constexpr std::string_view kScheme = "ws://";
+constexpr std::string_view kTlsScheme = "wss://";
 constexpr std::string_view kDefaultPort = "80";
+constexpr std::string_view kDefaultTlsPort = "443";
 constexpr long kMaxPort = 65535;
 
 bool valid_port(std::string_view port) {
@@ -22,8 +24,9 @@ bool valid_port(std::string_view port) {
 }  // namespace
 
 std::optional<WsUrl> parse_ws_url(std::string_view url) {
-    if (url.substr(0, kScheme.size()) != kScheme) return std::nullopt;
-    url.remove_prefix(kScheme.size());
+    const bool tls = url.starts_with(kTlsScheme);
+    if (!tls && !url.starts_with(kScheme)) return std::nullopt;
+    url.remove_prefix(tls ? kTlsScheme.size() : kScheme.size());
 
     const auto target_at = url.find_first_of("/?");
     const std::string_view authority = url.substr(0, target_at);
@@ -52,7 +55,8 @@ std::optional<WsUrl> parse_ws_url(std::string_view url) {
         }
         if (host.empty()) return std::nullopt;
     }
-    return WsUrl{std::string{host}, std::string{port.empty() ? kDefaultPort : port},
+    const auto default_port = tls ? kDefaultTlsPort : kDefaultPort;
+    return WsUrl{tls, std::string{host}, std::string{port.empty() ? default_port : port},
                  std::string{authority}, std::move(target)};
 }
 

@@ -306,3 +306,36 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
                    .as<int>() > 300;
     }, 10s));
 }
+
+TEST_CASE("workers follow a node that restarts on another port", "[e2e][cluster]") {
+    E2eCluster cluster{"new-port"};
+    auto& first = cluster.start_node("node-1", node_env());
+    auto& second = cluster.start_node("node-2", node_env());
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 2); }, 10s));
+    // Seeded with both, as a deployment lists its nodes: a seed is never dropped, so the
+    // old URL stays known under node-1's id.
+    for (const auto* name : {"w1", "w2"}) {
+        cluster.start_worker(name, {first.worker_url(), second.worker_url()},
+                             {"--activity-types", "sleep", "--max-in-flight", "64"});
+    }
+    REQUIRE(E2eCluster::await([&] {
+        return E2eCluster::metric(first, "outboxd_workers_connected") == 2.0;
+    }, 10s));
+
+    first.process->signal(SIGKILL);
+    REQUIRE(first.process->wait(5s));
+    REQUIRE(E2eCluster::await([&] { return balanced_over(second, 1); }, 15s));
+    // Same node id, a new port (listen :0): its old URL leads nowhere now.
+    auto env = node_env();
+    env["OUTBOXD_NODE_ID"] = "node-1";
+    auto& again = cluster.start_node("node-1-again", env);
+    REQUIRE(again.port != first.port);
+    REQUIRE(E2eCluster::await([&] { return balanced_over(second, 2); }, 15s));
+    CHECK(E2eCluster::await([&] {
+        return E2eCluster::metric(again, "outboxd_workers_connected") == 2.0;
+    }, 15s));
+    // Rows on the restarted node's shards are delivered there.
+    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT 'np-' || g, 0, "
+                    "'sleep', '{\"ms\": 1}' FROM generate_series(1, 400) g");
+    CHECK(E2eCluster::await([&] { return cluster.count("status = 'done'") == 400; }, 30s));
+}

@@ -21,7 +21,7 @@ using Loads = std::vector<ConnectionLoad>;
 
 }  // namespace
 
-TEST_CASE("ws URLs are split into host, port, authority and target", "[sdk][unit]") {
+TEST_CASE("ws and wss URLs are split into host, port, authority and target", "[sdk][unit]") {
     const auto plain = parse_ws_url("ws://127.0.0.1:8080/v1/workers");
     REQUIRE(plain);
     CHECK(plain->host == "127.0.0.1");
@@ -41,7 +41,12 @@ TEST_CASE("ws URLs are split into host, port, authority and target", "[sdk][unit
     CHECK(v6->target == "/v1/workers?token=x");
 
     CHECK(parse_ws_url("ws://h?x=1")->target == "/?x=1");
-    CHECK_FALSE(parse_ws_url("wss://127.0.0.1/v1/workers"));
+    const auto secure = parse_ws_url("wss://127.0.0.1/v1/workers");
+    REQUIRE(secure);
+    CHECK(secure->tls);
+    CHECK(secure->port == "443");
+    CHECK_FALSE(plain->tls);
+    CHECK_FALSE(parse_ws_url("wss://"));
     CHECK_FALSE(parse_ws_url("http://127.0.0.1/v1/workers"));
     CHECK_FALSE(parse_ws_url("ws://"));
     CHECK_FALSE(parse_ws_url("ws://:80/x"));
@@ -258,9 +263,9 @@ TEST_CASE("backoff grows from min to max with bounded jitter and resets", "[sdk]
 
 TEST_CASE("cluster plans connect new nodes and drop unlisted non-seeds", "[sdk][unit]") {
     const std::vector<KnownNode> known{
-        {"ws://seed:1/w", std::string{"a"}, true},
-        {"ws://b:1/w", std::string{"b"}, false},
-        {"ws://c:1/w", std::nullopt, false},
+        {"ws://seed:1/w", std::string{"a"}, true, true},
+        {"ws://b:1/w", std::string{"b"}, false, true},
+        {"ws://c:1/w", std::nullopt, false, false},
     };
     const auto plan = plan_cluster(known, {{"a", "ws://a-advertised:1/w"},
                                            {"c", "ws://c:1/w"},
@@ -273,4 +278,18 @@ TEST_CASE("cluster plans connect new nodes and drop unlisted non-seeds", "[sdk][
 
     const auto seeds_stay = plan_cluster(known, {{"z", "ws://z:1/w"}});
     CHECK(seeds_stay.drop == std::vector<std::string>{"ws://b:1/w", "ws://c:1/w"});
+}
+
+TEST_CASE("a node that restarted on another URL is followed there", "[sdk][unit]") {
+    // Both links lost their connection: the node came back elsewhere (a new port).
+    const std::vector<KnownNode> known{
+        {"ws://seed:1/w", std::string{"a"}, true, false},
+        {"ws://b:1000/w", std::string{"b"}, false, false},
+    };
+    const auto plan = plan_cluster(known, {{"a", "ws://a:2000/w"}, {"b", "ws://b:2000/w"}});
+    REQUIRE(plan.connect.size() == 2);
+    CHECK(plan.connect[0].url == "ws://a:2000/w");
+    CHECK(plan.connect[1].url == "ws://b:2000/w");
+    // The learned link is dropped; the seed is kept (it may come back under its name).
+    CHECK(plan.drop == std::vector<std::string>{"ws://b:1000/w"});
 }

@@ -35,6 +35,16 @@ NodeHandle& E2eCluster::launch_node(const std::string& name, std::map<std::strin
 }
 
 void E2eCluster::await_ready(NodeHandle& node) {
+    await_ready(node, [](std::uint16_t port) {
+        try {
+            return http_call(port, "GET", "/readyz").status == 200;
+        } catch (const std::exception&) {
+            return false;
+        }
+    });
+}
+
+void E2eCluster::await_ready(NodeHandle& node, const std::function<bool(std::uint16_t)>& ready) {
     const auto& name = node.name;
     auto& process = node.process;
     if (!process->await_log("event=listening", std::chrono::seconds{60})) {
@@ -43,15 +53,16 @@ void E2eCluster::await_ready(NodeHandle& node) {
     const auto port = listening_port(process->log());
     if (!port) throw std::runtime_error("no port in the log of " + name);
     node.port = *port;
-    if (!await([&] {
-            try {
-                return http_call(node.port, "GET", "/readyz").status == 200;
-            } catch (const std::exception&) {
-                return false;
-            }
-        }, std::chrono::seconds{30})) {
+    if (!await([&] { return ready(node.port); }, std::chrono::seconds{30})) {
         throw std::runtime_error("node " + name + " never became ready:\n" + node.process->log());
     }
+}
+
+NodeHandle& E2eCluster::start_node_with(const std::string& name, std::map<std::string, std::string> env,
+                                        const std::function<bool(std::uint16_t)>& ready) {
+    auto& node = launch_node(name, std::move(env));
+    await_ready(node, ready);
+    return node;
 }
 
 void E2eCluster::audit_claims() {

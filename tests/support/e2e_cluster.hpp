@@ -43,6 +43,10 @@ public:
     // Starts a node without waiting; await_ready() it later (nodes started together).
     NodeHandle& launch_node(const std::string& name, std::map<std::string, std::string> env = {});
     void await_ready(NodeHandle& node);
+    void await_ready(NodeHandle& node, const std::function<bool(std::uint16_t port)>& ready);
+    // As start_node, with its own readiness probe (for a node that does not speak plain HTTP).
+    NodeHandle& start_node_with(const std::string& name, std::map<std::string, std::string> env,
+                                const std::function<bool(std::uint16_t port)>& ready);
     // Installs a trigger recording every claim and every end of a claim (row, claimer,
     // token, clock) in claim_audit.
     void audit_claims();

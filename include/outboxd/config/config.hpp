@@ -62,6 +62,10 @@ struct Config {
     std::size_t max_connections = 4096;
     std::chrono::milliseconds http_idle_timeout{60000};     // OUTBOXD_HTTP_IDLE_TIMEOUT_MS
     std::chrono::milliseconds api_statement_timeout{10000}; // OUTBOXD_API_STATEMENT_TIMEOUT_MS (0: none)
+    // OUTBOXD_TLS_CERT_FILE / OUTBOXD_TLS_KEY_FILE: both set, the listen address serves HTTPS
+    // and wss:// only (PEM certificate chain and private key); neither, plain HTTP and ws://.
+    std::optional<std::string> tls_cert_file;
+    std::optional<std::string> tls_key_file;
 };
 
 // Binds every setting to a CLI11 app as `--flag` with its OUTBOXD_* environment twin

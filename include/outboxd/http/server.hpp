@@ -25,6 +25,12 @@ class Registry;
 
 namespace outboxd::http {
 
+// The certificate chain and private key (PEM files) of a node that serves HTTPS and wss://.
+struct TlsFiles {
+    std::string cert_file;
+    std::string key_file;
+};
+
 struct ServerSettings {
     std::string host = "0.0.0.0";
     std::uint16_t port = 8080;  // 0: any free port
@@ -38,6 +44,7 @@ struct ServerSettings {
     std::chrono::seconds websocket_idle_timeout{20};  // pings at half of it
     std::chrono::milliseconds http_idle_timeout{60000};
     std::int64_t default_max_in_flight = 10000;
+    std::optional<TlsFiles> tls;  // set: every connection on the listen address is TLS
 };
 
 // What the server drives; all of it lives on the loop thread and outlives the server.
@@ -54,6 +61,8 @@ struct NodeServices {
 
 class HttpServer {
 public:
+    // Loads the TLS files when set. Throws std::runtime_error naming the setting of a file
+    // that cannot be used.
     HttpServer(boost::asio::io_context& ioc, ServerSettings settings, NodeServices services);
     ~HttpServer();
 

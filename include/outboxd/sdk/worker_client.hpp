@@ -24,7 +24,7 @@
 namespace outboxd::sdk {
 
 struct WorkerOptions {
-    std::vector<std::string> seed_urls;  // e.g. ws://127.0.0.1:8080/v1/workers
+    std::vector<std::string> seed_urls;  // e.g. ws://127.0.0.1:8080/v1/workers, or wss://…
     std::string worker_id;
     std::vector<std::string> namespaces{"default"};
     std::string task_queue = "default";
@@ -32,6 +32,9 @@ struct WorkerOptions {
     std::vector<std::string> activity_types;
     std::int32_t max_in_flight = 16;   // total over all node connections
     std::optional<std::string> token;  // sent as Authorization: Bearer
+    // PEM CA certificates that wss:// nodes' certificates must chain to; unset: the
+    // system's trust store. A node's certificate must also name the host of its URL.
+    std::optional<std::string> ca_file;
     bool follow_cluster = true;        // also connect to nodes named in welcome/cluster
     std::chrono::milliseconds reconnect_min{100};
     std::chrono::milliseconds reconnect_max{5000};

@@ -116,6 +116,8 @@ const std::vector<std::string> kExpectedFlags{"--database-url",
                                               "--max-write-queue-bytes",
                                               "--max-connections",
                                               "--http-idle-timeout-ms",
+                                              "--tls-cert-file",
+                                              "--tls-key-file",
                                               "--api-statement-timeout-ms"};
 
 }  // namespace
