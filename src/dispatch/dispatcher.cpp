@@ -247,13 +247,13 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
 }
 
 void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
+    const store::ClaimRef ref{row.id, row.claim_token};
     if (util::json_nesting_depth(row.input_json, protocol::kMaxInputNesting) >
         protocol::kMaxInputNesting) {
-        return refuse(worker, row,
+        return refuse(worker, ref, row.namespace_name, row.dispatch_key,
                       "input nests deeper than " + std::to_string(protocol::kMaxInputNesting) +
                           " levels, which no task frame may carry");
     }
-    const store::ClaimRef ref{row.id, row.claim_token};
     protocol::Task task;
     task.task_id = task_id_for(ref);
     task.dispatch_key = std::move(row.dispatch_key);
@@ -267,6 +267,14 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
     task.input_json = std::move(row.input_json);
     task.attempt = std::int64_t{row.attempt} + 1;  // one-based on the wire
     task.timeout_ms = settings_.task_timeout.count();
+    auto frame = protocol::encode(task);
+    // A worker that said how large a frame it reads would drop the connection on a larger
+    // one, and every task on it with it.
+    if (const auto limit = worker.hello.max_frame_bytes; limit > 0 && frame.size() > limit) {
+        return refuse(worker, ref, row.namespace_name, task.dispatch_key,
+                      "the task frame is " + std::to_string(frame.size()) + " bytes, more than the " +
+                          std::to_string(limit) + " the worker reads");
+    }
 
     const auto [entry, added] = in_flight_.try_emplace(
         task.task_id, InFlight{ref, worker.session_id, row.namespace_name, row.attempt, {}});
@@ -280,7 +288,7 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
     }
     entry->second.deadline =
         deadlines_.emplace(Clock::now() + settings_.task_timeout, task.task_id);
-    worker.channel->send(protocol::encode(task));
+    worker.channel->send(std::move(frame));
 
     metrics_.claimed(row.namespace_name).Increment();
     metrics_.outstanding(row.namespace_name).Increment();
@@ -290,13 +298,13 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
     metrics_.dispatch_latency.Observe(std::max(0.0, waited.count()));
 }
 
-void Dispatcher::refuse(worker::WorkerEntry& worker, const store::OutboxRow& row,
+void Dispatcher::refuse(worker::WorkerEntry& worker, store::ClaimRef ref,
+                        const std::string& namespace_name, const std::string& dispatch_key,
                         std::string reason) {
     --worker.outstanding;
     spdlog::warn("event=row_undeliverable dispatch_key=\"{}\" reason=\"{}\"",
-                 util::log_safe(row.dispatch_key), reason);
-    outcomes_.record(store::Outcome::fail({row.id, row.claim_token}, std::move(reason)),
-                     row.namespace_name, "failed");
+                 util::log_safe(dispatch_key), reason);
+    outcomes_.record(store::Outcome::fail(ref, std::move(reason)), namespace_name, "failed");
 }
 
 Dispatcher::InFlight Dispatcher::take(std::unordered_map<std::string, InFlight>::iterator it) {

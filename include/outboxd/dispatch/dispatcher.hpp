@@ -123,9 +123,11 @@ private:
     void on_claimed(ClaimRoundResult result, std::string error, double seconds);
     // Sends a claimed row to a worker whose credit it has already taken (outstanding).
     void push(worker::WorkerEntry& worker, store::OutboxRow row);
-    // A claimed row no worker can be sent (its input nests deeper than a frame may, e.g. a
-    // row inserted by plain SQL): dead-lettered with the reason, once.
-    void refuse(worker::WorkerEntry& worker, const store::OutboxRow& row, std::string reason);
+    // A claimed row that cannot be sent (its input nests deeper than a frame may, or its
+    // frame is larger than the worker reads; e.g. a row inserted by plain SQL):
+    // dead-lettered with the reason, at once, instead of failing every delivery.
+    void refuse(worker::WorkerEntry& worker, store::ClaimRef ref, const std::string& namespace_name,
+                const std::string& dispatch_key, std::string reason);
     // Removes a task from the in-flight set and frees its worker's credit.
     InFlight take(std::unordered_map<std::string, InFlight>::iterator it);
     void record_failure(const InFlight& task, const std::string& error, bool retryable,

@@ -122,3 +122,22 @@ TEST_CASE("a claim scope holding a NUL byte is refused before it reaches SQL, an
     REQUIRE(result.refused.size() == 1);
     CHECK(result.refused[0].second.find("NUL") != std::string::npos);
 }
+
+TEST_CASE("a row whose task frame is larger than its worker reads is dead-lettered, not sent",
+          "[pg][dispatch][hostile]") {
+    DispatchHarness h;
+    auto big = new_row("big", 0);
+    big.input_json = "\"" + std::string(5000, 'x') + "\"";
+    h.store.append(std::vector{big, new_row("small", 0)});
+    auto hello = DispatchHarness::default_hello();
+    hello.batch = true;
+    hello.max_frame_bytes = 2000;
+    auto worker = h.connect("s1", hello);
+    REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
+    CHECK(worker->tasks()[0]["dispatch_key"] == "small:0");
+    REQUIRE(h.await_status("big:0", Status::failed));
+    const auto refused = h.store.find("big:0");
+    REQUIRE(refused->last_error);
+    CHECK(refused->last_error->find("more than the 2000 the worker reads") != std::string::npos);
+    CHECK(h.entry("s1").outstanding == 1);  // the refused row gave its credit back
+}
