@@ -83,16 +83,35 @@ void AuditTrail::export_to(const std::string& path) const {
     }
 }
 
-std::map<std::int64_t, std::int64_t> AuditTrail::done_per_bucket(std::int64_t bucket_ms) const {
-    pqxx::connection connection{url_};
+namespace {
+
+// `sql` selects (bucket start, count) with $1 the bucket width in ms.
+std::map<std::int64_t, std::int64_t> buckets(const std::string& url, const char* sql,
+                                             std::int64_t bucket_ms) {
+    pqxx::connection connection{url};
     pqxx::read_transaction tx{connection};
-    const auto rows = tx.exec_params(R"SQL(
+    std::map<std::int64_t, std::int64_t> out;
+    for (const auto& row : tx.exec_params(sql, bucket_ms)) {
+        out[row[0].as<std::int64_t>()] = row[1].as<std::int64_t>();
+    }
+    return out;
+}
+
+}  // namespace
+
+std::map<std::int64_t, std::int64_t> AuditTrail::done_per_bucket(std::int64_t bucket_ms) const {
+    return buckets(url_, R"SQL(
         SELECT floor(extract(epoch FROM at) * 1000 / $1)::bigint * $1, count(*)
         FROM chaos_claim_end WHERE new_status = 'done' GROUP BY 1)SQL",
-                                     bucket_ms);
-    std::map<std::int64_t, std::int64_t> out;
-    for (const auto& row : rows) out[row[0].as<std::int64_t>()] = row[1].as<std::int64_t>();
-    return out;
+                   bucket_ms);
+}
+
+std::map<std::int64_t, std::int64_t> AuditTrail::staged_per_bucket(std::int64_t bucket_ms) const {
+    // created_at is the inserting transaction's start; the loader's transactions are short.
+    return buckets(url_, R"SQL(
+        SELECT floor(extract(epoch FROM created_at) * 1000 / $1)::bigint * $1, count(*)
+        FROM outbox GROUP BY 1)SQL",
+                   bucket_ms);
 }
 
 }  // namespace outboxd::chaos

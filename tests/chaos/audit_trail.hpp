@@ -36,6 +36,9 @@ public:
     // Rows gone to done per `bucket_ms` bucket, keyed by bucket start (unix ms).
     [[nodiscard]] std::map<std::int64_t, std::int64_t> done_per_bucket(
         std::int64_t bucket_ms) const;
+    // Rows staged (committed) per `bucket_ms` bucket, keyed by bucket start (unix ms).
+    [[nodiscard]] std::map<std::int64_t, std::int64_t> staged_per_bucket(
+        std::int64_t bucket_ms) const;
 
 private:
     std::string url_;

@@ -22,6 +22,7 @@ std::string padded(const std::string& text, std::size_t width) {
 
 nlohmann::json summary(const ChaosResult& result) {
     const double recovery_max = std::round(result.recovery_s_max * 10) / 10;
+    const double catch_up_max = std::round(result.catch_up_s_max * 10) / 10;
     return {
         {"mode", result.mode},
         {"rows", result.rows},
@@ -38,6 +39,7 @@ nlohmann::json summary(const ChaosResult& result) {
         {"worker_unexpected_exits", result.worker_unexpected_exits},
         {"unresponsive_nodes", result.unresponsive_nodes},
         {"recovery_s_max", recovery_max},
+        {"catch_up_s_max", catch_up_max},
         {"not_recovered", result.not_recovered},
         {"duration_s", std::round(result.duration_s)},
         {"pass", result.pass()},
@@ -50,7 +52,8 @@ void print_report(std::ostream& out, const ChaosResult& result, std::int64_t run
                   const std::string& json_path) {
     out << "\n"
         << padded("fault", 14) << padded("target", 13) << padded("at_s", 8) << padded("len_s", 7)
-        << padded("pre/s", 8) << padded("min/s", 8) << padded("recov_s", 9) << padded("redeliv", 9)
+        << padded("pre/s", 8) << padded("min/s", 8) << padded("backlog", 9) << padded("recov_s", 9)
+        << padded("catchup_s", 11) << padded("redeliv", 9)
         << padded("exits", 7) << "note\n";
     for (const auto& fault : result.faults) {
         const auto& r = fault.record;
@@ -58,7 +61,9 @@ void print_report(std::ostream& out, const ChaosResult& result, std::int64_t run
             << padded(fixed(static_cast<double>(r.start_ms - run_start_ms) / 1000.0, 1), 8)
             << padded(fixed(static_cast<double>(r.end_ms - r.start_ms) / 1000.0, 1), 7)
             << padded(fixed(fault.pre_rate, 0), 8) << padded(fixed(fault.min_rate, 0), 8)
+            << padded(std::to_string(fault.peak_backlog), 9)
             << padded(fault.recovery_s ? fixed(*fault.recovery_s, 1) : "NEVER", 9)
+            << padded(fault.catch_up_s ? fixed(*fault.catch_up_s, 1) : "NEVER", 11)
             << padded(std::to_string(fault.redeliveries), 9)
             << padded(std::to_string(fault.node_exits), 7) << r.note << "\n";
     }
@@ -72,7 +77,7 @@ void print_report(std::ostream& out, const ChaosResult& result, std::int64_t run
         << ", rows done twice " << result.rows_done_twice << "\n"
         << "unexpected node exits " << result.node_exits.size() << ", worker exits "
         << result.worker_unexpected_exits << ", recovery max " << fixed(result.recovery_s_max, 1)
-        << " s\n";
+        << " s after a fault's end (" << fixed(result.catch_up_s_max, 1) << " s from its start)\n";
     if (result.malformed_log_lines > 0) {
         out << "delivery log lines that did not parse: " << result.malformed_log_lines << "\n";
     }

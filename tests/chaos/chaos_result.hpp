@@ -16,7 +16,9 @@ struct FaultOutcome {
     FaultRecord record;
     double pre_rate = 0;               // rows done per second over the seconds before the fault
     double min_rate = 0;               // lowest one-second done rate from the fault to its recovery
-    std::optional<double> recovery_s;  // empty: the rate did not recover in time
+    std::int64_t peak_backlog = 0;     // most rows staged and not done, from the fault to recovery
+    std::optional<double> recovery_s;  // to catch up on the backlog; empty: not in time
+    std::optional<double> catch_up_s;  // the same, counted from the fault's start
     std::int64_t redeliveries = 0;     // redeliveries attributed to this fault
     int node_exits = 0;                // unexpected node exits from its start to the next fault
 };
@@ -51,6 +53,7 @@ struct ChaosResult {
 
     std::vector<FaultOutcome> faults;
     double recovery_s_max = 0;
+    double catch_up_s_max = 0;
     int not_recovered = 0;
 
     std::vector<std::string> failures;  // each broken invariant, spelled out

@@ -113,7 +113,8 @@ void InvariantChecker::check_deliveries(const RunFacts& facts, ChaosResult& resu
 }
 
 void InvariantChecker::check_recovery(const RunFacts& facts, ChaosResult& result) const {
-    const DoneRate done_rate{audit_.done_per_bucket(kBucketMs), kBucketMs};
+    const DoneRate done_rate{audit_.done_per_bucket(kBucketMs), audit_.staged_per_bucket(kBucketMs),
+                             kBucketMs};
     for (std::size_t i = 0; i < result.faults.size(); ++i) {
         auto& outcome = result.faults[i];
         const auto& fault = outcome.record;
@@ -123,9 +124,12 @@ void InvariantChecker::check_recovery(const RunFacts& facts, ChaosResult& result
         const auto recovery = done_rate.recovery(fault.start_ms, fault.end_ms, limit, kBaselineMs);
         outcome.pre_rate = recovery.pre_rate;
         outcome.min_rate = recovery.min_rate;
+        outcome.peak_backlog = recovery.peak_backlog;
         outcome.recovery_s = recovery.seconds;
+        outcome.catch_up_s = recovery.since_start;
         if (recovery.seconds) {
             result.recovery_s_max = std::max(result.recovery_s_max, *recovery.seconds);
+            result.catch_up_s_max = std::max(result.catch_up_s_max, *recovery.since_start);
         } else {
             ++result.not_recovered;
         }

@@ -77,22 +77,35 @@ TEST_CASE("a redelivery is explained only by a fault its first delivery was in f
     }
 }
 
-TEST_CASE("recovery counts from the end of a fault until half the earlier rate is back",
+TEST_CASE("recovery counts from the end of a fault until the backlog is back where it was",
           "[unit][chaos]") {
-    std::map<std::int64_t, std::int64_t> buckets;
-    // 200 rows/s until 10 s, nothing until 13.5 s, 200 rows/s again until 30 s.
+    std::map<std::int64_t, std::int64_t> staged;
+    std::map<std::int64_t, std::int64_t> done;
+    // 200 rows/s staged all along; done keeps up until 10 s, stops until 13.5 s, then
+    // catches up at 400 rows/s until the 700 rows left behind are done (at 17 s).
     for (std::int64_t t = 0; t < 30'000; t += 100) {
-        if (t < 10'000 || t >= 13'500) buckets[t] = 20;
+        staged[t] = 20;
+        if (t < 10'000) {
+            done[t] = 20;
+        } else if (t >= 13'500 && t < 17'000) {
+            done[t] = 40;
+        } else if (t >= 17'000) {
+            done[t] = 20;
+        }
     }
-    const DoneRate rate{buckets, 100};
+    const DoneRate rate{done, staged, 100};
     CHECK(rate.rate(0, 5'000) == Approx(200));
+    CHECK(rate.backlog(10'000) == 0);
+    CHECK(rate.backlog(13'500) == 700);
     const auto recovery = rate.recovery(10'000, 12'000, 30'000, 5'000);
     CHECK(recovery.pre_rate == Approx(200));
     CHECK(recovery.min_rate == Approx(0));
+    CHECK(recovery.peak_backlog == 700);
     REQUIRE(recovery.seconds);
-    // The first one-second window with 100 rows/s or more starts at 13.0 s.
-    CHECK(*recovery.seconds == Approx(1.0));
-    CHECK_FALSE(rate.recovery(10'000, 10'500, 13'000, 5'000).seconds);
+    // Within half a second of staging (100 rows) of no backlog from 16.5 s on.
+    CHECK(*recovery.seconds == Approx(4.5));
+    CHECK(*recovery.since_start == Approx(6.5));
+    CHECK_FALSE(rate.recovery(10'000, 11'000, 13'000, 5'000).seconds);
     CHECK(*rate.recovery(20'000, 21'000, 30'000, 5'000).seconds == Approx(0));
 }
 
