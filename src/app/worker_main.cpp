@@ -275,7 +275,7 @@ private:
 
 // A draw in [0, 1) that depends only on the seed and the delivery, so a run can be replayed
 // whatever order tasks arrive in: FNV-1a over the inputs, then a splitmix64 finaliser.
-double uniform_draw(std::uint64_t seed, const std::string& dispatch_key, std::int32_t attempt) {
+double uniform_draw(std::uint64_t seed, const std::string& dispatch_key, std::int64_t attempt) {
     std::uint64_t hash = 0xcbf29ce484222325ULL ^ seed;
     const auto mix_in = [&hash](unsigned char byte) { hash = (hash ^ byte) * 0x100000001b3ULL; };
     for (const char c : dispatch_key) mix_in(static_cast<unsigned char>(c));

@@ -81,6 +81,11 @@ void check_tls(const Config& config) {
     }
     check_readable(detail::kTlsCertFile, config.tls_cert_file);
     check_readable(detail::kTlsKeyFile, config.tls_key_file);
+    // Workers follow advertised URLs: a ws:// one would take their token off TLS.
+    if (config.tls_cert_file && config.advertise_url.starts_with("ws://")) {
+        refuse(detail::kAdvertiseUrl, "must be a wss:// URL when TLS is on, got '" +
+                                          config.advertise_url + "'");
+    }
 }
 
 }  // namespace

@@ -34,19 +34,29 @@ void ClaimFaults::round_succeeded(Clock::time_point now) {
 
 void ClaimFaults::route_refused(const store::ClaimScope& scope, const std::string& error,
                                 Clock::time_point now) {
-    const bool was_resting = resting_.contains(scope);
-    resting_[scope] = now + settings_.route_rest;
-    if (!was_resting) {
+    auto [it, first] = resting_.try_emplace(scope);
+    auto& rest = it->second;
+    // Refused again within as long after its rest as the rest lasted: rest twice as long.
+    const bool again = !first && now < rest.until + rest.length;
+    rest.length = again ? std::min(rest.length * 2, settings_.route_rest_max) : settings_.route_rest;
+    rest.until = now + rest.length;
+    if (!again || rest.length < settings_.route_rest_max) {
         spdlog::warn("event=claim_route_refused namespace=\"{}\" task_queue=\"{}\" rest_ms={} error=\"{}\"",
                      util::log_safe(scope.namespace_name), util::log_safe(scope.task_queue),
-                     settings_.route_rest.count(), util::log_safe(error));
+                     rest.length.count(), util::log_safe(error));
     }
 }
 
 void ClaimFaults::drop_resting(std::vector<worker::Route>& routes, Clock::time_point now) {
-    std::erase_if(resting_, [now](const auto& entry) { return entry.second <= now; });
+    // A rest is remembered for as long again after it ends, to tell a route refused again.
+    std::erase_if(resting_, [now](const auto& entry) {
+        return entry.second.until + entry.second.length <= now;
+    });
     if (resting_.empty()) return;
-    std::erase_if(routes, [this](const worker::Route& route) { return resting_.contains(route.scope); });
+    std::erase_if(routes, [this, now](const worker::Route& route) {
+        const auto it = resting_.find(route.scope);
+        return it != resting_.end() && now < it->second.until;
+    });
 }
 
 }  // namespace outboxd::dispatch

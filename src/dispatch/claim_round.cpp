@@ -99,8 +99,13 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
             std::vector<store::OutboxRow> rows;
             try {
                 rows = store.claim_scoped(owner, claim.scope, claim.limit, after);
-            } catch (const store::ValidationError& error) {
-                // Refused as data (a value the database cannot take): claiming it again
+            } catch (const store::UnavailableError&) {
+                throw;
+            } catch (const store::ConflictError&) {
+                throw;
+            } catch (const std::exception& error) {
+                // Not the connection, not contention: this route's claim is refused (its data,
+                // a trigger, a value the database cannot take). Claiming it again at once
                 // would fail again, and must not stop every other route.
                 result.refused.emplace_back(claim.scope, error.what());
                 continue;

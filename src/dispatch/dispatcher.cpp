@@ -69,7 +69,13 @@ void Dispatcher::every(boost::asio::steady_timer& timer, std::chrono::millisecon
     timer.async_wait([this, &timer, period, handler, alive = std::weak_ptr(alive_)](auto ec) {
         const auto self = alive.lock();
         if (ec || !self || !*self || stopped_) return;
-        handler();
+        // A periodic task that throws once must still run next period: counted, re-armed.
+        try {
+            handler();
+        } catch (const std::exception& error) {
+            metrics_.fault("timer").Increment();
+            spdlog::error("event=fault where=timer error=\"{}\"", util::log_safe(error.what()));
+        }
         every(timer, period, handler);
     });
 }
@@ -242,11 +248,26 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
         placed.emplace_back(worker, &row);
     }
     if (result.saturated || sweep_again_) sweep();
-    for (auto& [worker, row] : placed) push(*worker, std::move(*row));
+    for (auto& [worker, row] : placed) {
+        // One row's fault must not strand the others' credit: hand it back and go on.
+        try {
+            push(*worker, *row);
+        } catch (const std::exception& error) {
+            metrics_.fault("dispatch").Increment();
+            spdlog::error("event=fault where=dispatch error=\"{}\"", util::log_safe(error.what()));
+            const store::ClaimRef ref{row->id, row->claim_token};
+            if (const auto it = in_flight_.find(task_id_for(ref)); it != in_flight_.end()) {
+                (void)take(it);  // gives the credit back
+            } else {
+                --worker->outstanding;
+            }
+            outcomes_.record(store::Outcome::release(ref), row->namespace_name, "");
+        }
+    }
     check_drained();
 }
 
-void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow row) {
+void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row) {
     const store::ClaimRef ref{row.id, row.claim_token};
     if (util::json_nesting_depth(row.input_json, protocol::kMaxInputNesting) >
         protocol::kMaxInputNesting) {
@@ -439,15 +460,16 @@ void Dispatcher::reconcile() {
 
 void Dispatcher::maintenance_result(std::string_view task, const std::string& error) {
     const auto now = Clock::now();
+    auto& failures = maintenance_failures_[std::string{task}];
     if (error.empty()) {
-        const auto lasted = maintenance_failures_.lasted(now);
-        if (const auto failed = maintenance_failures_.succeeded(); failed > 0) {
-            spdlog::info("event=maintenance_recovered failures={} after_ms={}", failed, lasted.count());
+        const auto lasted = failures.lasted(now);
+        if (const auto failed = failures.succeeded(); failed > 0) {
+            spdlog::info("event=maintenance_recovered task={} failures={} after_ms={}", task, failed,
+                         lasted.count());
         }
-    } else if (maintenance_failures_.failed(now)) {
+    } else if (failures.failed(now)) {
         spdlog::warn("event=maintenance_failed task={} failures={} for_ms={} error=\"{}\"", task,
-                     maintenance_failures_.failures(), maintenance_failures_.lasted(now).count(),
-                     util::log_safe(error));
+                     failures.failures(), failures.lasted(now).count(), util::log_safe(error));
     }
 }
 

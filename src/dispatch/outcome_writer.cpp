@@ -16,6 +16,9 @@ constexpr auto kRetryMin = std::chrono::milliseconds{50};
 constexpr auto kRetryMax = std::chrono::milliseconds{5000};
 // How much of the database's refusal a substitute dead letter keeps.
 constexpr std::size_t kRefusalBytes = 500;
+// An unexplained error (not the data's, not a lost connection or contention) for the same
+// batch this many times in a row is looked into like a data error.
+constexpr std::uint32_t kIsolateAfter = 3;
 
 }  // namespace
 
@@ -33,7 +36,7 @@ OutcomeWriter::~OutcomeWriter() { *alive_ = nullptr; }
 
 void OutcomeWriter::record(store::Outcome outcome, std::string namespace_name, std::string label) {
     buffer_.push_back({std::move(outcome), std::move(namespace_name), std::move(label)});
-    if (writing_ || failures_ > 0) return;
+    if (writing_ || failures_.failures() > 0) return;
     // The write starts once the current handler is done, so the answers of one batch frame
     // go in one statement. Held as writing_ meanwhile: nothing else starts one.
     writing_ = true;
@@ -46,10 +49,10 @@ void OutcomeWriter::record(store::Outcome outcome, std::string namespace_name, s
 }
 
 void OutcomeWriter::flush() {
-    if (writing_ || buffer_.empty()) return;
+    if (writing_ || retry_pending_ || buffer_.empty()) return;
     writing_ = true;
     std::size_t count = std::min(buffer_.size(), max_batch_);
-    if (suspect_ > 0) count = std::min({count, suspect_, split_});
+    if (isolation_.suspect > 0) count = std::min({count, isolation_.suspect, isolation_.split});
     // Shared with the job, so that a batch the lane refuses comes back here.
     auto batch = std::make_shared<std::vector<Pending>>(
         std::make_move_iterator(buffer_.begin()),
@@ -68,9 +71,14 @@ void OutcomeWriter::flush() {
             applied = db.outbox.record_outcomes(outcomes);
         } catch (const store::ValidationError& e) {
             error = e.what();  // the data: the same batch would fail the same way
-            failure = Failure::deterministic;
+            failure = Failure::data;
+        } catch (const store::UnavailableError& e) {
+            error = e.what();  // whether it landed is unknown: retried as a whole
+        } catch (const store::ConflictError& e) {
+            error = e.what();  // contention or a timeout: it passes later
         } catch (const std::exception& e) {
-            error = e.what();  // anything else may pass: retried as a whole
+            error = e.what();
+            failure = Failure::unexplained;
         }
         boost::asio::post(loop, [alive, batch, applied = std::move(applied),
                                  error = std::move(error), failure]() mutable {
@@ -89,11 +97,13 @@ void OutcomeWriter::flush() {
 
 void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied) {
     writing_ = false;
-    const bool recovered = failures_ > 0;
-    if (recovered) spdlog::info("event=outcome_writes_recovered after_failures={}", failures_);
-    failures_ = 0;
+    const bool recovered = failures_.failures() > 0;
+    const auto lasted = failures_.lasted(std::chrono::steady_clock::now());
+    if (const auto failed = failures_.succeeded(); failed > 0) {
+        spdlog::info("event=outcome_writes_recovered failures={} after_ms={}", failed, lasted.count());
+    }
     retry_backoff_.reset();
-    suspect_ -= std::min(suspect_, batch.size());
+    unexplained_ = 0;
     bool rearmed = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const auto& outcome = batch[i].outcome;
@@ -114,6 +124,11 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
             ++stale_;
         }
     }
+    if (isolation_.suspect > 0) {
+        isolation_.landed += batch.size();
+        isolation_.suspect -= std::min(isolation_.suspect, batch.size());
+        if (isolation_.suspect == 0) conclude();
+    }
     flush();
     if (rearmed && on_rearmed_) on_rearmed_();
     if ((idle() || recovered) && on_settled_) on_settled_();
@@ -122,49 +137,88 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
 void OutcomeWriter::fail(std::vector<Pending> batch, Failure failure, const std::string& error) {
     writing_ = false;
     metrics_.outcome_write_failures_total.Increment();
-    if (failure == Failure::deterministic) return isolate(std::move(batch), error);
+    // During an isolation every failure is the isolation's business; an unexplained error
+    // that keeps coming back for the same batch is isolated like a data error.
+    if (failure == Failure::data || isolation_.suspect > 0 ||
+        (failure == Failure::unexplained && ++unexplained_ >= kIsolateAfter)) {
+        return isolate(std::move(batch), failure, error);
+    }
+    retry_later(std::move(batch), error);
+}
 
-    ++failures_;
+void OutcomeWriter::retry_later(std::vector<Pending> batch, const std::string& error) {
     put_back(std::move(batch));
     const auto delay = retry_backoff_.next();
-    if (failures_ == 1 || failures_ % 20 == 0) {
-        spdlog::warn("event=outcome_write_failed failures={} kept={} retry_in_ms={} error=\"{}\"",
-                     failures_, buffer_.size(), delay.count(), util::log_safe(error));
+    const auto now = std::chrono::steady_clock::now();
+    if (failures_.failed(now)) {
+        spdlog::warn("event=outcome_write_failed failures={} for_ms={} kept={} retry_in_ms={} error=\"{}\"",
+                     failures_.failures(), failures_.lasted(now).count(), buffer_.size(),
+                     delay.count(), util::log_safe(error));
     }
+    retry_pending_ = true;
     retry_timer_.expires_after(delay);
     retry_timer_.async_wait([alive = std::weak_ptr<OutcomeWriter*>(alive_)](auto ec) {
         const auto self = alive.lock();
         if (ec || !self || !*self) return;
+        (*self)->retry_pending_ = false;
         (*self)->flush();
     });
 }
 
-void OutcomeWriter::isolate(std::vector<Pending> batch, const std::string& error) {
+void OutcomeWriter::isolate(std::vector<Pending> batch, Failure failure, const std::string& error) {
+    if (isolation_.suspect == 0) {
+        isolation_ = {};
+        isolation_.suspect = batch.size();
+        isolation_.data = failure == Failure::data;
+    }
+    isolation_.data = isolation_.data || failure == Failure::data;
     if (batch.size() > 1) {
-        // Halve until the refused outcome is alone; the others land on the way.
-        suspect_ = batch.size();
-        split_ = (batch.size() + 1) / 2;
+        // Halve until what fails is alone; the rest lands on the way.
+        isolation_.split = (batch.size() + 1) / 2;
         put_back(std::move(batch));
         return flush();
     }
-    suspect_ = 0;
+    isolation_.suspect -= 1;
     Pending refused = std::move(batch.front());
-    metrics_.outcomes_refused_total.Increment();
     if (refused.substitute) {
         // Not even a dead letter is accepted: give up on this answer. The row stays claimed
         // and the stale-claim backstop re-arms it; nothing is lost.
+        metrics_.outcomes_abandoned_total.Increment();
         spdlog::error("event=outcome_abandoned task={}.{} error=\"{}\"", refused.outcome.ref.id,
                       refused.outcome.ref.token, util::log_safe(error));
-        return flush();
+    } else {
+        isolation_.refused.emplace_back(std::move(refused), error);
     }
-    spdlog::warn("event=outcome_refused task={}.{} error=\"{}\" recorded_as=dead_letter",
-                 refused.outcome.ref.id, refused.outcome.ref.token, util::log_safe(error));
-    const auto ref = refused.outcome.ref;
-    buffer_.push_front({store::Outcome::fail(ref, util::sanitize_text(
-                                                      "outcome could not be recorded: " + error,
-                                                      kRefusalBytes)),
-                        std::move(refused.namespace_name), "failed", /*substitute=*/true});
+    if (isolation_.suspect == 0) conclude();
     flush();
+}
+
+void OutcomeWriter::conclude() {
+    auto refused = std::move(isolation_.refused);
+    const bool item_at_fault = isolation_.data || isolation_.landed > 0;
+    isolation_ = {};
+    unexplained_ = 0;
+    if (refused.empty()) return;
+    if (!item_at_fault) {
+        // Every outcome failed alone as it did together, and not for its data: the database
+        // refuses these writes as such (a trigger, a permission). That is an outage, not
+        // poison: kept, and retried with backoff while the node stops claiming.
+        std::vector<Pending> kept;
+        for (auto& [pending, why] : refused) kept.push_back(std::move(pending));
+        return retry_later(std::move(kept), refused.back().second);
+    }
+    // In reverse, so that they stay in order in front of the buffer.
+    for (auto it = refused.rbegin(); it != refused.rend(); ++it) {
+        auto& [pending, why] = *it;
+        metrics_.outcomes_refused_total.Increment();
+        spdlog::warn("event=outcome_refused task={}.{} error=\"{}\" recorded_as=dead_letter",
+                     pending.outcome.ref.id, pending.outcome.ref.token, util::log_safe(why));
+        buffer_.push_front({store::Outcome::fail(pending.outcome.ref,
+                                                 util::sanitize_text(
+                                                     "outcome could not be recorded: " + why,
+                                                     kRefusalBytes)),
+                            std::move(pending.namespace_name), "failed", /*substitute=*/true});
+    }
 }
 
 void OutcomeWriter::put_back(std::vector<Pending> batch) {

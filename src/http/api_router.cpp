@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
 
 #include "outboxd/store/store_error.hpp"
 #include "outboxd/util/untrusted_text.hpp"
@@ -88,28 +89,54 @@ ApiResponse not_found(std::string_view what) { return error_response(404, "not_f
 ApiRouter::ApiRouter(boost::asio::any_io_executor loop, NodeServices services, ServerSettings settings)
     : loop_(loop), services_(services), settings_(std::move(settings)) {}
 
-bool ApiRouter::admin_allowed(const ApiRequest& request) const {
-    return !settings_.admin_token || token_matches(request.bearer, *settings_.admin_token);
+bool ApiRouter::admin_allowed(const std::optional<std::string>& bearer) const {
+    return !settings_.admin_token || token_matches(bearer, *settings_.admin_token);
+}
+
+bool ApiRouter::worker_allowed(const std::optional<std::string>& bearer) const {
+    return !settings_.worker_token || token_matches(bearer, *settings_.worker_token);
+}
+
+bool ApiRouter::admits(std::string_view target, const std::optional<std::string>& bearer) const {
+    const auto parsed = parse_target(target);
+    const auto* route = std::get_if<ParsedTarget>(&parsed);
+    if (!route) return admin_allowed(bearer);
+    const auto& seg = route->segments;
+    if (seg.empty() || seg[0] != "v1") return true;  // probes, metrics, or a 404
+    if (seg.size() == 2 && seg[1] == "workers") return true;  // the upgrade checks its own token
+    if (seg.size() == 2 && seg[1] == "cluster") return admin_allowed(bearer) || worker_allowed(bearer);
+    return admin_allowed(bearer);
 }
 
 void ApiRouter::on_lane(Job job, Respond respond) {
-    // Shared with the job, so that a request the full lane refuses is still answered.
+    // Shared with the job, so that a request the full lane refuses is still answered; moved
+    // out of the job when it runs, so that the session it holds is only ever released on
+    // the loop thread.
     auto answer = std::make_shared<Respond>(std::move(respond));
-    const bool queued = services_.api_lane.submit([job = std::move(job), answer,
-                                                   loop = loop_](dispatch::DbHandles db) {
+    auto* faults = &services_.metrics.faults_total;
+    const bool queued = services_.api_lane.submit([job = std::move(job), answer, faults,
+                                                   loop = loop_](dispatch::DbHandles db) mutable {
         ApiResponse response;
         try {
             response = job(db);
         } catch (const store::ValidationError& error) {
+            // The data: the message names what is wrong, for the client to fix.
             response = error_response(400, "invalid_request", error.what());
         } catch (const store::UnavailableError& error) {
-            response = error_response(503, "database_unavailable", error.what());
+            // Details (hosts, SQL) go to the log, not to the client.
+            spdlog::warn("event=api_database_unavailable error=\"{}\"", util::log_safe(error.what()));
+            response = error_response(503, "database_unavailable",
+                                      "the database cannot be reached; try again");
         } catch (const store::ConflictError& error) {
-            response = error_response(503, "conflict", error.what());
+            spdlog::info("event=api_conflict error=\"{}\"", util::log_safe(error.what()));
+            response = error_response(503, "conflict",
+                                      "the database was busy (a conflict or a timeout); try again");
         } catch (const std::exception& error) {
-            response = error_response(500, "internal", error.what());
+            faults->Add({{"where", "api"}}).Increment();  // Family::Add is thread-safe
+            spdlog::error("event=fault where=api error=\"{}\"", util::log_safe(error.what()));
+            response = error_response(500, "internal", "the request failed unexpectedly");
         }
-        boost::asio::post(loop, [answer, response = std::move(response)]() mutable {
+        boost::asio::post(loop, [answer = std::move(answer), response = std::move(response)]() mutable {
             (*answer)(std::move(response));
         });
     });
@@ -136,7 +163,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     const auto parsed = parse_target(request.target);
     if (const auto* error = std::get_if<TargetError>(&parsed)) {
         // A guarded node tells a client without the token nothing, not even what is wrong.
-        if (!admin_allowed(request)) {
+        if (!admin_allowed(request.bearer)) {
             return respond(error_response(401, "unauthorized", "a valid admin bearer token is required"));
         }
         return respond(error_response(400, "bad_target", error->message));
@@ -183,14 +210,12 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     // Workers discover the cluster here, so either token opens it.
     if (route_is({"v1", "cluster"})) {
         if (!only("GET")) return;
-        const bool worker_ok =
-            !settings_.worker_token || token_matches(request.bearer, *settings_.worker_token);
-        if (!admin_allowed(request) && !worker_ok) {
+        if (!admin_allowed(request.bearer) && !worker_allowed(request.bearer)) {
             return respond(error_response(401, "unauthorized", "a valid bearer token is required"));
         }
         return respond({200, "application/json", cluster_json()});
     }
-    if (!admin_allowed(request)) {
+    if (!admin_allowed(request.bearer)) {
         services_.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
         return respond(error_response(401, "unauthorized", "a valid admin bearer token is required"));
     }

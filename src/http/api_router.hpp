@@ -21,6 +21,12 @@ public:
     // Answers `request` through `respond`, on the loop thread, exactly once.
     void handle(const ApiRequest& request, Respond respond);
 
+    // Whether a request for `target` with `bearer` may be read any further: false when its
+    // route needs a token it lacks. Decided from the request line and headers alone, so
+    // that a body is never read for a client that may not send it. handle() applies the
+    // same rules.
+    [[nodiscard]] bool admits(std::string_view target, const std::optional<std::string>& bearer) const;
+
     // JSON of GET /v1/cluster, also used for the workers' cluster frames.
     [[nodiscard]] std::string cluster_json() const;
 
@@ -28,7 +34,8 @@ private:
     using Job = std::function<ApiResponse(dispatch::DbHandles)>;
     // Runs `job` on the API lane and answers with its result; store errors become 4xx/5xx.
     void on_lane(Job job, Respond respond);
-    [[nodiscard]] bool admin_allowed(const ApiRequest& request) const;
+    [[nodiscard]] bool admin_allowed(const std::optional<std::string>& bearer) const;
+    [[nodiscard]] bool worker_allowed(const std::optional<std::string>& bearer) const;
 
     void stage(const ApiRequest& request, Respond respond);
     void put_namespace(const std::string& name, const std::string& body, Respond respond);

@@ -46,7 +46,7 @@ struct TargetError {
 // JSON text of `value` that never throws: invalid UTF-8 in a string becomes U+FFFD.
 [[nodiscard]] std::string json_text(const nlohmann::json& value);
 
-// Constant-time comparison for bearer tokens.
+// Whether a presented bearer token is the expected one, in time that depends on neither.
 [[nodiscard]] bool token_matches(const std::optional<std::string>& presented, const std::string& expected);
 
 }  // namespace outboxd::http

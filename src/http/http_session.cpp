@@ -29,7 +29,8 @@ template <typename Stream>
 HttpSession<Stream>::HttpSession(boost::asio::ip::tcp::socket socket, HttpServer::Impl& server)
     : slot_(std::make_unique<ConnectionSlot>(server.open_connections,
                                              server.services.metrics.connections_open)),
-      stream_(make_stream(std::move(socket), static_cast<Stream*>(nullptr), server.tls.get())),
+      tls_(server.tls),
+      stream_(make_stream(std::move(socket), static_cast<Stream*>(nullptr), tls_)),
       server_(server) {}
 
 template <typename Stream>
@@ -45,12 +46,37 @@ void HttpSession<Stream>::run() {
 template <typename Stream>
 void HttpSession<Stream>::read() {
     parser_.emplace();
-    parser_->body_limit(server_.settings.max_body_bytes);
+    // The body's bound is set once the header passed the token check: a declared length
+    // beyond it would otherwise be refused (413) before a client without a token is (401).
+    parser_->body_limit(boost::none);
     parser_->header_limit(kMaxHeaderBytes);
+    answered_ = false;
     beast::get_lowest_layer(stream_).expires_after(server_.settings.http_idle_timeout);
+    // The header first: a client without the token its route needs is answered before its
+    // body is read (up to OUTBOXD_MAX_BODY_BYTES on every connection otherwise).
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                                 self->on_header(ec);
+                             });
+}
+
+template <typename Stream>
+void HttpSession<Stream>::on_header(beast::error_code ec) {
+    if (ec) return on_read(ec);
+    const auto& header = parser_->get();
+    const std::string_view target{header.target().data(), header.target().size()};
+    if (!server_.router.admits(target, bearer_of(header[bhttp::field::authorization]))) {
+        server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
+        return write(error_response(401, "unauthorized", "a valid bearer token is required"), false);
+    }
+    const auto max_body = server_.settings.max_body_bytes;
+    if (const auto length = parser_->content_length(); length && *length > max_body) {
+        return on_read(bhttp::error::body_limit);
+    }
+    parser_->body_limit(max_body);  // bounds a chunked body as it arrives
     bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                          self->on_read(ec);
+                      [self = this->shared_from_this()](beast::error_code read_ec, std::size_t) {
+                          self->on_read(read_ec);
                       });
 }
 
@@ -72,12 +98,17 @@ void HttpSession<Stream>::on_read(beast::error_code ec) {
         return shutdown_send(stream_, this->shared_from_this());
     }
     // One fault, one request: whatever a handler throws ends this request with a 500 and
-    // this connection, never the node.
+    // this connection, never the node (unless it was answered already, or handed over as
+    // a WebSocket: then it only ends the connection).
     try {
         respond_to(parser_->release());
     } catch (const std::exception& error) {
         server_.fault("http", error.what());
-        write(error_response(500, "internal", "the request failed unexpectedly"), false);
+        if (!answered_) {
+            write(error_response(500, "internal", "the request failed unexpectedly"), false);
+        } else if (!upgraded_) {
+            beast::get_lowest_layer(stream_).close();
+        }
     }
 }
 
@@ -98,6 +129,7 @@ void HttpSession<Stream>::respond_to(Request request) {
 
 template <typename Stream>
 void HttpSession<Stream>::upgrade(Request request) {
+    answered_ = true;
     const auto parsed = parse_target(std::string_view{request.target().data(), request.target().size()});
     const auto* target = std::get_if<ParsedTarget>(&parsed);
     if (!target || target->segments != std::vector<std::string>{"v1", "workers"}) {
@@ -115,12 +147,14 @@ void HttpSession<Stream>::upgrade(Request request) {
         }
     }
     beast::get_lowest_layer(stream_).expires_never();
-    std::make_shared<WorkerSession<Stream>>(std::move(stream_), std::move(slot_), server_)
+    upgraded_ = true;
+    std::make_shared<WorkerSession<Stream>>(std::move(stream_), std::move(slot_), std::move(tls_), server_)
         ->run(std::move(request));
 }
 
 template <typename Stream>
 void HttpSession<Stream>::write(ApiResponse response, bool keep_alive) {
+    answered_ = true;
     auto message = std::make_shared<bhttp::response<bhttp::string_body>>(
         static_cast<bhttp::status>(response.status), 11);
     message->set(bhttp::field::server, "outboxd");

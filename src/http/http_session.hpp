@@ -25,16 +25,20 @@ private:
     using Request = boost::beast::http::request<boost::beast::http::string_body>;
 
     void read();
+    void on_header(boost::beast::error_code ec);
     void on_read(boost::beast::error_code ec);
     void upgrade(Request request);
     void write(ApiResponse response, bool keep_alive);
     void respond_to(Request request);
 
     std::unique_ptr<ConnectionSlot> slot_;
+    std::shared_ptr<boost::asio::ssl::context> tls_;  // declared first: the stream uses it
     Stream stream_;
     boost::beast::flat_buffer buffer_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     HttpServer::Impl& server_;
+    bool answered_ = false;  // this request's response is on its way (or it was upgraded)
+    bool upgraded_ = false;  // the stream belongs to a WebSocket session now
 };
 
 extern template class HttpSession<PlainStream>;

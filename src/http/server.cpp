@@ -28,16 +28,23 @@ constexpr auto kAcceptRetryMin = std::chrono::milliseconds{5};
 constexpr auto kAcceptRetryMax = std::chrono::milliseconds{1000};
 // How long a refused connection is given to read its 503 before it is closed.
 constexpr auto kRefusalLinger = std::chrono::seconds{2};
+// Refused connections being answered at once; past this they are closed unanswered, so that
+// a flood at the cap cannot take the descriptors the node keeps for its own connections.
+constexpr std::size_t kMaxRefusalsInFlight = 64;
 
 }  // namespace
 
-// TLS 1.2 and later only, with the certificate chain and key the operator named. Each file
-// is loaded here, at start, so that a bad one stops the node with a message naming it.
-std::unique_ptr<net::ssl::context> make_tls_context(const TlsFiles& files) {
-    auto context = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+namespace {
+
+// TLS 1.2 and later only, without renegotiation, with the certificate chain and key the
+// operator named. Each file is loaded here, at start, so that a bad one stops the node with
+// a message naming it.
+std::shared_ptr<net::ssl::context> make_tls_context(const TlsFiles& files) {
+    auto context = std::make_shared<net::ssl::context>(net::ssl::context::tls_server);
     context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
                          net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
                          net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+    ::SSL_CTX_set_options(context->native_handle(), SSL_OP_NO_RENEGOTIATION);
     boost::system::error_code ec;
     context->use_certificate_chain_file(files.cert_file, ec);
     if (ec) {
@@ -55,6 +62,8 @@ std::unique_ptr<net::ssl::context> make_tls_context(const TlsFiles& files) {
     }
     return context;
 }
+
+}  // namespace
 
 ConnectionSlot::ConnectionSlot(std::shared_ptr<std::size_t> open, prometheus::Gauge& gauge)
     : open_(std::move(open)), gauge_(gauge) {
@@ -145,8 +154,11 @@ namespace {
 // once the client is done with it (closing with its request unread would reset it before
 // it reads the answer).
 struct Refusal : std::enable_shared_from_this<Refusal> {
-    Refusal(tcp::socket socket, std::string answer)
-        : stream(std::move(socket)), answer(std::move(answer)) {}
+    Refusal(tcp::socket socket, std::string answer, std::shared_ptr<std::size_t> in_flight)
+        : stream(std::move(socket)), answer(std::move(answer)), in_flight(std::move(in_flight)) {
+        ++*this->in_flight;
+    }
+    ~Refusal() { --*in_flight; }
     void run() {
         stream.expires_after(kRefusalLinger);
         net::async_write(stream, net::buffer(answer), [self = shared_from_this()](auto ec, std::size_t) {
@@ -163,6 +175,7 @@ struct Refusal : std::enable_shared_from_this<Refusal> {
     }
     boost::beast::tcp_stream stream;
     std::string answer;
+    std::shared_ptr<std::size_t> in_flight;
     std::array<char, 1024> sink{};
 };
 
@@ -170,6 +183,12 @@ struct Refusal : std::enable_shared_from_this<Refusal> {
 
 void HttpServer::Impl::refuse(tcp::socket socket) {
     services.metrics.connections_refused_total.Increment();
+    // A TLS client expects a handshake, not plain text: it just sees the connection close.
+    if (tls || *refusals_in_flight >= kMaxRefusalsInFlight) {
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        return;
+    }
     const auto body = error_response(503, "too_many_connections",
                                      "this node serves at most " +
                                          std::to_string(settings.max_connections) +
@@ -179,7 +198,8 @@ void HttpServer::Impl::refuse(tcp::socket socket) {
                               "HTTP/1.1 503 Service Unavailable\r\nServer: outboxd\r\n"
                               "Content-Type: application/json\r\nRetry-After: 1\r\n"
                               "Connection: close\r\nContent-Length: " +
-                                  std::to_string(body.size()) + "\r\n\r\n" + body)
+                                  std::to_string(body.size()) + "\r\n\r\n" + body,
+                              refusals_in_flight)
         ->run();
 }
 
@@ -210,7 +230,9 @@ void HttpServer::stop_accepting() {
 
 void HttpServer::drain_workers() {
     const std::string frame = worker::protocol::encode(worker::protocol::Drain{});
-    for (auto& [id, weak] : impl_->workers) {
+    // Over a copy: a session may end while it is sent to, and leave the map.
+    const auto workers = impl_->workers;
+    for (const auto& [id, weak] : workers) {
         if (auto session = weak.lock()) session->send(frame);
     }
 }
@@ -221,7 +243,8 @@ void HttpServer::broadcast_cluster() {
         if (!node.draining) cluster.nodes.push_back({node.node_id, node.advertise_url});
     }
     const std::string frame = worker::protocol::encode(cluster);
-    for (auto& [id, weak] : impl_->workers) {
+    const auto workers = impl_->workers;  // as in drain_workers
+    for (const auto& [id, weak] : workers) {
         if (auto session = weak.lock(); session && session->greeted()) session->send(frame);
     }
 }

@@ -40,7 +40,8 @@ public:
 
     void start();
     void accept();
-    // A new connection beyond max_connections: a 503 naming the cap, then closed.
+    // A new connection beyond max_connections: a 503 naming the cap, then closed (closed at
+    // once under TLS, or when many refusals are under way already).
     void refuse(boost::asio::ip::tcp::socket socket);
     // Out of descriptors (or another accept error): try again after a backoff, not at once.
     void accept_failed(const boost::system::error_code& ec);
@@ -54,9 +55,11 @@ public:
     boost::asio::ip::tcp::acceptor acceptor;
     bool accepting = false;
     std::map<std::string, std::weak_ptr<WorkerSessionBase>> workers;  // by session id
-    // Set when the node serves HTTPS and wss:// (ServerSettings::tls); sessions then run TLS.
-    std::unique_ptr<boost::asio::ssl::context> tls;
+    // Set when the node serves HTTPS and wss:// (ServerSettings::tls); sessions then run TLS
+    // and keep it alive as long as their streams use it (they may outlive the server).
+    std::shared_ptr<boost::asio::ssl::context> tls;
     std::shared_ptr<std::size_t> open_connections = std::make_shared<std::size_t>(0);
+    std::shared_ptr<std::size_t> refusals_in_flight = std::make_shared<std::size_t>(0);
     util::RetryBackoff accept_backoff;
     util::FailureRun accept_failures;
     boost::asio::steady_timer accept_timer;

@@ -4,6 +4,8 @@
 // wss://) when OUTBOXD_TLS_CERT_FILE and OUTBOXD_TLS_KEY_FILE are set. Sessions are written
 // once, as templates over either stream; the few steps that differ are here.
 
+#include <memory>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -16,11 +18,11 @@ using PlainStream = boost::beast::tcp_stream;
 using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
 
 inline PlainStream make_stream(boost::asio::ip::tcp::socket socket, PlainStream*,
-                               boost::asio::ssl::context*) {
+                               const std::shared_ptr<boost::asio::ssl::context>&) {
     return PlainStream{std::move(socket)};
 }
 inline TlsStream make_stream(boost::asio::ip::tcp::socket socket, TlsStream*,
-                             boost::asio::ssl::context* tls) {
+                             const std::shared_ptr<boost::asio::ssl::context>& tls) {
     return TlsStream{std::move(socket), *tls};
 }
 

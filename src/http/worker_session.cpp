@@ -27,8 +27,14 @@ std::string random_session_id() {
 
 template <typename Stream>
 WorkerSession<Stream>::WorkerSession(Stream stream, std::unique_ptr<ConnectionSlot> slot,
+                                     std::shared_ptr<boost::asio::ssl::context> tls,
                                      HttpServer::Impl& server)
-    : slot_(std::move(slot)), ws_(std::move(stream)), server_(server), session_id_(random_session_id()) {}
+    : slot_(std::move(slot)),
+      tls_(std::move(tls)),
+      ws_(std::move(stream)),
+      hello_timer_(ws_.get_executor()),
+      server_(server),
+      session_id_(random_session_id()) {}
 
 template <typename Stream>
 WorkerSession<Stream>::~WorkerSession() = default;
@@ -47,6 +53,18 @@ void WorkerSession<Stream>::run(beast::http::request<beast::http::string_body> u
     ws_.async_accept(upgrade, [self = this->shared_from_this()](beast::error_code ec) {
         if (ec) return;
         self->server_.workers[self->session_id_] = self;
+        // A connection that never says hello would hold its slot for as long as it answers
+        // pings: it gets this long to say it.
+        self->hello_timer_.expires_after(self->server_.settings.hello_timeout);
+        self->hello_timer_.async_wait([weak = self->weak_from_this()](beast::error_code wait_ec) {
+            const auto session = weak.lock();
+            if (wait_ec || !session || session->greeted_ || session->closing_) return;
+            session->reject(protocol::code::hello_required,
+                            "no hello within " +
+                                std::to_string(session->server_.settings.hello_timeout.count()) +
+                                " ms of the upgrade",
+                            true);
+        });
         self->read();
     });
 }
@@ -129,6 +147,7 @@ void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
 template <typename Stream>
 void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
     greeted_ = true;
+    hello_timer_.cancel();
     if (hello.batch) batch_max_bytes_ = protocol::batch_bytes_for(hello.max_frame_bytes);
     spdlog::info("event=worker_joined session={} worker=\"{}\" namespaces={} task_queue=\"{}\" max_in_flight={}",
                  session_id_, util::log_safe(hello.worker_id), hello.namespaces.size(),
@@ -164,17 +183,21 @@ void WorkerSession<Stream>::send(std::string frame) { enqueue(std::move(frame), 
 template <typename Stream>
 void WorkerSession<Stream>::enqueue(std::string frame, bool alone) {
     if (closing_ || finished_) return;
+    // One frame larger than the byte bound still goes, alone: the bound is on what piles up
+    // behind a write, not on what a row may hold.
     if (queue_.size() >= server_.settings.max_write_queue ||
-        queue_.bytes() + frame.size() > server_.settings.max_write_queue_bytes) {
+        (!queue_.empty() && queue_.bytes() + frame.size() > server_.settings.max_write_queue_bytes)) {
         server_.services.metrics.slow_consumers_closed_total.Increment();
         spdlog::warn("event=slow_consumer_closed session={} queued_frames={} queued_bytes={}",
                      session_id_, queue_.size(), queue_.bytes());
         queue_.clear();
         closing_ = true;
         beast::get_lowest_layer(ws_).close();
-        // This may run inside our own read handler, with no read pending to report the
-        // loss: report it here (a pending read or write fails later and finds it done).
-        finish("closed as too slow");
+        // Reported from a handler of its own, never from here: this runs inside the read
+        // handler (no read pending to report the loss) or inside the dispatcher's loop over
+        // the workers it pushes to, which must not see the worker vanish mid-loop.
+        boost::asio::post(ws_.get_executor(),
+                          [self = this->shared_from_this()] { self->finish("closed as too slow"); });
         return;
     }
     queue_.push(std::move(frame), alone);
@@ -234,6 +257,7 @@ template <typename Stream>
 void WorkerSession<Stream>::finish(const std::string& why) {
     if (finished_) return;
     finished_ = true;
+    hello_timer_.cancel();
     server_.workers.erase(session_id_);
     if (greeted_) {
         server_.services.metrics.workers_connected.Decrement();

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -36,7 +37,8 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession<Stream>>
                       public WorkerSessionBase {
 public:
     // Takes over the HTTP session's stream (after the upgrade request) and its slot.
-    WorkerSession(Stream stream, std::unique_ptr<ConnectionSlot> slot, HttpServer::Impl& server);
+    WorkerSession(Stream stream, std::unique_ptr<ConnectionSlot> slot,
+                  std::shared_ptr<boost::asio::ssl::context> tls, HttpServer::Impl& server);
     ~WorkerSession() override;
 
     void run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
@@ -60,7 +62,9 @@ private:
     void finish(const std::string& why);
 
     std::unique_ptr<ConnectionSlot> slot_;
+    std::shared_ptr<boost::asio::ssl::context> tls_;  // declared first: the stream uses it
     boost::beast::websocket::stream<Stream> ws_;
+    boost::asio::steady_timer hello_timer_;
     boost::beast::flat_buffer buffer_;
     worker::protocol::FrameQueue queue_;
     std::string in_write_;    // the text of the write in flight

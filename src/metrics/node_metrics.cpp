@@ -112,10 +112,16 @@ NodeMetrics::NodeMetrics(prometheus::Registry& registry)
                                  .Register(registry)),
       outcomes_refused_total(BuildCounter()
                                  .Name("outboxd_outcomes_refused_total")
-                                 .Help("Outcomes the database refused as data (isolated from "
-                                       "their batch and recorded as dead letters)")
+                                 .Help("Outcomes the database refused alone (isolated from their "
+                                       "batch); each is recorded as a dead letter instead")
                                  .Register(registry)
                                  .Add({})),
+      outcomes_abandoned_total(BuildCounter()
+                                   .Name("outboxd_outcomes_abandoned_total")
+                                   .Help("Refused outcomes whose dead letter was refused too; "
+                                         "their rows stay claimed for the stale-claim backstop")
+                                   .Register(registry)
+                                   .Add({})),
       claim_route_errors_total(BuildCounter()
                                    .Name("outboxd_claim_route_errors_total")
                                    .Help("Claims of one route refused by the database; the "

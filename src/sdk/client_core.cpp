@@ -61,6 +61,8 @@ ClientCore::ClientCore(WorkerOptions options, TaskHandler handler)
       handler_(std::move(handler)),
       connection_settings_(connection_settings(options_)),
       tls_(make_tls_client_context(options_.ca_file)),
+      tls_seeded_(std::any_of(options_.seed_urls.begin(), options_.seed_urls.end(),
+                              [](const std::string& url) { return url.starts_with("wss://"); })),
       grace_timer_(ioc_),
       close_deadline_(ioc_),
       rebalance_timer_(ioc_) {}
@@ -128,6 +130,12 @@ NodeLink* ClientCore::add_link(const std::string& url, bool seed) {
     auto parsed = parse_ws_url(url);
     if (!parsed) {
         spdlog::warn("worker client: ignoring node URL '{}': not ws:// or wss://host[:port]/path", url);
+        return nullptr;
+    }
+    // Seeded over TLS, the client never follows a node to plain ws:// (its token and its
+    // tasks would leave TLS on the word of a cluster list).
+    if (!seed && !parsed->tls && tls_seeded_) {
+        spdlog::warn("worker client: ignoring node URL '{}': the seeds are wss://, it is not", url);
         return nullptr;
     }
     util::RetryBackoff backoff{options_.reconnect_min, options_.reconnect_max, std::random_device{}()};

@@ -105,6 +105,7 @@ private:
     // Verifies wss:// nodes (options_.ca_file, else the system's trust store). Declared
     // before the io_context so that connections, which use it, go first.
     std::unique_ptr<boost::asio::ssl::context> tls_;
+    const bool tls_seeded_;  // some seed is wss://: learned nodes must be too
 
     mutable std::mutex published_mutex_;
     WorkerStats stats_;

@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <variant>
 
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include "client_core.hpp"
@@ -58,6 +59,33 @@ void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
     spdlog::info("worker client: {} is node {} (session {})", link.url, welcome.node_id,
                  welcome.session_id);
     link.node_id = welcome.node_id;
+    // One node, one link: a seed that names a node differently from the URL it advertises
+    // may have been joined by a learned link to the same node while it was reconnecting.
+    // The seed stays; the learned link goes.
+    std::vector<std::string> duplicates;
+    bool duplicate_of_seed = false;
+    for (const auto& other : links_) {
+        if (other.get() == &link || other->node_id != welcome.node_id) continue;
+        if (link.seed && !other->seed) duplicates.push_back(other->url);
+        if (!link.seed && other->seed &&
+            (other->phase == NodeLink::Phase::open || other->phase == NodeLink::Phase::draining)) {
+            duplicate_of_seed = true;
+        }
+    }
+    for (const auto& url : duplicates) remove_link(url);
+    if (duplicate_of_seed) {
+        // Not from inside this link's own frame handler: once it is done.
+        boost::asio::post(ioc_, [this, url = link.url] {
+            remove_link(url);
+            rebalance_credits();
+            publish();
+        });
+        return;
+    }
+    if (!duplicates.empty()) {
+        rebalance_credits();
+        publish();
+    }
     // Reset only once the node accepted us: a node that upgrades then refuses (bad token,
     // draining) must keep backing off.
     link.backoff.reset();

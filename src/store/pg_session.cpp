@@ -152,7 +152,12 @@ std::string with_connection_defaults(std::string_view url) {
     for (const auto& [key, value] : kConnectionDefaults) {
         if (url_sets(url, key) || (key == "connect_timeout" && env_timeout)) continue;
         if (uri) {
-            out += out.find('?') == std::string::npos ? '?' : '&';
+            // A query may be present, even empty ("db?") or ending in '&'.
+            if (out.find('?') == std::string::npos) {
+                out += '?';
+            } else if (out.back() != '?' && out.back() != '&') {
+                out += '&';
+            }
         } else if (!out.empty()) {
             out += ' ';
         }

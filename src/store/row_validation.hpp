@@ -3,11 +3,11 @@
 #include <cstddef>
 
 #include "outboxd/store/outbox_row.hpp"
+#include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::store {
 
-// Upper bound on identifier-like text fields (keys, ids, names), in bytes.
-inline constexpr std::size_t kMaxIdentifierBytes = 1024;
+using util::kMaxIdentifierBytes;  // upper bound on keys, ids and names, in bytes
 
 // Throws ValidationError naming the field and `index` when `row` could not be staged as is:
 // empty or oversized identifiers, a negative ordinal or attempt, input that is not one JSON

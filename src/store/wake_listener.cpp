@@ -45,6 +45,9 @@ constexpr auto kStopCheck = std::chrono::milliseconds{100};
 constexpr auto kReconnectMin = std::chrono::milliseconds{100};
 constexpr auto kReconnectMax = std::chrono::milliseconds{5000};
 constexpr auto kSummaryEvery = std::chrono::seconds{30};
+// Up this long, a connection ends an outage; one lost sooner continues it (no new "down"
+// line, no reset backoff): a flapping connection is one outage, not many.
+constexpr auto kStableAfter = std::chrono::seconds{5};
 
 }  // namespace
 
@@ -69,17 +72,22 @@ void WakeListener::run() {
             // Anything staged or resumed while we were not listening is found by this first
             // wake.
             listening_ = true;
-            const auto down_for = failures.lasted(std::chrono::steady_clock::now());
-            if (const auto failed = failures.succeeded(); failed > 0) {
-                spdlog::info("event=wake_listener_up failed_attempts={} down_ms={}", failed,
-                             down_for.count());
-            }
-            backoff.reset();
+            const auto up_at = std::chrono::steady_clock::now();
+            bool stable = false;  // a connection that drops at once is part of the same outage
             on_wake_(true);
             while (!stopping_) {
                 conn.await_notification(0, kPollMicros);
                 if (woken.any) {
                     on_wake_(std::exchange(woken, {}).from_front);
+                }
+                if (!stable && std::chrono::steady_clock::now() - up_at >= kStableAfter) {
+                    stable = true;
+                    const auto down_for = failures.lasted(up_at);
+                    if (const auto failed = failures.succeeded(); failed > 0) {
+                        spdlog::info("event=wake_listener_up failed_attempts={} down_ms={}", failed,
+                                     down_for.count());
+                    }
+                    backoff.reset();
                 }
             }
             listening_ = false;

@@ -18,10 +18,12 @@ std::chrono::milliseconds RetryBackoff::next() {
     if (attempts_ < kMaxDoublings) ++attempts_;
     const auto max_count = max_.count();
     // Compare before shifting so that a large min cannot overflow.
-    const auto base =
+    const auto ceiling =
         min_.count() > (max_count >> doublings) ? max_count : min_.count() << doublings;
-    std::uniform_int_distribution<std::int64_t> jitter{0, base / 2};
-    return std::chrono::milliseconds{std::min<std::int64_t>(base + jitter(random_), max_count)};
+    // Up to half of it off ("equal jitter"): clients cut off together spread out even once
+    // they all reached the cap, where adding jitter on top would be cut back to the cap.
+    std::uniform_int_distribution<std::int64_t> jitter{0, ceiling / 2};
+    return std::chrono::milliseconds{std::max<std::int64_t>(ceiling - jitter(random_), min_.count())};
 }
 
 }  // namespace outboxd::util

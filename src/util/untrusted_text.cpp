@@ -37,6 +37,26 @@ std::size_t sequence_length(std::string_view text, std::size_t at) noexcept {
     return length;
 }
 
+// The code point of a well-formed sequence of `length` bytes at `at`.
+char32_t code_point(std::string_view text, std::size_t at, std::size_t length) noexcept {
+    const auto byte = [&](std::size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(text[at + i])); };
+    switch (length) {
+        case 1: return byte(0);
+        case 2: return ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
+        case 3: return ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
+        default:
+            return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) |
+                   (byte(3) & 0x3F);
+    }
+}
+
+// Characters that change how a log line reads without being visible: C1 controls, line and
+// paragraph separators, bidirectional overrides and isolates, zero-width marks.
+bool invisible(char32_t c) noexcept {
+    return (c >= 0x80 && c <= 0x9F) || c == 0x2028 || c == 0x2029 || (c >= 0x200B && c <= 0x200F) ||
+           (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) || c == 0xFEFF;
+}
+
 void append_escaped_byte(std::string& out, unsigned char byte) {
     static constexpr char kHex[] = "0123456789abcdef";
     out += "\\x";
@@ -128,6 +148,12 @@ std::string log_safe(std::string_view text, std::size_t max_bytes) {
             out += "\\n";
         } else if (length == 0 || byte < 0x20 || byte == 0x7f) {
             append_escaped_byte(out, byte);
+        } else if (const auto c = code_point(text, i, length); invisible(c)) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out += "\\u";
+            for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(c >> shift) & 0xf];
+            i += length;
+            continue;
         } else {
             out.append(text.substr(i, length));
             i += length;

@@ -379,3 +379,35 @@ TEST_CASE("a database that accepts but never answers is given up on within the c
     CHECK(*code != 0);
     CHECK(took < 20);
 }
+
+TEST_CASE("a client without the admin token is refused before it sends its body", "[e2e][hostile]") {
+    E2eCluster cluster{"hostile-early-401"};
+    auto& node = cluster.start_node("node-1", {{"OUTBOXD_ADMIN_TOKEN", kAdminToken}});
+    // Announces 100 MB and sends none of it: the answer comes from the header alone.
+    const auto started = std::chrono::steady_clock::now();
+    const auto answer = test::raw_http(
+        node.port, "POST /v1/outbox HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n");
+    CHECK(status_of(answer) == 401);
+    CHECK(std::chrono::steady_clock::now() - started < 3s);
+    // With the token, the same header is read on (and refused for its size).
+    const auto sized = test::raw_http(node.port, std::string{"POST /v1/outbox HTTP/1.1\r\nHost: x\r\n"} +
+                                                     "Authorization: Bearer " + kAdminToken +
+                                                     "\r\nContent-Length: 100000000\r\n\r\n");
+    CHECK(status_of(sized) == 413);
+    CHECK(serves(node));
+}
+
+TEST_CASE("a WebSocket that never says hello is closed, and its slot freed", "[e2e][hostile]") {
+    E2eCluster cluster{"hostile-no-hello"};
+    auto& node = cluster.start_node("node-1");
+    WsClient silent{node.port, "/v1/workers"};
+    REQUIRE(E2eCluster::await(
+        [&] { return E2eCluster::metric(node, "outboxd_connections_open").value_or(0) >= 1.0; }, 5s));
+    const auto refusal = silent.read(15s);
+    REQUIRE(refusal);
+    CHECK(json::parse(*refusal)["code"] == "hello_required");
+    CHECK(silent.await_close(5s) != 0);
+    // Only the scrape's own connection is left.
+    CHECK(E2eCluster::await(
+        [&] { return E2eCluster::metric(node, "outboxd_connections_open").value_or(99) <= 1.0; }, 5s));
+}

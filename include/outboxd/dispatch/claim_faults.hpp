@@ -3,8 +3,9 @@
 // What the claimer does when claims fail, so that no failure turns into a spin:
 // - a failed round (the database unreachable, a conflict) delays the next round by a
 //   capped exponential backoff with jitter; triggers meanwhile wait for it;
-// - a route whose claim the database refuses as data rests for a while, and the other
-//   routes are claimed as usual;
+// - a route whose claim fails for a cause of its own rests, and the other routes are
+//   claimed as usual; a route refused again soon after its rest rests twice as long (up to
+//   route_rest_max), so a route that can never be claimed costs a statement now and then;
 // - the log gets one line when claims start failing, a summary now and then, and one line
 //   when they recover: never one per try.
 //
@@ -30,6 +31,7 @@ public:
         std::chrono::milliseconds retry_min{50};
         std::chrono::milliseconds retry_max{5000};
         std::chrono::milliseconds route_rest{10000};
+        std::chrono::milliseconds route_rest_max{300000};
         std::chrono::milliseconds summary_every{30000};  // of the log while rounds fail
     };
 
@@ -43,7 +45,7 @@ public:
     [[nodiscard]] bool waiting(Clock::time_point now) const { return now < retry_at_; }
     [[nodiscard]] Clock::time_point retry_at() const { return retry_at_; }
 
-    // The database refused this route's claim as data: it rests for route_rest.
+    // This route's claim failed for a cause of its own: it rests (see above).
     void route_refused(const store::ClaimScope& scope, const std::string& error,
                        Clock::time_point now);
     // Removes the routes that rest from `routes` (and forgets rests that are over).
@@ -54,7 +56,11 @@ private:
     util::RetryBackoff backoff_;
     Clock::time_point retry_at_{};
     util::FailureRun failures_;
-    std::map<store::ClaimScope, Clock::time_point> resting_;
+    struct Rest {
+        Clock::time_point until;
+        std::chrono::milliseconds length{0};
+    };
+    std::map<store::ClaimScope, Rest> resting_;  // kept a while after a rest ends: see above
 };
 
 }  // namespace outboxd::dispatch

@@ -34,7 +34,7 @@ struct ClaimRoundResult {
     bool from_front = false;
     // The highest claim token among `rows` (0: none).
     std::int64_t last_token = 0;
-    // Routes whose claim the database refused as data: the round went on with the others.
+    // Routes whose claim failed for a cause of their own: the round went on with the others.
     // With the error, for the log.
     std::vector<std::pair<store::ClaimScope, std::string>> refused;
 };
@@ -58,9 +58,9 @@ struct ClaimGenerations {
 };
 
 // With `cursors`, each claim starts where its route's cursor says; without, every claim
-// reads from the front. A route whose claim the database refuses as data
-// (store::ValidationError) is that route's failure alone: it is reported in `refused` and the
-// round goes on. Any other failure fails the round (rethrown). `settled`: rows per namespace that the claimer's own outcome
+// reads from the front. A lost connection or contention (store::UnavailableError,
+// store::ConflictError) fails the round (rethrown); any other failure of a route's claim is
+// that route's alone: it is reported in `refused` and the round goes on. `settled`: rows per namespace that the claimer's own outcome
 // writes took out of `claimed` since the last round was submitted; they lower the tally,
 // unless this round counts (the count already saw them). The claimer must also drop what
 // landed while a round that counted was running.

@@ -121,8 +121,9 @@ private:
 
     void sweep();
     void on_claimed(ClaimRoundResult result, std::string error, double seconds);
-    // Sends a claimed row to a worker whose credit it has already taken (outstanding).
-    void push(worker::WorkerEntry& worker, store::OutboxRow row);
+    // Sends a claimed row to a worker whose credit it has already taken (outstanding). Moves
+    // the row's task fields out; its id, token and namespace stay.
+    void push(worker::WorkerEntry& worker, store::OutboxRow& row);
     // A claimed row that cannot be sent (its input nests deeper than a frame may, or its
     // frame is larger than the worker reads; e.g. a row inserted by plain SQL):
     // dead-lettered with the reason, at once, instead of failing every delivery.
@@ -176,7 +177,7 @@ private:
     std::chrono::steady_clock::time_point last_front_scan_{};
     std::chrono::steady_clock::duration front_scan_period_{settings_.poll_interval};
     ClaimFaults claim_faults_;
-    util::FailureRun maintenance_failures_;
+    std::map<std::string, util::FailureRun> maintenance_failures_;  // by task
     // The highest claim token this node has seen; after a failed round, its own claims
     // above it are released before the next claim (see OutboxStore::release_claims_after).
     std::int64_t last_claim_token_ = 0;

@@ -4,16 +4,18 @@
 // a write is in flight are written together by the next one.
 //
 // Failures are told apart by their cause (the store's error types, from SQLSTATE):
-// - the data (store::ValidationError: SQLSTATE classes 22, 23, 54): retrying the same batch
-//   would fail forever, so it is split in halves until the outcome that fails is alone. That
-//   outcome is
-//   then recorded as a dead letter naming the error; if even that is refused, it is given up
-//   (logged and counted) and its row stays claimed until the stale-claim backstop re-arms
-//   it. Everything else in the batch lands.
-// - anything else (connection lost, serialization, lock or statement timeout, a trigger
-//   that raises): the batch is kept, in order, and retried with capped exponential backoff
-//   until it lands; an outcome is never dropped. Meanwhile the writer is unhealthy and the
-//   dispatcher stops claiming.
+// - a lost connection or contention (store::UnavailableError, store::ConflictError): the
+//   batch is kept, in order, and retried with capped exponential backoff until it lands.
+//   Meanwhile the writer is unhealthy and the dispatcher stops claiming.
+// - the data (store::ValidationError: SQLSTATE classes 22, 23, 54), or any other error
+//   that fails the same batch kIsolateAfter times in a row: the batch is split in halves
+//   until each outcome that fails is alone, the rest landing on the way. If some landed, or
+//   the data was at fault, each outcome that failed alone is recorded as a dead letter
+//   naming the error (if even that is refused, it is given up, logged and counted, and its
+//   row stays claimed until the stale-claim backstop re-arms it). If none landed and the
+//   data was not at fault, the database refuses these writes as such (a trigger, a
+//   permission): they are kept and retried as in an outage.
+// No outcome is dropped silently, and none is retried for ever as the same failing batch.
 //
 // Thread affinity: the loop thread. Writes run on `lane`.
 
@@ -25,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -32,6 +35,7 @@
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/store/outbox_row.hpp"
+#include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/retry_backoff.hpp"
 
 namespace outboxd::dispatch {
@@ -46,7 +50,7 @@ public:
     // when empty).
     void record(store::Outcome outcome, std::string namespace_name, std::string label);
 
-    [[nodiscard]] bool healthy() const { return failures_ == 0; }
+    [[nodiscard]] bool healthy() const { return failures_.failures() == 0; }
     [[nodiscard]] bool idle() const { return buffer_.empty() && !writing_; }
     [[nodiscard]] std::uint64_t stale_answers() const { return stale_; }
     // Called (on the loop) whenever the writer becomes idle, and when it recovers.
@@ -66,12 +70,23 @@ private:
         std::string label;
         bool substitute = false;  // a dead letter standing in for an outcome the database refused
     };
-    enum class Failure { transient, deterministic };
+    enum class Failure { transient, data, unexplained };
+    // A batch being halved to find the outcomes that fail alone.
+    struct Isolation {
+        std::size_t suspect = 0;  // the first `suspect` outcomes of the buffer are in it
+        std::size_t split = 0;    // the size they are written in meanwhile
+        std::size_t landed = 0;   // how many of them landed
+        bool data = false;        // some failure was the data's
+        std::vector<std::pair<Pending, std::string>> refused;  // failed alone, with the error
+    };
 
     void flush();
     void finish(std::vector<Pending> batch, std::vector<bool> applied);
     void fail(std::vector<Pending> batch, Failure failure, const std::string& error);
-    void isolate(std::vector<Pending> batch, const std::string& error);
+    void retry_later(std::vector<Pending> batch, const std::string& error);
+    void isolate(std::vector<Pending> batch, Failure failure, const std::string& error);
+    // The isolation is over: its refused outcomes become dead letters, or are kept.
+    void conclude();
     void put_back(std::vector<Pending> batch);
 
     boost::asio::any_io_executor loop_;
@@ -80,12 +95,11 @@ private:
     std::size_t max_batch_;
     std::deque<Pending> buffer_;
     bool writing_ = false;
-    std::uint32_t failures_ = 0;  // consecutive transient failures
+    bool retry_pending_ = false;  // a failed write waits for its backoff: nothing starts meanwhile
+    util::FailureRun failures_;  // writes failed and kept for a retry, since the last success
     util::RetryBackoff retry_backoff_;
-    // After a deterministic failure: the first `suspect_` outcomes of the buffer hold the
-    // one the database refuses, and go in batches of at most `split_` until it is found.
-    std::size_t suspect_ = 0;
-    std::size_t split_ = 0;
+    std::uint32_t unexplained_ = 0;  // unexplained failures in a row
+    Isolation isolation_;
     std::uint64_t stale_ = 0;
     boost::asio::steady_timer retry_timer_;
     std::function<void()> on_settled_;

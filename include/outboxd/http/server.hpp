@@ -42,6 +42,7 @@ struct ServerSettings {
     std::size_t max_write_queue_bytes = 16 << 20;  // bytes per worker connection
     std::size_t max_connections = 4096;            // HTTP + WebSocket; more get a 503
     std::chrono::seconds websocket_idle_timeout{20};  // pings at half of it
+    std::chrono::milliseconds hello_timeout{10000};   // from the upgrade to the hello
     std::chrono::milliseconds http_idle_timeout{60000};
     std::int64_t default_max_in_flight = 10000;
     std::optional<TlsFiles> tls;  // set: every connection on the listen address is TLS

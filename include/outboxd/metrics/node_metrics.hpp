@@ -44,6 +44,7 @@ public:
     prometheus::Counter& accept_errors_total;
     prometheus::Family<prometheus::Counter>& db_lane_rejected_total;  // {lane}
     prometheus::Counter& outcomes_refused_total;          // poison outcomes isolated
+    prometheus::Counter& outcomes_abandoned_total;        // ... whose dead letter failed too
     prometheus::Counter& claim_route_errors_total;        // a route's claim refused as data
 
     // A fault contained at `where` (http, websocket, loop, …); loop thread only.

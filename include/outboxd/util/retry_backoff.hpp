@@ -16,8 +16,8 @@ public:
     // `seed` feeds the jitter; tests pass a fixed one.
     RetryBackoff(std::chrono::milliseconds min, std::chrono::milliseconds max, std::uint64_t seed);
 
-    // The delay before the next attempt, always within [min, max]: min·2^n for the n-th
-    // consecutive call, capped at max, plus up to half of that again as jitter (capped too).
+    // The delay before the next attempt, always within [min, max]: for the n-th consecutive
+    // call, c = min·2^n capped at max, less up to half of c as jitter (never below min).
     [[nodiscard]] std::chrono::milliseconds next();
     // After a success: the next delay starts from min again.
     void reset() noexcept { attempts_ = 0; }

@@ -11,6 +11,10 @@
 
 namespace outboxd::util {
 
+// The longest name, id or route (a key, a workflow id, a namespace, an activity type) the
+// node takes from a client, in bytes.
+inline constexpr std::size_t kMaxIdentifierBytes = 1024;
+
 // Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past
 // U+10FFFF).
 [[nodiscard]] bool is_valid_utf8(std::string_view text) noexcept;
@@ -32,8 +36,11 @@ namespace outboxd::util {
 [[nodiscard]] std::string sanitize_text(std::string_view text, std::size_t max_bytes);
 
 // `text` for a log line: one line, printable, bounded. Control characters, quotes,
-// backslashes and bytes that are not UTF-8 are escaped (\n, \", \\, \xNN), and text longer
-// than `max_bytes` is cut and marked with "…". A client cannot forge a log line with it.
+// backslashes and bytes that are not UTF-8 are escaped (\n, \", \\, \xNN), as are
+// characters that change how a line reads without showing (C1 controls, U+2028/2029,
+// bidirectional overrides, zero-width marks: \uNNNN). Output stops once it has reached
+// `max_bytes` (the last escape may pass it by a few bytes) and is marked with "…". A client
+// cannot forge a log line or a field with it.
 [[nodiscard]] std::string log_safe(std::string_view text, std::size_t max_bytes = 200);
 
 }  // namespace outboxd::util

@@ -20,6 +20,8 @@
 #include <variant>
 #include <vector>
 
+#include "outboxd/util/untrusted_text.hpp"
+
 namespace outboxd::worker::protocol {
 
 // Bounds a hello or credit frame may ask for.
@@ -30,11 +32,13 @@ inline constexpr std::int32_t kMaxCreditWindow = 10000;
 inline constexpr std::size_t kMaxNesting = 128;
 // A task's input may nest this deep, so that its task frame fits within kMaxNesting.
 inline constexpr std::size_t kMaxInputNesting = kMaxNesting - 1;
-// Names, ids and routes in a frame (worker_id, namespaces, activity types, …): refused when
-// longer, empty, not UTF-8 or holding a NUL byte.
-inline constexpr std::size_t kMaxIdentifierBytes = 1024;
+// Names, ids and routes in a frame from a worker (worker_id, namespaces, activity types, …)
+// are refused when longer than util::kMaxIdentifierBytes, empty, not UTF-8 or holding a NUL.
+using util::kMaxIdentifierBytes;
 // A task id names one claim ("<row id>.<claim token>"); anything longer is not one.
 inline constexpr std::size_t kMaxTaskIdBytes = 64;
+// The smallest max_frame_bytes a hello may state.
+inline constexpr std::int64_t kMinFrameBytes = 1024;
 // Free text (a fail's error, an error frame's message) is cut to this length.
 inline constexpr std::size_t kMaxMessageBytes = 4096;
 // The largest batch frame either side writes (a single message larger than this still goes

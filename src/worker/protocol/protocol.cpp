@@ -1,6 +1,7 @@
 #include "outboxd/worker/protocol.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -37,14 +38,19 @@ std::string dump(const json& value) {
 // Typed access to the members of one frame, naming the field in every complaint.
 class Fields {
 public:
-    Fields(const json& object, std::string_view type) : object_(object), type_(type) {}
+    // `max_bytes`: the longest name or id a frame may carry. Frames from a node carry what
+    // rows hold (a dispatch_key of a 1024-byte workflow id is longer still), which a worker
+    // takes as it is; frames from a worker are bounded.
+    Fields(const json& object, std::string_view type, std::size_t max_bytes = kMaxIdentifierBytes)
+        : object_(object), type_(type), max_bytes_(max_bytes) {}
 
     [[nodiscard]] const json* find(const char* name) const {
         const auto it = object_.find(name);
         return it == object_.end() || it->is_null() ? nullptr : &*it;
     }
 
-    std::string text(const char* name, std::size_t max_bytes = kMaxIdentifierBytes) const {
+    std::string text(const char* name) const { return text(name, max_bytes_); }
+    std::string text(const char* name, std::size_t max_bytes) const {
         const json* value = find(name);
         if (!value) reject(code::missing_field, where(name) + " is required");
         return text_of(name, *value, max_bytes);
@@ -53,7 +59,7 @@ public:
     std::optional<std::string> optional_text(const char* name) const {
         const json* value = find(name);
         if (!value) return std::nullopt;
-        return text_of(name, *value);
+        return text_of(name, *value, max_bytes_);
     }
 
     // Free text (a message) may be absent, null or empty; it is made safe to store and
@@ -96,7 +102,7 @@ public:
             reject(code::invalid_field, where(name) + " must be an array of strings");
         }
         std::vector<std::string> out;
-        for (const auto& element : *value) out.push_back(text_of(name, element));
+        for (const auto& element : *value) out.push_back(text_of(name, element, max_bytes_));
         return out;
     }
 
@@ -112,8 +118,7 @@ private:
 
     // Names, ids and routes end up in SQL parameters and log lines: refused unless they are
     // non-empty UTF-8 without NUL bytes, and bounded.
-    std::string text_of(const char* name, const json& value,
-                        std::size_t max_bytes = kMaxIdentifierBytes) const {
+    std::string text_of(const char* name, const json& value, std::size_t max_bytes) const {
         if (!value.is_string()) reject(code::invalid_field, where(name) + " must be a string");
         auto text = value.get<std::string>();
         if (text.empty()) reject(code::invalid_field, where(name) + " must not be empty");
@@ -138,6 +143,7 @@ private:
 
     const json& object_;
     std::string_view type_;
+    std::size_t max_bytes_;
 };
 
 std::pair<json, std::string> parse_object(std::string_view text) {
@@ -178,8 +184,10 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
         hello.max_in_flight = static_cast<std::int32_t>(
             f.optional_integer("max_in_flight", 1, kMaxCreditWindow).value_or(1));
         hello.batch = f.optional_boolean("batch").value_or(false);
+        // A worker that reads almost nothing would have every row it is sent dead-lettered
+        // (its frame too large): the smallest frame the node itself may be set to read.
         hello.max_frame_bytes = static_cast<std::size_t>(
-            f.optional_integer("max_frame_bytes", 1, INT64_MAX).value_or(0));
+            f.optional_integer("max_frame_bytes", kMinFrameBytes, INT64_MAX).value_or(0));
         return hello;
     }
     if (type == "complete") return Complete{f.text("task_id", kMaxTaskIdBytes), f.raw("result")};
@@ -200,14 +208,14 @@ std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::str
     std::vector<NodeInfo> nodes;
     for (const auto& element : *it) {
         if (!element.is_object()) reject(code::invalid_field, "cluster entries must be objects");
-        const Fields f{element, type};
+        const Fields f{element, type, std::numeric_limits<std::size_t>::max()};
         nodes.push_back({f.text("node_id"), f.text("url")});
     }
     return nodes;
 }
 
 NodeMessage parse_node(const json& object, const std::string& type) {
-    const Fields f{object, type};
+    const Fields f{object, type, std::numeric_limits<std::size_t>::max()};
     if (type == "welcome") {
         return Welcome{f.text("node_id"), f.text("session_id"), parse_nodes(object, "cluster", type),
                        f.optional_boolean("batch").value_or(false),

@@ -76,7 +76,23 @@ TEST_CASE("an outcome refused even as a dead letter is given up, and its row sta
     // Never lost: claimed, with its claim intact, until the stale-claim backstop re-arms it.
     CHECK(h.store.find("wf:1")->status == Status::claimed);
     CHECK(h.dispatcher.outcomes().healthy());
-    CHECK(h.metrics.outcomes_refused_total.Value() == 2.0);
+    CHECK(h.metrics.outcomes_refused_total.Value() == 1.0);
+    CHECK(h.metrics.outcomes_abandoned_total.Value() == 1.0);
+}
+
+TEST_CASE("an outcome a trigger keeps refusing is isolated once it fails alone while others "
+          "land", "[pg][dispatch][hostile]") {
+    DispatchHarness h;
+    // Not a data error (P0001, raise_exception): retried a few times as a whole first.
+    h.db.exec("CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+              "RAISE EXCEPTION 'wf:2 may not finish'; END $$; "
+              "CREATE TRIGGER refuse_one BEFORE UPDATE ON outbox FOR EACH ROW WHEN "
+              "(NEW.dispatch_key = 'wf:2' AND NEW.status = 'done') EXECUTE FUNCTION refuse_one();");
+    complete_all(h, 6);
+    REQUIRE(h.await_status("wf:2", Status::failed, 20s));
+    for (const int i : {0, 1, 3, 4, 5}) CHECK(h.await_status("wf:" + std::to_string(i), Status::done));
+    CHECK(h.store.find("wf:2")->last_error->find("wf:2 may not finish") != std::string::npos);
+    CHECK(h.run_until([&] { return h.dispatcher.outcomes().healthy() && h.dispatcher.outcomes().idle(); }));
 }
 
 TEST_CASE("a route whose claim the database refuses rests while the other routes are claimed",

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
+#include <libpq-fe.h>
 
 #include "outboxd/store/store_error.hpp"
 #include "store/pg_session.hpp"
@@ -27,6 +28,19 @@ TEST_CASE("connection defaults are added to both URL forms, never over the user'
     CHECK(keywords.starts_with("host=h dbname=db keepalives_idle = 60 connect_timeout=5"));
     CHECK(keywords.find("keepalives_idle=5") == std::string::npos);
     CHECK(with_connection_defaults("").starts_with("connect_timeout=5 "));
+    CHECK(with_connection_defaults("postgresql://h/db?").starts_with("postgresql://h/db?connect_timeout=5&"));
+    CHECK(with_connection_defaults("postgresql://h/db?sslmode=disable&")
+              .starts_with("postgresql://h/db?sslmode=disable&connect_timeout=5&"));
+    // Every form libpq must still accept.
+    for (const auto& url : {std::string{"postgresql://h/db?"}, std::string{"postgresql://h/db?sslmode=disable&"},
+                            std::string{"host=h dbname=db"}}) {
+        INFO(url);
+        char* error = nullptr;
+        PQconninfoOption* options = PQconninfoParse(with_connection_defaults(url).c_str(), &error);
+        CHECK(options != nullptr);
+        if (options) PQconninfoFree(options);
+        if (error) PQfreemem(error);
+    }
 }
 
 TEST_CASE("a store with a statement timeout gives up on a blocked statement and keeps its "

@@ -524,3 +524,18 @@ TEST_CASE("bind adds every flag with its variable and its default in --help", "[
     CHECK_THAT(help, Contains("--batch-size") && Contains("OUTBOXD_BATCH_SIZE") &&
                          Contains("default: 256") && Contains("1..100000"));
 }
+
+TEST_CASE("TLS files come in pairs, must be readable, and keep the advertised URL on wss://",
+          "[unit][config]") {
+    const ScopedEnv env;
+    const std::string file = "/proc/self/cmdline";  // readable everywhere
+    CHECK_THROWS_WITH(resolve_args({"--tls-cert-file", file}), Contains("--tls-key-file"));
+    CHECK_THROWS_WITH(resolve_args({"--tls-key-file", file}), Contains("--tls-cert-file"));
+    CHECK_THROWS_WITH(resolve_args({"--tls-cert-file", "/nonexistent/cert.pem", "--tls-key-file", file}),
+                      Contains("cannot read '/nonexistent/cert.pem'"));
+    const auto tls = resolve_args({"--tls-cert-file", file, "--tls-key-file", file, "--listen", "10.0.0.1:8443"});
+    CHECK(tls.advertise_url == "wss://10.0.0.1:8443/v1/workers");
+    CHECK_THROWS_WITH(resolve_args({"--tls-cert-file", file, "--tls-key-file", file, "--advertise-url",
+                                    "ws://10.0.0.1:8443/v1/workers"}),
+                      Contains("must be a wss:// URL when TLS is on"));
+}

@@ -38,7 +38,7 @@ TEST_CASE("failed claim rounds back off, exponentially and capped, until one suc
 }
 
 TEST_CASE("a refused route rests, and only it", "[unit][dispatch]") {
-    ClaimFaults faults{{.route_rest = 10s}, 7};
+    ClaimFaults faults{{.route_rest = 10s, .route_rest_max = 40s}, 7};
     const ClaimFaults::Clock::time_point t0{};
     faults.route_refused(route("bad").scope, "22P02", t0);
     std::vector routes{route("bad"), route("good")};
@@ -48,4 +48,21 @@ TEST_CASE("a refused route rests, and only it", "[unit][dispatch]") {
     std::vector later{route("bad"), route("good")};
     faults.drop_resting(later, t0 + 11s);
     CHECK(later.size() == 2);
+
+    // Refused again soon after: 20 s, then 40 s (the cap), then 40 s again.
+    faults.route_refused(route("bad").scope, "22P02", t0 + 11s);
+    std::vector again{route("bad")};
+    faults.drop_resting(again, t0 + 30s);
+    CHECK(again.empty());
+    faults.route_refused(route("bad").scope, "22P02", t0 + 31s);
+    std::vector capped{route("bad")};
+    faults.drop_resting(capped, t0 + 70s);
+    CHECK(capped.empty());
+    faults.drop_resting(capped = {route("bad")}, t0 + 72s);
+    CHECK(capped.size() == 1);
+    // Long after its rest, a new refusal starts from route_rest again.
+    faults.route_refused(route("bad").scope, "22P02", t0 + 500s);
+    std::vector fresh{route("bad")};
+    faults.drop_resting(fresh, t0 + 511s);
+    CHECK(fresh.size() == 1);
 }

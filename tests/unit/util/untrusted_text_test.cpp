@@ -50,6 +50,9 @@ TEST_CASE("log text cannot forge a line or a field", "[unit][util]") {
     CHECK(log_safe(std::string{"\x01\0\x7f", 3}) == "\\x01\\x00\\x7f");
     CHECK(log_safe("\xff") == "\\xff");
     CHECK(log_safe("\xc3\xa9") == "\xc3\xa9");
+    CHECK(log_safe("a\xe2\x80\xa8" "b") == "a\\u2028b");        // line separator
+    CHECK(log_safe("x\xe2\x80\xaey") == "x\\u202ey");           // right-to-left override
+    CHECK(log_safe("\xc2\x85") == "\\u0085");                    // NEL, a C1 control
     const auto cut = log_safe(std::string(1000, 'y'), 50);
     CHECK(cut.size() <= 50 + 3);
 }

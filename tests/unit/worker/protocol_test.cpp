@@ -742,3 +742,25 @@ TEST_CASE("a task's attempt travels beyond the int32 range of a stored attempt",
     REQUIRE(std::holds_alternative<NodeMessage>(parsed));
     CHECK(std::get<Task>(std::get<NodeMessage>(parsed)).attempt == std::int64_t{INT32_MAX} + 1);
 }
+
+TEST_CASE("a worker takes a node's task frame whatever the length of the row's names",
+          "[unit][worker]") {
+    Task task;
+    task.task_id = "1.1";
+    task.dispatch_key = std::string(1024, 'w') + ":12345";  // a key the database filled in
+    task.workflow_id = std::string(1024, 'w');
+    task.namespace_name = "default";
+    task.task_queue = "default";
+    task.activity_type = std::string(5000, 'a');  // a row inserted by plain SQL
+    const auto parsed = parse_node_frame(encode(task));
+    REQUIRE(std::holds_alternative<std::vector<NodeMessage>>(parsed));
+    CHECK(std::get<Task>(std::get<std::vector<NodeMessage>>(parsed)[0]).dispatch_key == task.dispatch_key);
+}
+
+TEST_CASE("a hello may not state a frame limit no task fits in", "[unit][worker]") {
+    expect_worker_error(R"({"type":"hello","worker_id":"w","activity_types":["a"],"max_frame_bytes":1})",
+                        code::invalid_field, "max_frame_bytes");
+    const auto hello = worker_frame<Hello>(
+        R"({"type":"hello","worker_id":"w","activity_types":["a"],"max_frame_bytes":1024})");
+    CHECK(hello.max_frame_bytes == 1024);
+}
