@@ -177,26 +177,26 @@ public:
         member.start();
         namespaces.start();
         dispatcher.start();
-        wake = std::make_unique<store::WakeListener>(config.database_url, [this](bool from_front) {
-            net::post(ioc, [this, from_front] { on_wake(from_front); });
+        wake = std::make_unique<store::WakeListener>(config.database_url, [this](const store::WakeNotice& notice) {
+            net::post(ioc, [this, notice] { on_wake(notice); });
         });
     }
 
-    // A wake sweeps at once and once more shortly after: transactions that committed
-    // alongside the one that notified skipped their own NOTIFY (migration 0004). A wake
-    // from the front (a resume, on any node) reads from the front of the index.
-    void on_wake(bool from_front) {
-        if (from_front) {
-            dispatcher.claim_from_front();
-        } else {
-            dispatcher.request_sweep();
-        }
+    // A wake claims the routes it names at once, and once more shortly after: transactions
+    // that committed alongside the one that notified, into the same routes, skipped their
+    // own NOTIFY (migration 0007). A wake from the front (a resume, on any node) reads from
+    // the front of the index; one that names no route looks everywhere.
+    void on_wake(const store::WakeNotice& notice) {
+        if (notice.from_front) dispatcher.claim_from_front();
+        dispatcher.woken(notice.routes, notice.anywhere);
+        follow_up.insert(follow_up.end(), notice.routes.begin(), notice.routes.end());
         if (follow_up_armed) return;
         follow_up_armed = true;
         follow_up_timer.expires_after(kWakeFollowUp);
         follow_up_timer.async_wait([this](auto ec) {
             follow_up_armed = false;
-            if (!ec) dispatcher.request_sweep();
+            auto queues = std::exchange(follow_up, {});
+            if (!ec) dispatcher.woken(queues, false);
         });
     }
 
@@ -249,6 +249,7 @@ public:
     net::steady_timer drain_timer{ioc};
     net::steady_timer follow_up_timer{ioc};
     bool follow_up_armed = false;
+    std::vector<std::pair<std::string, std::string>> follow_up;  // queues woken since it was armed
     bool draining = false;
     bool drained = false;
     std::unique_ptr<store::WakeListener> wake;

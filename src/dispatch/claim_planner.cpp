@@ -11,19 +11,14 @@ std::int64_t per_node_ceiling(std::int64_t quota, std::int32_t owned_shards) {
     return (quota * owned_shards + store::kShardCount - 1) / store::kShardCount;
 }
 
-std::vector<PlannedClaim> plan_claims(const PlanInput& input) {
-    // Group routes by namespace; each namespace's demand is its capacity under headroom.
+std::vector<PlannedClaim> plan_claims(const PlanInput& input, FairShare& fair) {
+    // Group routes by namespace; each namespace's room is its capacity under headroom.
     std::map<std::string, std::vector<std::size_t>> by_namespace;
     for (std::size_t i = 0; i < input.routes.size(); ++i) {
         by_namespace[input.routes[i].scope.namespace_name].push_back(i);
     }
-    struct Tenant {
-        std::string name;
-        std::vector<std::size_t> routes;
-        std::int64_t room = 0;  // rows it may still take this sweep
-        std::int64_t share = 0;
-    };
-    std::vector<Tenant> tenants;
+    std::vector<FairShare::Demand> demands;
+    std::vector<const std::vector<std::size_t>*> routes_of;
     for (auto& [ns, routes] : by_namespace) {
         std::int64_t capacity = 0;
         for (const auto i : routes) capacity += input.routes[i].capacity;
@@ -31,45 +26,31 @@ std::vector<PlannedClaim> plan_claims(const PlanInput& input) {
         const std::int64_t claimed = claimed_it == input.claimed.end() ? 0 : claimed_it->second;
         const std::int64_t headroom =
             std::max<std::int64_t>(0, per_node_ceiling(input.quota(ns), input.owned_shards) - claimed);
-        const std::int64_t room = std::min(capacity, headroom);
-        if (room > 0) tenants.push_back({ns, routes, room, 0});
+        demands.push_back({ns, input.weight ? input.weight(ns) : 1, std::min(capacity, headroom)});
+        routes_of.push_back(&routes);
     }
-    if (tenants.empty()) return {};
+    const auto shares = fair.deal(demands, input.batch_size);
 
-    // Deal the batch one row at a time, starting at a rotating tenant.
-    std::int64_t budget = input.batch_size;
-    const std::size_t start = input.rotation % tenants.size();
-    bool dealt = true;
-    while (budget > 0 && dealt) {
-        dealt = false;
-        for (std::size_t k = 0; k < tenants.size() && budget > 0; ++k) {
-            auto& tenant = tenants[(start + k) % tenants.size()];
-            if (tenant.share < tenant.room) {
-                ++tenant.share;
-                --budget;
-                dealt = true;
-            }
-        }
-    }
-
-    // Within a tenant, deal its share over its routes the same way, bounded by capacity.
+    // Within a namespace, deal its share over its routes one row at a time, bounded by
+    // each route's capacity.
     std::vector<PlannedClaim> plan;
-    for (const auto& tenant : tenants) {
-        std::vector<std::int32_t> limits(tenant.routes.size(), 0);
-        std::int64_t left = tenant.share;
+    for (std::size_t t = 0; t < demands.size(); ++t) {
+        const auto& routes = *routes_of[t];
+        std::vector<std::int32_t> limits(routes.size(), 0);
+        std::int64_t left = shares[t];
         bool progress = true;
         while (left > 0 && progress) {
             progress = false;
-            for (std::size_t r = 0; r < tenant.routes.size() && left > 0; ++r) {
-                if (limits[r] < input.routes[tenant.routes[r]].capacity) {
+            for (std::size_t r = 0; r < routes.size() && left > 0; ++r) {
+                if (limits[r] < input.routes[routes[r]].capacity) {
                     ++limits[r];
                     --left;
                     progress = true;
                 }
             }
         }
-        for (std::size_t r = 0; r < tenant.routes.size(); ++r) {
-            if (limits[r] > 0) plan.push_back({input.routes[tenant.routes[r]].scope, limits[r]});
+        for (std::size_t r = 0; r < routes.size(); ++r) {
+            if (limits[r] > 0) plan.push_back({input.routes[routes[r]].scope, limits[r]});
         }
     }
     return plan;

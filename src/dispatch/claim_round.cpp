@@ -1,6 +1,7 @@
 #include "outboxd/dispatch/claim_round.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "outboxd/store/store_error.hpp"
@@ -36,44 +37,129 @@ std::optional<std::string> scope_problem(const store::ClaimScope& scope) {
     return std::nullopt;
 }
 
-}  // namespace
-
-ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
-                             const std::vector<worker::Route>& all_routes,
-                             const std::function<std::int64_t(const std::string&)>& quota,
-                             std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
-                             ClaimCursors* cursors, ClaimGenerations generations,
-                             const std::map<std::string, std::int64_t>& settled) {
-    ClaimRoundResult result;
-    if (all_routes.empty() || owner.ranges.empty()) return result;
-    // A scope the database could not even be asked about is refused here, before any
-    // statement: one bad route must not fail the count that every route shares.
-    std::vector<worker::Route> routes;
-    for (const auto& route : all_routes) {
+// Keeps the routes whose scope the database can be asked about; refuses the others.
+std::vector<worker::Route> askable(const std::vector<worker::Route>& routes, ClaimRoundResult& result) {
+    std::vector<worker::Route> out;
+    out.reserve(routes.size());
+    for (const auto& route : routes) {
         if (auto problem = scope_problem(route.scope)) {
             result.refused.emplace_back(route.scope, *problem);
         } else {
-            routes.push_back(route);
+            out.push_back(route);
         }
     }
+    return out;
+}
+
+// Runs `attempt`; a failure that is neither the connection nor contention is the route's
+// own (refused, and the round goes on); those two fail the round.
+template <typename Attempt>
+bool own_failure(const store::ClaimScope& scope, ClaimRoundResult& result, Attempt attempt) {
+    try {
+        attempt();
+        return false;
+    } catch (const store::UnavailableError&) {
+        throw;
+    } catch (const store::ConflictError&) {
+        throw;
+    } catch (const std::exception& error) {
+        result.refused.emplace_back(scope, error.what());
+        return true;
+    }
+}
+
+// The probed routes with due rows, one statement for all; if that statement fails for a
+// cause of its own, route by route, so that the route at fault is told apart.
+std::vector<worker::Route> probe_routes(store::OutboxStore& store, const store::Owner& owner,
+                                        const std::vector<worker::Route>& probe, ClaimRoundResult& result) {
+    std::vector<store::ClaimScope> scopes;
+    scopes.reserve(probe.size());
+    for (const auto& route : probe) scopes.push_back(route.scope);
+    std::vector<std::size_t> due;
+    try {
+        due = store.routes_with_due_rows(owner, scopes);
+    } catch (const store::UnavailableError&) {
+        throw;
+    } catch (const store::ConflictError&) {
+        throw;
+    } catch (const std::exception&) {
+        due.clear();
+        for (std::size_t i = 0; i < scopes.size(); ++i) {
+            std::vector<std::size_t> one;
+            if (!own_failure(scopes[i], result, [&] { one = store.routes_with_due_rows(owner, {&scopes[i], 1}); }) &&
+                !one.empty()) {
+                due.push_back(i);
+            }
+        }
+    }
+    std::vector<worker::Route> found;
+    for (const auto i : due) {
+        if (i >= probe.size()) continue;
+        result.found.push_back(probe[i].scope);
+        found.push_back(probe[i]);
+    }
+    return found;
+}
+
+// Each planned claim's rows: one statement for all of them (or the one), or, if that
+// statement fails for a cause of its own, one per route, so that the route at fault is told
+// apart and the others are claimed.
+std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
+    store::OutboxStore& store, const store::Owner& owner,
+    const std::vector<store::OutboxStore::RouteClaim>& claims, ClaimRoundResult& result) {
+    std::vector<std::optional<std::vector<store::OutboxRow>>> rows(claims.size());
+    const auto one = [&](std::size_t i) {
+        (void)own_failure(claims[i].scope, result, [&] {
+            rows[i] = store.claim_scoped(owner, claims[i].scope, claims[i].limit, claims[i].after);
+        });
+    };
+    if (claims.size() == 1) {
+        one(0);
+        return rows;
+    }
+    try {
+        auto all = store.claim_routes(owner, claims);
+        for (std::size_t i = 0; i < claims.size(); ++i) rows[i] = std::move(all[i]);
+    } catch (const store::UnavailableError&) {
+        throw;
+    } catch (const store::ConflictError&) {
+        throw;
+    } catch (const std::exception&) {
+        for (std::size_t i = 0; i < claims.size(); ++i) one(i);
+    }
+    return rows;
+}
+
+}  // namespace
+
+ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& request, ClaimerState& state) {
+    ClaimRoundResult result;
+    const auto& owner = request.owner;
+    if (owner.ranges.empty()) return result;
+    auto routes = askable(request.routes, result);
+    const auto probe = askable(request.probe, result);
+    if (!probe.empty()) {
+        for (auto& route : probe_routes(store, owner, probe, result)) routes.push_back(std::move(route));
+    }
     if (routes.empty()) return result;
+
+    auto& tally = state.tally;
     std::set<std::string> names;
     for (const auto& route : routes) names.insert(route.scope.namespace_name);
     const std::vector<std::string> namespaces(names.begin(), names.end());
-
     const auto count = [&] {
         tally.upper = store.count_claimed_by_namespace(namespaces, owner.ranges);
         tally.ranges = owner.ranges;
-        tally.generation = generations.ranges;
+        tally.generation = request.generations.ranges;
         tally.known = true;
         result.counted = true;
     };
-    if (!tally.known || tally.ranges != owner.ranges || tally.generation != generations.ranges ||
+    if (!tally.known || tally.ranges != owner.ranges || tally.generation != request.generations.ranges ||
         std::any_of(namespaces.begin(), namespaces.end(),
                     [&](const std::string& ns) { return !tally.upper.contains(ns); })) {
         count();
     } else {
-        for (const auto& [ns, rows] : settled) {
+        for (const auto& [ns, rows] : request.settled) {
             if (auto it = tally.upper.find(ns); it != tally.upper.end()) {
                 it->second = std::max<std::int64_t>(0, it->second - rows);
             }
@@ -81,44 +167,41 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owne
     }
 
     PlanInput input;
-    input.routes = routes;
+    input.routes = std::move(routes);
     input.claimed = tally.upper;
-    input.quota = quota;
+    input.quota = request.quota;
+    input.weight = request.weight;
     input.owned_shards = owner.ranges.count();
-    input.batch_size = batch_size;
-    input.rotation = rotation;
+    input.batch_size = request.batch_size;
     if (!result.counted && ceiling_binds(input)) {
         count();
         input.claimed = tally.upper;
     }
+    const auto plan = plan_claims(input, state.fair);
+    std::vector<store::OutboxStore::RouteClaim> claims;
+    claims.reserve(plan.size());
+    const auto now = ClaimCursors::Clock::now();
+    for (const auto& planned : plan) {
+        claims.push_back({planned.scope, planned.limit,
+                          state.cursors.start(planned.scope, now, request.generations.front)});
+    }
     try {
-        for (const auto& claim : plan_claims(input)) {
-            const auto after = cursors ? cursors->start(claim.scope, ClaimCursors::Clock::now(),
-                                                        generations.front)
-                                       : std::nullopt;
-            std::vector<store::OutboxRow> rows;
-            try {
-                rows = store.claim_scoped(owner, claim.scope, claim.limit, after);
-            } catch (const store::UnavailableError&) {
-                throw;
-            } catch (const store::ConflictError&) {
-                throw;
-            } catch (const std::exception& error) {
-                // Not the connection, not contention: this route's claim is refused (its data,
-                // a trigger, a value the database cannot take). Claiming it again at once
-                // would fail again, and must not stop every other route.
-                result.refused.emplace_back(claim.scope, error.what());
-                continue;
-            }
+        auto claimed = claim_planned(store, owner, claims, result);
+        const auto done = ClaimCursors::Clock::now();
+        for (std::size_t i = 0; i < claims.size(); ++i) {
+            if (!claimed[i]) continue;  // refused
+            auto& rows = *claimed[i];
+            const auto& claim = claims[i];
             tally.upper[claim.scope.namespace_name] += static_cast<std::int64_t>(rows.size());
             const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
-            if (cursors) {
-                cursors->advance(claim.scope, rows, !after, filled, ClaimCursors::Clock::now(),
-                                 generations.front);
-            }
-            result.from_front = result.from_front || !after;
+            state.cursors.advance(claim.scope, rows, !claim.after, filled, done, request.generations.front);
+            result.from_front = result.from_front || !claim.after;
             for (const auto& row : rows) result.last_token = std::max(result.last_token, row.claim_token);
-            if (filled) result.saturated = true;
+            if (filled) {
+                result.saturated = true;
+            } else {
+                result.came_back_short.push_back(claim.scope);
+            }
             result.rows.insert(result.rows.end(), std::make_move_iterator(rows.begin()),
                                std::make_move_iterator(rows.end()));
         }

@@ -45,6 +45,7 @@ Dispatcher::Dispatcher(boost::asio::any_io_executor loop, DispatchLanes lanes,
       owner_(std::move(owner)),
       outcomes_(loop, lanes.outcomes, metrics, settings.max_outcome_batch),
       claim_faults_({}, std::random_device{}()),
+      claimer_(std::make_shared<ClaimerState>(settings.claim_lookback)),
       poll_timer_(loop),
       claim_retry_timer_(loop),
       timeout_timer_(loop),
@@ -85,8 +86,11 @@ void Dispatcher::start() {
     every(poll_timer_, settings_.poll_interval, [this] {
         backlog_likely_ = true;  // the backstop: look whatever the last round said
         if (Clock::now() - last_front_scan_ >= front_scan_period_) {
+            // Rows due by now on any route (backoffs ended, scheduled rows, rows behind where
+            // claims read on): probe the inactive routes, read the active ones from the front.
             last_front_scan_ = Clock::now();
             ++front_generation_;
+            activity_.look_everywhere();
         }
         request_sweep();
     });
@@ -114,6 +118,18 @@ void Dispatcher::stop() {
 void Dispatcher::claim_from_front() {
     ++front_generation_;
     backlog_likely_ = true;
+    activity_.look_everywhere();  // the rows put back in line may be on any route
+    request_sweep();
+}
+
+void Dispatcher::worker_joined() {
+    activity_.look_everywhere();  // its routes may have a backlog nobody woke anyone for
+    request_sweep();
+}
+
+void Dispatcher::woken(const std::vector<std::pair<std::string, std::string>>& queues, bool anywhere) {
+    if (anywhere) activity_.look_everywhere();
+    activity_.woken(queues, Clock::now());
     request_sweep();
 }
 
@@ -144,39 +160,53 @@ void Dispatcher::sweep() {
     auto owner = owner_();
     if (owner.ranges.empty()) return;
     auto routes = registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
-    claim_faults_.drop_resting(routes, Clock::now());
-    if (routes.empty()) return;
+    const auto now = Clock::now();
+    claim_faults_.drop_resting(routes, now);
+    // Only routes known to have due rows are claimed; the others are probed when rows may
+    // have become due anywhere. An idle route costs nothing.
+    auto split = activity_.split(routes, now);
+    if (split.claim.empty() && split.probe.empty()) return;
 
+    ClaimRequest request;
     std::map<std::string, std::int64_t> quotas;
-    for (const auto& route : routes) {
-        quotas.emplace(route.scope.namespace_name, namespaces_.quota(route.scope.namespace_name));
+    std::map<std::string, std::int64_t> weights;
+    for (const auto* list : {&split.claim, &split.probe}) {
+        for (const auto& route : *list) {
+            const auto& ns = route.scope.namespace_name;
+            if (!quotas.contains(ns)) {
+                quotas.emplace(ns, namespaces_.quota(ns));
+                weights.emplace(ns, namespaces_.weight(ns));
+            }
+        }
     }
+    request.owner = std::move(owner);
+    request.routes = std::move(split.claim);
+    request.probe = std::move(split.probe);
+    // Snapshots: the round runs on the lane while the cache may change on the loop.
+    request.quota = [quotas](const std::string& ns) { return quotas.at(ns); };
+    request.weight = [weights](const std::string& ns) { return weights.at(ns); };
+    request.batch_size = settings_.batch_size;
+    request.generations = ClaimGenerations{front_generation_, ranges_generation_};
+    request.settled = outcomes_.take_settled();
     claiming_ = true;
     sweep_again_ = false;
     const auto started = Clock::now();
-    const bool queued = lanes_.claims.submit([alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
-                          routes = std::move(routes), quotas = std::move(quotas),
-                          batch = settings_.batch_size, rotation = rotation_++,
-                          tally = claimed_tally_, cursors = cursors_,
-                          generations = ClaimGenerations{front_generation_, ranges_generation_},
-                          settled = outcomes_.take_settled(),
-                          release_after = std::exchange(release_after_, std::nullopt),
-                          started](DbHandles db) {
+    const bool queued = lanes_.claims.submit([alive = std::weak_ptr(alive_), loop = loop_,
+                                              request = std::move(request), claimer = claimer_,
+                                              release_after = std::exchange(release_after_, std::nullopt),
+                                              started](DbHandles db) {
         ClaimRoundResult result;
         std::string error;
         try {
             if (release_after) {
                 // The last round failed: what it may have claimed unseen goes back first.
-                const auto released = db.outbox.release_claims_after(owner, *release_after);
+                const auto released = db.outbox.release_claims_after(request.owner, *release_after);
                 if (released > 0) {
                     spdlog::warn("event=unknown_claims_released rows={}", released);
-                    tally->known = false;
+                    claimer->tally.known = false;
                 }
             }
-            result = claim_round(
-                db.outbox, owner, routes,
-                [&quotas](const std::string& ns) { return quotas.at(ns); }, batch, rotation,
-                *tally, cursors.get(), generations, settled);
+            result = claim_round(db.outbox, request, *claimer);
         } catch (const std::exception& e) {
             error = e.what();
         }
@@ -190,7 +220,7 @@ void Dispatcher::sweep() {
     if (!queued) {
         // Only one round is ever in flight, so a full claims lane means a stalled database.
         // The refused round took the settled counts with it: count again next time.
-        claimed_tally_->known = false;
+        claimer_->tally.known = false;
         on_claimed({}, "the claims lane is full", 0.0);
     }
 }
@@ -206,6 +236,7 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
         release_after_ = last_claim_token_;
         ++front_generation_;
         backlog_likely_ = true;
+        activity_.look_everywhere();  // what the failed round was to probe is unknown still
         claim_retry_timer_.expires_after(claim_faults_.round_failed(error, now));
         claim_retry_timer_.async_wait([alive = std::weak_ptr(alive_)](auto ec) {
             const auto self = alive.lock();
@@ -215,6 +246,7 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
         return;
     }
     claim_faults_.round_succeeded(now);
+    activity_.settled(result.found, result.came_back_short, now);
     for (const auto& [scope, why] : result.refused) {
         metrics_.claim_route_errors_total.Increment();
         claim_faults_.route_refused(scope, why, now);

@@ -59,6 +59,7 @@ void NamespaceCache::refresh_now() {
                 worker::PlacementMode mode = worker::PlacementMode::unplaced;
                 (void)worker::parse_placement_mode(s.placement_mode, mode);
                 entry.placement = {mode, s.placement_nodes};
+                entry.weight = s.weight;
                 fresh.emplace(s.name, std::move(entry));
             }
             (*self)->entries_ = std::move(fresh);
@@ -84,8 +85,13 @@ worker::Placement NamespaceCache::placement(const std::string& ns) const {
     return it == entries_.end() ? worker::Placement{} : it->second.placement;
 }
 
+std::int64_t NamespaceCache::weight(const std::string& ns) const {
+    const auto it = entries_.find(ns);
+    return it == entries_.end() ? 1 : it->second.weight;
+}
+
 void NamespaceCache::set(const std::string& ns, std::int64_t quota, worker::Placement placement) {
-    entries_[ns] = {quota, std::move(placement)};
+    entries_[ns] = {quota, std::move(placement), 1};
 }
 
 }  // namespace outboxd::dispatch

@@ -66,7 +66,8 @@ json namespace_json(const std::string& name, const std::optional<store::Namespac
             {"effective_max_in_flight", quota ? static_cast<std::int64_t>(*quota) : default_quota},
             {"placement",
              {{"mode", s ? s->placement_mode : "unplaced"},
-              {"nodes", s ? s->placement_nodes : std::vector<std::string>{}}}}};
+              {"nodes", s ? s->placement_nodes : std::vector<std::string>{}}}},
+            {"weight", s ? s->weight : 1}};
 }
 
 std::optional<std::int32_t> parse_limit(const std::map<std::string, std::string>& query) {

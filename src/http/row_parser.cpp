@@ -126,7 +126,17 @@ std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const s
     settings.name = name;
     try {
         for (const auto& [key, value] : request.items()) {
-            if (key != "max_in_flight" && key != "placement") throw Bad{"unknown field '" + key + "'"};
+            if (key != "max_in_flight" && key != "placement" && key != "weight") {
+                throw Bad{"unknown field '" + key + "'"};
+            }
+        }
+        if (const auto weight = request.find("weight"); weight != request.end() && !weight->is_null()) {
+            if (!weight->is_number_integer() || weight->get<std::int64_t>() < store::kMinWeight ||
+                weight->get<std::int64_t>() > store::kMaxWeight) {
+                throw Bad{"'weight' must be an integer between " + std::to_string(store::kMinWeight) +
+                          " and " + std::to_string(store::kMaxWeight) + " (or null for 1)"};
+            }
+            settings.weight = weight->get<std::int32_t>();
         }
         if (const auto quota = request.find("max_in_flight"); quota != request.end() && !quota->is_null()) {
             if (!quota->is_number_integer() || quota->get<std::int64_t>() < 1 ||

@@ -167,7 +167,7 @@ void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
     enqueue(protocol::encode(welcome), /*alone=*/true);
     server_.services.registry.add(session_id_, std::move(hello), this->shared_from_this());
     server_.services.metrics.workers_connected.Increment();
-    server_.services.dispatcher.request_sweep();
+    server_.services.dispatcher.worker_joined();
 }
 
 template <typename Stream>

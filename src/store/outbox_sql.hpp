@@ -116,6 +116,48 @@ inline constexpr Statement kClaimScopedAfter{"outbox_claim_scoped_after",
                          "  $10::bigint)"),
     Plan::generic};
 
+// Claims of several routes in one statement (one round trip, however many routes have work):
+// each route's rows are read by its own index scan (LATERAL), in claim order, after its
+// position ($9/$10: µs and id; NULL: from the front), up to its limit. $3..$10 are arrays, one
+// element per route: namespace, task_queue, node label (NULL: unpinned only), whether
+// unpinned rows are in scope, activity types as a text[] literal ('{}': any), limit,
+// position. Ordering each scan by the whole route key makes the route index the only one
+// that yields the order without a sort (sorts are a last resort on store sessions), so the
+// plan cannot drift to walking the due index across every route. The update joins the
+// picked rows by primary key (generic plans forbid hash and merge joins) and returns each
+// row with its route's ordinal. Planned once per connection: the routes are run-time values
+// either way.
+inline constexpr Statement kClaimRoutes{"outbox_claim_routes",
+    "WITH " OUTBOXD_CLAIM_TOKEN
+    " routes AS (SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[], $7::text[],"
+    "   $8::int[], $9::bigint[], $10::bigint[]) WITH ORDINALITY"
+    "   AS r(ns, tq, node, unpinned, types, lim, after_us, after_id, n)),"
+    " picked AS MATERIALIZED (SELECT c.id, r.n FROM routes r CROSS JOIN LATERAL ("
+    "   SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
+    "     AND o.namespace = r.ns AND o.task_queue = r.tq"
+    "     AND (o.node = r.node OR (r.unpinned AND o.node IS NULL))"
+    "     AND (cardinality(r.types::text[]) = 0 OR o.activity_type = ANY (r.types::text[]))"
+    "     AND (o.visible_after, o.id) > (coalesce('epoch'::timestamptz + r.after_us * interval '1 microsecond',"
+    "                                          '-infinity'::timestamptz), coalesce(r.after_id, 0))"
+    "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id LIMIT r.lim"
+    "   FOR UPDATE OF o SKIP LOCKED) c)"
+    " UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"
+    " claim_token = (SELECT value FROM token)"
+    " FROM picked p WHERE o.id = p.id RETURNING " OUTBOXD_CLAIMED_COLUMNS ", p.n",
+    Plan::generic};
+
+// Which of the routes ($3..$7 as in kClaimRoutes) have a row a claim would take now on the
+// owner's leased shards: one index probe each, stopping at the first such row. Returns the
+// ordinals of those that do.
+inline constexpr Statement kRoutesWithDueRows{"outbox_routes_with_due_rows",
+    "SELECT r.n FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[], $7::text[])"
+    "   WITH ORDINALITY AS r(ns, tq, node, unpinned, types, n)"
+    " WHERE EXISTS (SELECT 1 FROM outbox o WHERE " OUTBOXD_CLAIMABLE
+    "   AND o.namespace = r.ns AND o.task_queue = r.tq"
+    "   AND (o.node = r.node OR (r.unpinned AND o.node IS NULL))"
+    "   AND (cardinality(r.types::text[]) = 0 OR o.activity_type = ANY (r.types::text[])))",
+    Plan::generic};
+
 // One statement for a batch of outcomes; each applies only while its claim token matches.
 // A token is set only while the row is claimed (CHECK outbox_claim_fields_iff_claimed), so
 // the statement names no status: with `status = 'claimed'` the planner may drive the join
@@ -277,13 +319,13 @@ DELETE FROM outbox WHERE id IN (
     ORDER BY finished_at LIMIT $2))SQL"};
 
 inline constexpr Statement kPutNamespace{"outbox_put_namespace", R"SQL(
-INSERT INTO namespaces (namespace, max_in_flight, placement_mode, placement_nodes)
-VALUES ($1, $2, $3, $4::text[])
+INSERT INTO namespaces (namespace, max_in_flight, placement_mode, placement_nodes, weight)
+VALUES ($1, $2, $3, $4::text[], $5)
 ON CONFLICT (namespace) DO UPDATE
 SET max_in_flight = EXCLUDED.max_in_flight, placement_mode = EXCLUDED.placement_mode,
-    placement_nodes = EXCLUDED.placement_nodes, updated_at = now())SQL"};
+    placement_nodes = EXCLUDED.placement_nodes, weight = EXCLUDED.weight, updated_at = now())SQL"};
 
-#define OUTBOXD_NAMESPACE_COLUMNS "namespace, max_in_flight, placement_mode, placement_nodes::text"
+#define OUTBOXD_NAMESPACE_COLUMNS "namespace, max_in_flight, placement_mode, placement_nodes::text, weight"
 
 inline constexpr Statement kGetNamespace{"outbox_get_namespace",
     "SELECT " OUTBOXD_NAMESPACE_COLUMNS " FROM namespaces WHERE namespace = $1"};
@@ -309,7 +351,7 @@ inline constexpr std::array<std::string_view, 3> kRelaxedSessionSetup{
     "SET synchronous_commit = off"};
 
 inline constexpr std::array kOutboxStatements{
-    kAppend, kClaim, kClaimScoped, kClaimScopedAfter, kRecordOutcomes, kListStaleClaimed, kRearmStaleClaimed,
+    kAppend, kClaim, kClaimScoped, kClaimScopedAfter, kClaimRoutes, kRoutesWithDueRows, kRecordOutcomes, kListStaleClaimed, kRearmStaleClaimed,
     kRearmOrphaned, kReleaseClaimsAfter, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
     kCountClaimedByNamespace, kCountLiveByNamespace, kPendingRoutes, kFind, kPauseWorkflow,
     kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,

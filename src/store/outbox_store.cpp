@@ -201,6 +201,85 @@ std::vector<OutboxRow> OutboxStore::claim_scoped(const Owner& owner, const Claim
     });
 }
 
+namespace {
+
+// The per-route arrays of kClaimRoutes and kRoutesWithDueRows ($3..$7).
+struct RouteArrays {
+    pg::ArrayLiteral namespaces, queues, nodes, unpinned, types;
+
+    void add(const ClaimScope& scope) {
+        namespaces.add(text_param(scope.namespace_name));
+        queues.add(text_param(scope.task_queue));
+        nodes.add(scope.node);
+        unpinned.add(std::string_view{scope.include_unpinned ? "t" : "f"});
+        types.add(pg::text_array(scope.activity_types));
+    }
+};
+
+}  // namespace
+
+std::vector<std::vector<OutboxRow>> OutboxStore::claim_routes(const Owner& owner,
+                                                              std::span<const RouteClaim> claims) {
+    std::vector<std::vector<OutboxRow>> out(claims.size());
+    if (claims.empty() || owner.ranges.empty()) return out;
+    RouteArrays routes;
+    pg::ArrayLiteral limits, after_us, after_ids;
+    for (const auto& claim : claims) {
+        check_limit(claim.limit);
+        routes.add(claim.scope);
+        limits.add(std::int64_t{claim.limit});
+        if (claim.after) {
+            after_us.add(pg::to_micros(claim.after->visible_after));
+            after_ids.add(claim.after->id);
+        } else {
+            after_us.add_null();
+            after_ids.add_null();
+        }
+    }
+    const auto result = session_->autocommit(sql::kClaimRoutes, [&](pqxx::nontransaction& tx) {
+        return tx.exec_prepared(std::string{sql::kClaimRoutes.name}, owner.incarnation,
+                                owner.ranges.to_multirange(), routes.namespaces.str(),
+                                routes.queues.str(), routes.nodes.str(), routes.unpinned.str(),
+                                routes.types.str(), limits.str(), after_us.str(), after_ids.str());
+    });
+    for (const auto& r : result) {
+        const auto route = r[15].as<std::int64_t>() - 1;  // ordinals are one-based
+        if (route < 0 || static_cast<std::size_t>(route) >= claims.size()) {
+            throw DecodeError("outbox_claim_routes: route ordinal " + std::to_string(route + 1) +
+                              " out of range");
+        }
+        OutboxRow row;
+        decode_task_fields(r, row);
+        row.status = Status::claimed;
+        row.attempt = r[10].as<std::int32_t>();
+        row.visible_after = pg::from_micros(r[11].as<std::int64_t>());
+        row.claim_token = r[12].as<std::int64_t>();
+        row.shard = r[13].as<std::int32_t>();
+        row.claimed_at = pg::from_micros(r[14].as<std::int64_t>());
+        row.claimed_by = owner.incarnation;
+        out[static_cast<std::size_t>(route)].push_back(std::move(row));
+    }
+    for (auto& rows : out) sort_claim_order(rows);
+    return out;
+}
+
+std::vector<std::size_t> OutboxStore::routes_with_due_rows(const Owner& owner,
+                                                           std::span<const ClaimScope> scopes) {
+    std::vector<std::size_t> out;
+    if (scopes.empty() || owner.ranges.empty()) return out;
+    RouteArrays routes;
+    for (const auto& scope : scopes) routes.add(scope);
+    const auto result = session_->autocommit(sql::kRoutesWithDueRows, [&](pqxx::nontransaction& tx) {
+        return tx.exec_prepared(std::string{sql::kRoutesWithDueRows.name}, owner.incarnation,
+                                owner.ranges.to_multirange(), routes.namespaces.str(),
+                                routes.queues.str(), routes.nodes.str(), routes.unpinned.str(),
+                                routes.types.str());
+    });
+    for (const auto& r : result) out.push_back(static_cast<std::size_t>(r[0].as<std::int64_t>() - 1));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 std::vector<bool> OutboxStore::record_outcomes(std::span<const Outcome> outcomes) {
     if (outcomes.empty()) return {};
     pg::ArrayLiteral ids, tokens, kinds, delays, errors;
@@ -460,6 +539,7 @@ NamespaceSettings decode_namespace(const pqxx::row& r) {
     if (!r[1].is_null()) settings.max_in_flight = r[1].as<std::int32_t>();
     settings.placement_mode = r[2].as<std::string>();
     settings.placement_nodes = pg::parse_text_array(r[3]);
+    settings.weight = r[4].as<std::int32_t>();
     return settings;
 }
 
@@ -482,9 +562,14 @@ void OutboxStore::put_namespace(const NamespaceSettings& settings) {
     for (const auto& node : settings.placement_nodes) {
         if (node.empty()) throw ValidationError("placement nodes must not be empty strings");
     }
+    if (settings.weight < kMinWeight || settings.weight > kMaxWeight) {
+        throw ValidationError("weight must be between " + std::to_string(kMinWeight) + " and " +
+                              std::to_string(kMaxWeight) + ", got " + std::to_string(settings.weight));
+    }
     session_->transact(sql::kPutNamespace, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{sql::kPutNamespace.name}, text_param(settings.name),
-                         settings.max_in_flight, mode, pg::text_array(settings.placement_nodes));
+                         settings.max_in_flight, mode, pg::text_array(settings.placement_nodes),
+                         settings.weight);
     });
 }
 

@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
@@ -20,7 +21,7 @@ namespace {
 // What a batch of notifications asked for.
 struct Woken {
     bool any = false;
-    bool from_front = false;
+    WakeNotice notice;
 };
 
 // Records that a notification arrived; the listener loop then calls on_wake once for the
@@ -31,12 +32,15 @@ public:
         : pqxx::notification_receiver(conn, kWakeChannel), woken_(woken) {}
     void operator()(const std::string& payload, int) override {
         woken_.any = true;
-        woken_.from_front = woken_.from_front || payload == kWakeFromFront;
+        woken_.notice.add(payload);
     }
 
 private:
     Woken& woken_;
 };
+
+// A batch naming more routes than this is as good as one naming none.
+constexpr std::size_t kMaxWokenRoutes = 4096;
 
 constexpr long kPollMicros = 200'000;  // bounds how long stopping takes
 constexpr auto kStopCheck = std::chrono::milliseconds{100};
@@ -51,7 +55,32 @@ constexpr auto kStableAfter = std::chrono::seconds{5};
 
 }  // namespace
 
-WakeListener::WakeListener(std::string database_url, std::function<void(bool)> on_wake)
+void WakeNotice::add(std::string_view payload) {
+    if (payload == kWakeFromFront) {
+        from_front = true;
+        return;
+    }
+    const auto parsed = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+    const auto named = parsed.is_object() ? parsed.find("routes") : parsed.end();
+    if (named == parsed.end() || !named->is_array() || named->empty()) {
+        anywhere = true;
+        return;
+    }
+    for (const auto& route : *named) {
+        if (!route.is_array() || route.size() != 2 || !route[0].is_string() || !route[1].is_string()) {
+            anywhere = true;
+            continue;
+        }
+        std::pair<std::string, std::string> key{route[0].get<std::string>(), route[1].get<std::string>()};
+        if (std::find(routes.begin(), routes.end(), key) == routes.end()) routes.push_back(std::move(key));
+    }
+    if (routes.size() > kMaxWokenRoutes) {
+        routes.clear();
+        anywhere = true;
+    }
+}
+
+WakeListener::WakeListener(std::string database_url, std::function<void(const WakeNotice&)> on_wake)
     : database_url_(std::move(database_url)),
       on_wake_(std::move(on_wake)),
       thread_([this] { run(); }) {}
@@ -74,11 +103,14 @@ void WakeListener::run() {
             listening_ = true;
             const auto up_at = std::chrono::steady_clock::now();
             bool stable = false;  // a connection that drops at once is part of the same outage
-            on_wake_(true);
+            WakeNotice reconnected;
+            reconnected.from_front = true;
+            reconnected.anywhere = true;
+            on_wake_(reconnected);
             while (!stopping_) {
                 conn.await_notification(0, kPollMicros);
                 if (woken.any) {
-                    on_wake_(std::exchange(woken, {}).from_front);
+                    on_wake_(std::exchange(woken, {}).notice);
                 }
                 if (!stable && std::chrono::steady_clock::now() - up_at >= kStableAfter) {
                     stable = true;

@@ -129,18 +129,27 @@ TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configure
         const auto fresh = json::parse(call(port, "GET", "/v1/namespaces/tenant-a").body);
         CHECK(fresh["configured"] == false);
         CHECK(fresh["effective_max_in_flight"] == 10000);
+        CHECK(fresh["weight"] == 1);
         const auto put = call(port, "PUT", "/v1/namespaces/tenant-a",
-                              R"({"max_in_flight":50,"placement":{"mode":"prefer","nodes":["box-1"]}})");
+                              R"({"max_in_flight":50,"weight":4,"placement":{"mode":"prefer","nodes":["box-1"]}})");
         REQUIRE(put.status == 200);
         const auto read = json::parse(call(port, "GET", "/v1/namespaces/tenant-a").body);
         CHECK(read["max_in_flight"] == 50);
+        CHECK(read["weight"] == 4);
         CHECK(read["placement"] == json{{"mode", "prefer"}, {"nodes", {"box-1"}}});
         for (const auto* body_text :
              {"nope", R"({"max_in_flight":0})", R"({"max_in_flight":"5"})",
               R"({"placement":{"mode":"sometimes"}})", R"({"placement":{"mode":"pinned"}})",
-              R"({"placement":{"mode":"pinned","nodes":[""]}})", R"({"quota":5})"}) {
-            CHECK(call(port, "PUT", "/v1/namespaces/tenant-a", body_text).status == 400);
+              R"({"placement":{"mode":"pinned","nodes":[""]}})", R"({"quota":5})",
+              R"({"weight":0})", R"({"weight":1001})", R"({"weight":2.5})", R"({"weight":"4"})"}) {
+            INFO(body_text);
+            const auto refused = call(port, "PUT", "/v1/namespaces/tenant-a", body_text);
+            CHECK(refused.status == 400);
+            if (std::string_view{body_text}.find("weight") != std::string_view::npos) {
+                CHECK(refused.body.find("'weight'") != std::string::npos);
+            }
         }
+        CHECK(json::parse(call(port, "GET", "/v1/namespaces/tenant-a").body)["weight"] == 4);
         CHECK(json::parse(call(port, "GET", "/v1/namespaces/tenant-a").body)["max_in_flight"] == 50);
     }
 

@@ -74,8 +74,13 @@ public:
                                          worker::protocol::Hello hello) {
         auto channel = std::make_shared<FakeChannel>();
         registry.add(session_id, std::move(hello), channel);
-        dispatcher.request_sweep();
+        dispatcher.worker_joined();
         return channel;
+    }
+
+    // What the insert trigger's wake does for rows staged into `queue` (namespace, queue).
+    void wake(const std::string& ns = "default", const std::string& queue = "default") {
+        dispatcher.woken({{ns, queue}}, false);
     }
 
     static worker::protocol::Hello default_hello() { return default_hello(16); }

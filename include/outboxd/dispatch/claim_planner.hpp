@@ -1,13 +1,15 @@
 #pragma once
 
-// Shapes one sweep's claims: how many rows each route may claim, under the batch size,
-// the workers' free credit and each namespace's concurrency ceiling. Pure computation.
+// Shapes one round's claims: how many rows each route may claim, under the batch size, the
+// workers' free credit and each namespace's concurrency ceiling, shared fairly. Pure
+// computation, apart from the fair share's memory of earlier rounds.
 //
 // Keyed backpressure: a namespace's per-node ceiling is ceil(quota × owned_shards / 1024);
 // its headroom is ceiling − CLAIMED rows (never the pending backlog, so a backlog cannot
-// wedge its own tenant). Fairness is per namespace, not per route: the batch is dealt out
-// one row at a time round-robin over namespaces, so a tenant spread over many task queues
-// gets the same share as a tenant with one.
+// wedge its own tenant). Fairness is per namespace, not per route, and follows weights
+// (FairShare): a tenant spread over many task queues gets the same share as a tenant with
+// one, and a quiet one is served in the first round it has a due row. Within a namespace the
+// share is dealt over its routes one row at a time.
 
 #include <cstdint>
 #include <functional>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "outboxd/dispatch/fair_share.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
 namespace outboxd::dispatch {
@@ -26,16 +29,18 @@ struct PlannedClaim {
 
 [[nodiscard]] std::int64_t per_node_ceiling(std::int64_t quota, std::int32_t owned_shards);
 
+using NamespaceNumber = std::function<std::int64_t(const std::string&)>;
+
 struct PlanInput {
-    std::vector<worker::Route> routes;             // scopes with free worker capacity
+    std::vector<worker::Route> routes;             // scopes with due rows and free capacity
     std::map<std::string, std::int64_t> claimed;   // durable claimed rows per namespace
-    std::function<std::int64_t(const std::string&)> quota;  // cluster-wide max in flight
+    NamespaceNumber quota;                         // cluster-wide max in flight
+    NamespaceNumber weight;                        // share weight (empty: 1 for all)
     std::int32_t owned_shards = 0;
     std::int32_t batch_size = 0;
-    std::size_t rotation = 0;  // which namespace is dealt first; advance every sweep
 };
 
-// Claims with limit > 0 only, in a deterministic order.
-[[nodiscard]] std::vector<PlannedClaim> plan_claims(const PlanInput& input);
+// Claims with limit > 0 only, in a deterministic order (namespaces, then their routes).
+[[nodiscard]] std::vector<PlannedClaim> plan_claims(const PlanInput& input, FairShare& fair);
 
 }  // namespace outboxd::dispatch

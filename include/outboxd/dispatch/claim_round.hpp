@@ -1,8 +1,9 @@
 #pragma once
 
-// One sweep's claims, run on a database lane: know the claimed count of every namespace
-// with a route, plan the claims under quotas and fairness, then claim route by route (one
-// statement each).
+// One round's claims, run on the claims lane: probe the routes that may have become due,
+// know the claimed count of every namespace with work, plan the claims under quotas and
+// fairness, then claim: one statement for one route (the hot path of a single busy route),
+// one statement for all of them otherwise.
 //
 // The claimed counts come from a ClaimedTally carried from round to round: an upper bound
 // of each namespace's claimed rows in the owned ranges, read from the database (one grouped
@@ -13,36 +14,22 @@
 // statement, and a namespace at its ceiling is judged by the durable count as before.
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "outboxd/dispatch/claim_cursor.hpp"
 #include "outboxd/dispatch/claim_planner.hpp"
+#include "outboxd/dispatch/fair_share.hpp"
 #include "outboxd/store/outbox_store.hpp"
 
 namespace outboxd::dispatch {
 
-struct ClaimRoundResult {
-    std::vector<store::OutboxRow> rows;
-    // Some route got every row it asked for: more are probably waiting.
-    bool saturated = false;
-    // The round read the claimed counts from the database.
-    bool counted = false;
-    // Some claim read the pending index from the front.
-    bool from_front = false;
-    // The highest claim token among `rows` (0: none).
-    std::int64_t last_token = 0;
-    // Routes whose claim failed for a cause of their own: the round went on with the others.
-    // With the error, for the log.
-    std::vector<std::pair<store::ClaimScope, std::string>> refused;
-};
-
 // Upper bounds of claimed rows per namespace in `ranges`. Default-constructed: unknown,
 // the next round counts. It is counted again whenever the claimer's ranges generation
 // moves (see ClaimGenerations): ranges that went away and came back may hold another
-// node's claims. Owned by one claimer; one round at a time.
+// node's claims.
 struct ClaimedTally {
     store::ShardRanges ranges;
     std::map<std::string, std::int64_t> upper;
@@ -57,18 +44,50 @@ struct ClaimGenerations {
     std::uint64_t ranges = 0;
 };
 
-// With `cursors`, each claim starts where its route's cursor says; without, every claim
-// reads from the front. A lost connection or contention (store::UnavailableError,
-// store::ConflictError) fails the round (rethrown); any other failure of a route's claim is
-// that route's alone: it is reported in `refused` and the round goes on. `settled`: rows per namespace that the claimer's own outcome
-// writes took out of `claimed` since the last round was submitted; they lower the tally,
-// unless this round counts (the count already saw them). The claimer must also drop what
-// landed while a round that counted was running.
-ClaimRoundResult claim_round(store::OutboxStore& store, const store::Owner& owner,
-                             const std::vector<worker::Route>& routes,
-                             const std::function<std::int64_t(const std::string&)>& quota,
-                             std::int32_t batch_size, std::size_t rotation, ClaimedTally& tally,
-                             ClaimCursors* cursors = nullptr, ClaimGenerations generations = {},
-                             const std::map<std::string, std::int64_t>& settled = {});
+// What the claimer carries from round to round; used by one round at a time.
+struct ClaimerState {
+    explicit ClaimerState(std::chrono::milliseconds lookback) : cursors(lookback) {}
+    ClaimedTally tally;
+    ClaimCursors cursors;
+    FairShare fair;
+};
+
+struct ClaimRequest {
+    store::Owner owner;
+    std::vector<worker::Route> routes;  // believed to have due rows: claimed
+    std::vector<worker::Route> probe;   // may have: probed first, claimed if they do
+    NamespaceNumber quota;
+    NamespaceNumber weight;             // empty: 1 for all
+    std::int32_t batch_size = 0;
+    ClaimGenerations generations;
+    // Rows per namespace that the claimer's own outcome writes took out of `claimed` since
+    // the last round; they lower the tally, unless this round counts (the count saw them).
+    // The claimer must also drop what landed while a round that counted was running.
+    std::map<std::string, std::int64_t> settled;
+};
+
+struct ClaimRoundResult {
+    std::vector<store::OutboxRow> rows;
+    // Some route got every row it asked for: more are probably waiting.
+    bool saturated = false;
+    // The round read the claimed counts from the database.
+    bool counted = false;
+    // Some claim read the pending index from the front.
+    bool from_front = false;
+    // The highest claim token among `rows` (0: none).
+    std::int64_t last_token = 0;
+    // Probed routes that had due rows.
+    std::vector<store::ClaimScope> found;
+    // Claimed routes that got fewer rows than asked: nothing due is left in them.
+    std::vector<store::ClaimScope> came_back_short;
+    // Routes whose claim failed for a cause of their own: the round went on with the others.
+    // With the error, for the log.
+    std::vector<std::pair<store::ClaimScope, std::string>> refused;
+};
+
+// A lost connection or contention (store::UnavailableError, store::ConflictError) fails the
+// round (rethrown); any other failure of a route's claim is that route's alone: it is
+// reported in `refused` and the round goes on.
+ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& request, ClaimerState& state);
 
 }  // namespace outboxd::dispatch

@@ -25,6 +25,7 @@
 
 #include "outboxd/dispatch/backoff.hpp"
 #include "outboxd/dispatch/claim_faults.hpp"
+#include "outboxd/dispatch/route_activity.hpp"
 #include "outboxd/dispatch/claim_round.hpp"
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/dispatch/namespace_cache.hpp"
@@ -85,6 +86,11 @@ public:
     // Asks the next round to claim from the front of the index: rows were put back in line
     // behind where claims read on (re-arms, a resume).
     void claim_from_front();
+    // A worker joined: its routes may hold rows nobody was woken for.
+    void worker_joined();
+    // A wake: new rows in these (namespace, task_queue) pairs, and, with `anywhere`, maybe
+    // in any route.
+    void woken(const std::vector<std::pair<std::string, std::string>>& queues, bool anywhere);
     // The owned shard ranges changed: count claims again and read from the front.
     void ranges_changed();
     // Re-arms orphaned and stale claims and settles rows of cancelled workflows on the owned
@@ -160,12 +166,8 @@ private:
     bool draining_ = false;
     bool stopped_ = false;
     bool maintenance_busy_ = false;
-    std::size_t rotation_ = 0;
-    // Claimed-count bounds carried between claim rounds; used by one round at a time (on
-    // the claims lane), shared so that a round in flight outlives the dispatcher safely.
-    std::shared_ptr<ClaimedTally> claimed_tally_ = std::make_shared<ClaimedTally>();
-    std::shared_ptr<ClaimCursors> cursors_ =
-        std::make_shared<ClaimCursors>(settings_.claim_lookback);
+    // Which routes have due rows (loop thread).
+    RouteActivity activity_;
     // Raised when every route should read from the front once (see ClaimCursors). The poll
     // backstop raises it no more often than every front_scan_period_: the poll interval,
     // stretched to twenty times the last round that read from the front when such rounds are
@@ -177,6 +179,10 @@ private:
     std::chrono::steady_clock::time_point last_front_scan_{};
     std::chrono::steady_clock::duration front_scan_period_{settings_.poll_interval};
     ClaimFaults claim_faults_;
+    // The claimer's tally, cursors and fair share, carried between claim rounds; used by one
+    // round at a time (on the claims lane), shared so that a round in flight outlives the
+    // dispatcher safely.
+    std::shared_ptr<ClaimerState> claimer_;
     std::map<std::string, util::FailureRun> maintenance_failures_;  // by task
     // The highest claim token this node has seen; after a failed round, its own claims
     // above it are released before the next claim (see OutboxStore::release_claims_after).

@@ -1,6 +1,6 @@
 #pragma once
 
-// Per-namespace tenant settings (quota, placement) cached on the loop thread and refreshed
+// Per-namespace tenant settings (quota, placement, weight) cached on the loop thread and refreshed
 // from PostgreSQL every `ttl`, so a changed quota or placement takes effect within it.
 
 #include <chrono>
@@ -30,6 +30,7 @@ public:
 
     [[nodiscard]] std::int64_t quota(const std::string& ns) const;
     [[nodiscard]] worker::Placement placement(const std::string& ns) const;
+    [[nodiscard]] std::int64_t weight(const std::string& ns) const;
     // For tests: replace the cached settings without the database.
     void set(const std::string& ns, std::int64_t quota, worker::Placement placement);
 
@@ -37,6 +38,7 @@ private:
     struct Entry {
         std::int64_t quota = 0;
         worker::Placement placement;
+        std::int64_t weight = 1;
     };
     void schedule();
     void refresh_failed(const std::string& error);

@@ -49,12 +49,17 @@ struct DeadLetter {
     std::optional<TimePoint> failed_at;
 };
 
+// Bounds of a namespace's weight.
+inline constexpr std::int32_t kMinWeight = 1;
+inline constexpr std::int32_t kMaxWeight = 1000;
+
 // A namespace's tenant settings; absent fields take the platform defaults.
 struct NamespaceSettings {
     std::string name;
     std::optional<std::int32_t> max_in_flight;
     std::string placement_mode = "unplaced";  // unplaced | prefer | pinned
     std::vector<std::string> placement_nodes;
+    std::int32_t weight = 1;  // its share of each claim round, against other namespaces' (1..1000)
 
     friend bool operator==(const NamespaceSettings&, const NamespaceSettings&) = default;
 };
@@ -98,6 +103,21 @@ public:
                                         std::optional<ClaimPosition> after = std::nullopt);
     // Both skip rows of paused workflows inside the statement, so held rows never take
     // a slot of the LIMIT.
+
+    // Claims of several routes in one statement: each claim takes up to its limit of due rows
+    // in its scope (after its position, when set). Returns, per claim (same order), its rows
+    // in claim order.
+    struct RouteClaim {
+        ClaimScope scope;
+        std::int32_t limit = 0;
+        std::optional<ClaimPosition> after;
+    };
+    std::vector<std::vector<OutboxRow>> claim_routes(const Owner& owner,
+                                                     std::span<const RouteClaim> claims);
+    // Which of `scopes` have a row a claim would take now on the owner's leased shards (one
+    // index probe each). Returns their indices, ascending.
+    std::vector<std::size_t> routes_with_due_rows(const Owner& owner,
+                                                  std::span<const ClaimScope> scopes);
 
     // --- outcomes (fenced by the claim) -----------------------------------------------
     // Applies each outcome only if its row is still claimed under the same claim token.

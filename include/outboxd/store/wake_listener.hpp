@@ -4,24 +4,42 @@
 // (from that thread) for every notification batch. Advisory: reconnects after a failure,
 // and a lost wake only costs poll latency.
 //
-// A notification's payload says what woke it: empty for new rows (the insert trigger, a
-// requeued dead letter), "front" for rows that became claimable behind where claims read
-// on (a resumed workflow), which only a claim from the front finds.
+// A notification's payload says what woke it:
+// - {"routes":[[namespace, task_queue],…]}: new rows in those routes (the insert trigger,
+//   migration 0007);
+// - empty: new rows somewhere (a requeued dead letter, a staging statement whose routes did
+//   not fit a notification): every route may have some;
+// - "front": rows that became claimable behind where claims read on (a resumed workflow),
+//   which only a claim from the front finds, in any route.
+// Anything else counts as empty.
 
 #include <atomic>
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
+#include <string_view>
 
 namespace outboxd::store {
 
 inline constexpr const char* kWakeChannel = "outbox_wake";
 inline constexpr const char* kWakeFromFront = "front";
 
+// What a batch of notifications said, together.
+struct WakeNotice {
+    bool from_front = false;  // some said "front"
+    bool anywhere = false;    // some named no route (or was the first after (re)connecting)
+    std::vector<std::pair<std::string, std::string>> routes;  // (namespace, task_queue), once each
+
+    // Adds what one notification's payload says.
+    void add(std::string_view payload);
+};
+
 class WakeListener {
 public:
-    // `on_wake(from_front)`: from_front when some notification of the batch said "front".
-    WakeListener(std::string database_url, std::function<void(bool from_front)> on_wake);
+    // `on_wake(notice)`, from the listener's thread, for each batch of notifications.
+    WakeListener(std::string database_url, std::function<void(const WakeNotice&)> on_wake);
     ~WakeListener();  // stops within ~200 ms
     WakeListener(const WakeListener&) = delete;
     WakeListener& operator=(const WakeListener&) = delete;
@@ -33,7 +51,7 @@ private:
     void run();
 
     std::string database_url_;
-    std::function<void(bool from_front)> on_wake_;
+    std::function<void(const WakeNotice&)> on_wake_;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> listening_{false};
     std::thread thread_;

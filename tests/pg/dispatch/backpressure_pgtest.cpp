@@ -56,19 +56,28 @@ std::function<std::int64_t(const std::string&)> quotas_of(store::OutboxStore& st
     };
 }
 
-// One sweep's claims, as Dispatcher::sweep runs them. A fresh tally each time: these cases
-// also claim outside claim_round, which a carried tally may not see (the node never does).
+dispatch::ClaimRequest request(const store::Owner& owner, const std::vector<worker::Route>& routes,
+                               std::function<std::int64_t(const std::string&)> quota, std::int32_t batch_size) {
+    dispatch::ClaimRequest r;
+    r.owner = owner;
+    r.routes = routes;
+    r.quota = std::move(quota);
+    r.batch_size = batch_size;
+    return r;
+}
+
+// One sweep's claims, as Dispatcher::sweep runs them. A fresh claimer state each time: these
+// cases also claim outside claim_round, which a carried tally may not see (the node never
+// does).
 std::vector<store::OutboxRow> sweep(store::OutboxStore& store, const store::Owner& owner,
-                                    const std::vector<worker::Route>& routes,
-                                    std::int32_t batch_size, std::size_t rotation = 0) {
-    dispatch::ClaimedTally tally;
-    return dispatch::claim_round(store, owner, routes, quotas_of(store), batch_size, rotation, tally)
-        .rows;
+                                    const std::vector<worker::Route>& routes, std::int32_t batch_size) {
+    dispatch::ClaimerState state{std::chrono::milliseconds{0}};
+    return dispatch::claim_round(store, request(owner, routes, quotas_of(store), batch_size), state).rows;
 }
 
 std::vector<store::OutboxRow> sweep(test::StoreFixture& f, const std::vector<worker::Route>& routes,
-                                    std::int32_t batch_size, std::size_t rotation = 0) {
-    return sweep(f.store, f.owner, routes, batch_size, rotation);
+                                    std::int32_t batch_size) {
+    return sweep(f.store, f.owner, routes, batch_size);
 }
 
 // `count` rows of `ns`/`task_queue`, one fresh workflow each (`prefix`-0, -1, ...).
@@ -124,9 +133,7 @@ TEST_CASE("a tenant at its ceiling holds its backlog pending, then resumes as he
     const auto backlog = stage(f, "backlog", "t", 4);
 
     // headroom = 3 - 3 claimed = 0: nothing new, sweep after sweep.
-    for (std::size_t rotation = 0; rotation < 3; ++rotation) {
-        CHECK(sweep(f, {route("t")}, 16, rotation).empty());
-    }
+    for (int round = 0; round < 3; ++round) CHECK(sweep(f, {route("t")}, 16).empty());
     for (const auto& row : backlog) {
         CHECK(f.status_of(key_of(row)) == Status::pending);  // held: never failed or dropped
         CHECK(f.store.find(key_of(row))->attempt == 0);
@@ -159,9 +166,7 @@ TEST_CASE("the backpressure claim honours the pause hold", "[pg][dispatch][tenan
     complete_all(f, first);
 
     // Headroom is back and only the hold keeps them pending.
-    for (std::size_t rotation = 0; rotation < 3; ++rotation) {
-        CHECK(sweep(f, {route("t")}, 16, rotation).empty());
-    }
+    for (int round = 0; round < 3; ++round) CHECK(sweep(f, {route("t")}, 16).empty());
     CHECK(f.status_of("held:0") == Status::pending);
     CHECK(f.status_of("held:1") == Status::pending);
 
@@ -193,10 +198,10 @@ TEST_CASE("round robin gives a quiet tenant a slot every sweep", "[pg][dispatch]
     set_quota(f.store, "quiet", 1000);
     stage(f, "burst", "bursty", 500);
 
-    for (std::size_t rotation = 0; rotation < 3; ++rotation) {
-        INFO("sweep " << rotation);
-        f.store.append(std::vector{new_row("quiet-" + std::to_string(rotation), 0, "quiet")});
-        const auto claimed = sweep(f, {route("bursty"), route("quiet")}, 8, rotation);
+    for (int round = 0; round < 3; ++round) {
+        INFO("sweep " << round);
+        f.store.append(std::vector{new_row("quiet-" + std::to_string(round), 0, "quiet")});
+        const auto claimed = sweep(f, {route("bursty"), route("quiet")}, 8);
         CHECK(claimed.size() <= 8);
         CHECK(count_in(claimed, "quiet") == 1);   // no FIFO drain of the bursty tenant first
         CHECK(count_in(claimed, "bursty") >= 1);  // shared, not blocked
@@ -218,10 +223,10 @@ TEST_CASE("a quiet tenant is not starved by a bursty tenant spread over many tas
     routes.push_back(route("quiet"));
 
     // Fairness is per namespace: 8 bursty routes do not get 8 turns to the quiet one's 1.
-    for (std::size_t rotation = 0; rotation < 2; ++rotation) {
-        INFO("sweep " << rotation);
-        f.store.append(std::vector{new_row("quiet-" + std::to_string(rotation), 0, "quiet")});
-        const auto claimed = sweep(f, routes, 8, rotation);
+    for (int round = 0; round < 2; ++round) {
+        INFO("sweep " << round);
+        f.store.append(std::vector{new_row("quiet-" + std::to_string(round), 0, "quiet")});
+        const auto claimed = sweep(f, routes, 8);
         CHECK(count_in(claimed, "quiet") == 1);
         CHECK(count_in(claimed, "bursty") >= 1);
         CHECK(count_in(claimed, "bursty") <= 7);
@@ -242,7 +247,7 @@ TEST_CASE("a throttled claim dispatches each row exactly once", "[pg][dispatch][
 
     std::vector<std::string> all_claimed;
     for (std::size_t round = 0; round < 10 && all_claimed.size() < 6; ++round) {
-        const auto claimed = sweep(f, {route("t")}, 16, round);
+        const auto claimed = sweep(f, {route("t")}, 16);
         CHECK(claimed.size() <= 3);    // the ceiling caps each sweep
         CHECK_FALSE(claimed.empty());  // and it never stalls while rows wait
         complete_all(f, claimed);
@@ -281,7 +286,7 @@ TEST_CASE("a throttled claim preserves each row's identity", "[pg][dispatch][ten
     std::vector<store::OutboxRow> throttled;
     for (std::size_t round = 0; round < 10 && throttled.size() < 4; ++round) {
         // A pool labelled box-1 runs unpinned rows and rows pinned to box-1.
-        const auto claimed = sweep(f, {route("t", "default", "box-1")}, 16, round);
+        const auto claimed = sweep(f, {route("t", "default", "box-1")}, 16);
         CHECK(claimed.size() <= 1);
         complete_all(f, claimed);
         throttled.insert(throttled.end(), claimed.begin(), claimed.end());
@@ -405,10 +410,10 @@ TEST_CASE("a carried tally skips the count far below the ceiling and counts agai
     test::StoreFixture f;
     set_quota(f.store, "t", 10);
     stage(f, "row", "t", 40);
-    dispatch::ClaimedTally tally;
+    dispatch::ClaimerState state{std::chrono::milliseconds{0}};
+    auto& tally = state.tally;
     const auto round = [&](std::int32_t batch) {
-        return dispatch::claim_round(f.store, f.owner, {route("t")}, quotas_of(f.store), batch, 0,
-                                     tally);
+        return dispatch::claim_round(f.store, request(f.owner, {route("t")}, quotas_of(f.store), batch), state);
     };
 
     auto first = round(4);  // nothing known yet: counts
@@ -440,13 +445,14 @@ TEST_CASE("a carried tally skips the count far below the ceiling and counts agai
     complete_all(f, round(10).rows);
     const auto before = tally.upper.at("t");
     const auto claimed_now = f.store.count_claimed("t", ShardRanges::all());
-    const auto settled = dispatch::claim_round(f.store, f.owner, {route("t")}, quotas_of(f.store), 0,
-                                               0, tally, nullptr, {}, {{"t", before - claimed_now}});
+    auto settling = request(f.owner, {route("t")}, quotas_of(f.store), 0);
+    settling.settled = {{"t", before - claimed_now}};
+    const auto settled = dispatch::claim_round(f.store, settling, state);
     CHECK_FALSE(settled.counted);
     CHECK(tally.upper.at("t") == claimed_now);
 
     // New ranges make the bound unknown again.
     auto fewer = f.owner;
     fewer.ranges = ShardRanges{{{0, 511}}};
-    CHECK(dispatch::claim_round(f.store, fewer, {route("t")}, quotas_of(f.store), 1, 0, tally).counted);
+    CHECK(dispatch::claim_round(f.store, request(fewer, {route("t")}, quotas_of(f.store), 1), state).counted);
 }

@@ -142,8 +142,9 @@ TEST_CASE("a failed done write leaves the row claimed, is kept, and lands later"
     CHECK(row->status == Status::claimed);  // never retried, never dead-lettered
     CHECK(row->attempt == 0);
 
-    // A node that cannot write outcomes claims nothing new.
+    // A node that cannot write outcomes claims nothing new, woken or not.
     h.store.append(std::vector{new_row("wf", 1)});
+    h.wake();
     h.run_for(300ms);
     CHECK(h.status_of("wf:1") == Status::pending);
     CHECK(worker->tasks().size() == 1);
@@ -161,8 +162,8 @@ TEST_CASE("the wake dispatches a staged row far under a 10 s poll", "[pg][dispat
     auto worker = h.connect("s1");
     h.dispatcher.start();  // the first sweep finds nothing
     h.run_for(100ms);
-    store::WakeListener wake{h.db.url(), [&h](bool) {
-        boost::asio::post(h.ioc, [&h] { h.dispatcher.request_sweep(); });
+    store::WakeListener wake{h.db.url(), [&h](const store::WakeNotice& notice) {
+        boost::asio::post(h.ioc, [&h, notice] { h.dispatcher.woken(notice.routes, notice.anywhere); });
     }};
     REQUIRE(h.run_until([&] { return wake.listening(); }));
     h.run_for(50ms);
@@ -321,13 +322,10 @@ TEST_CASE("a resume made anywhere wakes the dispatcher to claim from the front, 
     h.store.pause_workflow("held");
     auto worker = h.connect("s1");
     // Wired as a node wires it (src/app/node.cpp).
-    store::WakeListener wake{h.db.url(), [&h](bool from_front) {
-        boost::asio::post(h.ioc, [&h, from_front] {
-            if (from_front) {
-                h.dispatcher.claim_from_front();
-            } else {
-                h.dispatcher.request_sweep();
-            }
+    store::WakeListener wake{h.db.url(), [&h](const store::WakeNotice& notice) {
+        boost::asio::post(h.ioc, [&h, notice] {
+            if (notice.from_front) h.dispatcher.claim_from_front();
+            h.dispatcher.woken(notice.routes, notice.anywhere);
         });
     }};
     REQUIRE(h.run_until([&] { return wake.listening(); }));
@@ -366,14 +364,14 @@ TEST_CASE("claims read on from their route's mark; rows behind it wait for a cla
     auto worker = h.connect("s1");
     h.dispatcher.start();
     h.store.append(std::vector{new_row("wf", 0)});
-    h.dispatcher.request_sweep();
+    h.wake();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
 
     // Committed now, but due an hour ago: behind everything claimed so far.
     auto behind = new_row("old", 0);
     behind.visible_after = store::Clock::now() - std::chrono::hours{1};
     h.store.append(std::vector{behind, new_row("wf", 1)});
-    h.dispatcher.request_sweep();
+    h.wake();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 2; }));
     CHECK(worker->tasks()[1]["dispatch_key"] == "wf:1");
     h.run_for(100ms);
@@ -397,7 +395,7 @@ TEST_CASE("a lost connection's re-arms are claimed again at once, without waitin
     std::vector<store::NewRow> rows;
     for (int i = 0; i < 4; ++i) rows.push_back(new_row("wf", i));
     h.store.append(rows);
-    h.dispatcher.request_sweep();
+    h.wake();
     REQUIRE(h.run_until([&] { return first->tasks().size() == 4; }));
     h.store.append(std::vector{new_row("wf", 9)});  // the cursor moves past the four
     auto second = h.connect("s2");

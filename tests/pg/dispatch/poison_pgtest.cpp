@@ -58,7 +58,7 @@ TEST_CASE("an outcome the database refuses as data is isolated and dead-lettered
 
     // The writer goes on: new work is claimed and its outcome written.
     h.store.append(std::vector{new_row("next", 0)});
-    h.dispatcher.request_sweep();  // as the wake would
+    h.wake();
     auto& worker = dynamic_cast<test::FakeChannel&>(*h.entry("s1").channel);
     REQUIRE(h.run_until([&] { return worker.tasks().size() == 9; }));
     CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), {worker.tasks()[8]["task_id"].get<std::string>(), "null"}));
@@ -130,10 +130,13 @@ TEST_CASE("a claim scope holding a NUL byte is refused before it reaches SQL, an
     bad.capacity = 10;
     worker::Route good;
     good.capacity = 10;
-    dispatch::ClaimedTally tally;
-    const auto result = dispatch::claim_round(
-        fx.store, fx.owner, {bad, good}, [](const std::string&) { return std::int64_t{10000}; }, 16, 0,
-        tally);
+    dispatch::ClaimerState state{std::chrono::milliseconds{0}};
+    dispatch::ClaimRequest request;
+    request.owner = fx.owner;
+    request.routes = {bad, good};
+    request.quota = [](const std::string&) { return std::int64_t{10000}; };
+    request.batch_size = 16;
+    const auto result = dispatch::claim_round(fx.store, request, state);
     CHECK(result.rows.size() == 2);
     REQUIRE(result.refused.size() == 1);
     CHECK(result.refused[0].second.find("NUL") != std::string::npos);
