@@ -347,7 +347,7 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row) {
     metrics_.outstanding(row.namespace_name).Increment();
     // Due -> pushed. visible_after is the database's instant; on one host the clocks agree,
     // and this is an observation only, never a decision.
-    const auto waited = std::chrono::duration<double>(store::Clock::now() - row.visible_after);
+    const auto waited = std::chrono::duration<double>(store::now() - row.visible_after);
     metrics_.dispatch_latency.Observe(std::max(0.0, waited.count()));
 }
 

@@ -98,13 +98,15 @@ bool ApiRouter::worker_allowed(const std::optional<std::string>& bearer) const {
     return !settings_.worker_token || token_matches(bearer, *settings_.worker_token);
 }
 
-bool ApiRouter::admits(std::string_view target, const std::optional<std::string>& bearer) const {
+bool ApiRouter::admits(std::string_view target, const std::optional<std::string>& bearer,
+                       bool upgrade) const {
     const auto parsed = parse_target(target);
     const auto* route = std::get_if<ParsedTarget>(&parsed);
     if (!route) return admin_allowed(bearer);
     const auto& seg = route->segments;
     if (seg.empty() || seg[0] != "v1") return true;  // probes, metrics, or a 404
-    if (seg.size() == 2 && seg[1] == "workers") return true;  // the upgrade checks its own token
+    // The upgrade checks the worker token itself; any other request there is an admin's.
+    if (upgrade && seg.size() == 2 && seg[1] == "workers") return true;
     if (seg.size() == 2 && seg[1] == "cluster") return admin_allowed(bearer) || worker_allowed(bearer);
     return admin_allowed(bearer);
 }
@@ -210,10 +212,12 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
 
     // Workers discover the cluster here, so either token opens it.
     if (route_is({"v1", "cluster"})) {
-        if (!only("GET")) return;
+        // The token first, as admits() decides: a client without one learns nothing, not
+        // even which methods the route takes.
         if (!admin_allowed(request.bearer) && !worker_allowed(request.bearer)) {
             return respond(error_response(401, "unauthorized", "a valid bearer token is required"));
         }
+        if (!only("GET")) return;
         return respond({200, "application/json", cluster_json()});
     }
     if (!admin_allowed(request.bearer)) {

@@ -25,7 +25,9 @@ public:
     // route needs a token it lacks. Decided from the request line and headers alone, so
     // that a body is never read for a client that may not send it. handle() applies the
     // same rules.
-    [[nodiscard]] bool admits(std::string_view target, const std::optional<std::string>& bearer) const;
+    // `upgrade`: the request asks for a WebSocket upgrade.
+    [[nodiscard]] bool admits(std::string_view target, const std::optional<std::string>& bearer,
+                              bool upgrade) const;
 
     // JSON of GET /v1/cluster, also used for the workers' cluster frames.
     [[nodiscard]] std::string cluster_json() const;

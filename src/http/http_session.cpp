@@ -65,7 +65,8 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
     if (ec) return on_read(ec);
     const auto& header = parser_->get();
     const std::string_view target{header.target().data(), header.target().size()};
-    if (!server_.router.admits(target, bearer_of(header[bhttp::field::authorization]))) {
+    if (!server_.router.admits(target, bearer_of(header[bhttp::field::authorization]),
+                               beast::websocket::is_upgrade(header))) {
         server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
         return write(error_response(401, "unauthorized", "a valid bearer token is required"), false);
     }

@@ -73,7 +73,7 @@ INSERT INTO outbox (dispatch_key, workflow_id, ordinal, run_id, namespace, task_
                     activity_type, input, attempt, visible_after)
 SELECT coalesce(t.dispatch_key, t.workflow_id || ':' || t.ordinal), t.workflow_id, t.ordinal,
        t.run_id, t.namespace, t.task_queue, t.node, t.activity_type, t.input::jsonb, t.attempt,
-       coalesce('epoch'::timestamptz + t.visible_after_us * interval '1 microsecond', now())
+       coalesce()SQL" OUTBOXD_SQL_INSTANT("t.visible_after_us") R"SQL(, now())
 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[],
             $8::text[], $9::text[], $10::int[], $11::bigint[]) WITH ORDINALITY
      AS t(dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
@@ -112,7 +112,7 @@ inline constexpr Statement kClaimScoped{"outbox_claim_scoped", OUTBOXD_CLAIM_SCO
 // on the latency path of every row.
 inline constexpr Statement kClaimScopedAfter{"outbox_claim_scoped_after",
     OUTBOXD_CLAIM_SCOPED(" AND (o.visible_after, o.id) >"
-                         " ('epoch'::timestamptz + $9::bigint * interval '1 microsecond',"
+                         " (" OUTBOXD_SQL_INSTANT("$9::bigint") ","
                          "  $10::bigint)"),
     Plan::generic};
 
@@ -137,7 +137,7 @@ inline constexpr Statement kClaimRoutes{"outbox_claim_routes",
     "     AND o.namespace = r.ns AND o.task_queue = r.tq"
     "     AND (o.node = r.node OR (r.unpinned AND o.node IS NULL))"
     "     AND (cardinality(r.types::text[]) = 0 OR o.activity_type = ANY (r.types::text[]))"
-    "     AND (o.visible_after, o.id) > (coalesce('epoch'::timestamptz + r.after_us * interval '1 microsecond',"
+    "     AND (o.visible_after, o.id) > (coalesce(" OUTBOXD_SQL_INSTANT("r.after_us") ","
     "                                          '-infinity'::timestamptz), coalesce(r.after_id, 0))"
     "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id LIMIT r.lim"
     "   FOR UPDATE OF o SKIP LOCKED) c)"

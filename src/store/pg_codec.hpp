@@ -59,3 +59,8 @@ std::string text_array(const Range& values) {
 
 // SQL expression turning a timestamptz column into epoch microseconds.
 #define OUTBOXD_SQL_MICROS(column) "(extract(epoch FROM " column ") * 1000000)::bigint"
+// And back, exactly: seconds and microseconds apart, since `µs * interval '1 microsecond'`
+// goes through a double and loses microseconds more than ~285 years from 1970.
+#define OUTBOXD_SQL_INSTANT(micros)                                                   \
+    "('epoch'::timestamptz + (" micros " / 1000000) * interval '1 second'"             \
+    " + (" micros " % 1000000) * interval '1 microsecond')"

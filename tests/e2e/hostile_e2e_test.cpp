@@ -382,13 +382,23 @@ TEST_CASE("a database that accepts but never answers is given up on within the c
 
 TEST_CASE("a client without the admin token is refused before it sends its body", "[e2e][hostile]") {
     E2eCluster cluster{"hostile-early-401"};
-    auto& node = cluster.start_node("node-1", {{"OUTBOXD_ADMIN_TOKEN", kAdminToken}});
+    auto& node = cluster.start_node("node-1", {{"OUTBOXD_ADMIN_TOKEN", kAdminToken},
+                                               {"OUTBOXD_WORKER_TOKEN", "worker-s3cret"}});
     // Announces 100 MB and sends none of it: the answer comes from the header alone.
     const auto started = std::chrono::steady_clock::now();
     const auto answer = test::raw_http(
         node.port, "POST /v1/outbox HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n");
     CHECK(status_of(answer) == 401);
     CHECK(std::chrono::steady_clock::now() - started < 3s);
+    // Also where the worker token would do for an upgrade, and wherever a method is wrong
+    // (found by the API router fuzzer).
+    for (const std::string head : {"POST /v1/workers", "GET /v1/workers", "POST /v1/cluster"}) {
+        INFO(head);
+        const auto quick = std::chrono::steady_clock::now();
+        CHECK(status_of(test::raw_http(node.port, head + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")) ==
+              401);
+        CHECK(std::chrono::steady_clock::now() - quick < 3s);
+    }
     // With the token, the same header is read on (and refused for its size).
     const auto sized = test::raw_http(node.port, std::string{"POST /v1/outbox HTTP/1.1\r\nHost: x\r\n"} +
                                                      "Authorization: Bearer " + kAdminToken +

@@ -14,7 +14,10 @@
 namespace outboxd::store {
 
 using Clock = std::chrono::system_clock;
-using TimePoint = Clock::time_point;
+// Microseconds, as PostgreSQL keeps them: every timestamptz it can hold (4713 BC to
+// 294276 AD) fits, where nanoseconds overflow outside 1677..2262.
+using TimePoint = std::chrono::time_point<Clock, std::chrono::microseconds>;
+[[nodiscard]] inline TimePoint now() { return std::chrono::time_point_cast<std::chrono::microseconds>(Clock::now()); }
 
 // Routing identity a row gets when the writer names none.
 inline constexpr std::string_view kDefaultRoute = "default";

@@ -369,7 +369,7 @@ TEST_CASE("claims read on from their route's mark; rows behind it wait for a cla
 
     // Committed now, but due an hour ago: behind everything claimed so far.
     auto behind = new_row("old", 0);
-    behind.visible_after = store::Clock::now() - std::chrono::hours{1};
+    behind.visible_after = store::now() - std::chrono::hours{1};
     h.store.append(std::vector{behind, new_row("wf", 1)});
     h.wake();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 2; }));

@@ -68,11 +68,11 @@ TEST_CASE("an explicit dispatch key and visible_after are honoured", "[pg][store
     test::StoreFixture f;
     auto row = new_row("wf", 0);
     row.dispatch_key = "order-123/charge";
-    row.visible_after = store::Clock::now() + std::chrono::hours{1};
+    row.visible_after = store::now() + std::chrono::hours{1};
     f.store.append(std::vector{row});
     const auto read = f.store.find("order-123/charge");
     REQUIRE(read);
-    CHECK(read->visible_after > store::Clock::now() + std::chrono::minutes{59});
+    CHECK(read->visible_after > store::now() + std::chrono::minutes{59});
     CHECK(f.store.claim(f.owner, 10).empty());  // not yet due
 }
 
@@ -254,4 +254,25 @@ TEST_CASE("a resume wakes listeners to claim from the front, a requeue with a pl
     CHECK_FALSE(f.store.requeue_dead_letter("wf:0"));
     CHECK(wakes.await(listener, 1) == 2);
     CHECK(wakes.payloads == std::vector<std::string>{"front", ""});
+}
+
+namespace {
+
+std::int64_t pg_micros(store::TimePoint instant) { return instant.time_since_epoch().count(); }
+
+}  // namespace
+
+TEST_CASE("instants far from now are kept and read back exactly", "[pg][store]") {
+    test::StoreFixture f;
+    // 9999 and the year 1000: both outside what a nanosecond clock holds (1677..2262).
+    auto far = new_row("far", 0);
+    far.visible_after = store::TimePoint{std::chrono::microseconds{253402300799999999}};  // 9999-12-31
+    f.store.append(std::vector{far});
+    CHECK(f.store.find("far:0")->visible_after == *far.visible_after);
+    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, visible_after) "
+              "VALUES ('ancient', 0, 'charge', '1000-01-01T00:00:00Z')");
+    const auto claimed = f.store.claim(f.owner, 10);
+    REQUIRE(claimed.size() == 1);  // due long ago; the other one not yet
+    CHECK(claimed[0].dispatch_key == "ancient:0");
+    CHECK(pg_micros(claimed[0].visible_after) == -30610224000000000);  // 1000-01-01, exactly
 }

@@ -17,11 +17,11 @@ using test::new_row;
 TEST_CASE("a claim flips due rows to claimed, oldest first, once", "[pg][store]") {
     test::StoreFixture f;
     auto late = new_row("wf", 0);
-    late.visible_after = store::Clock::now() - std::chrono::seconds{1};
+    late.visible_after = store::now() - std::chrono::seconds{1};
     auto early = new_row("wf", 1);
-    early.visible_after = store::Clock::now() - std::chrono::seconds{5};
+    early.visible_after = store::now() - std::chrono::seconds{5};
     auto future = new_row("wf", 2);
-    future.visible_after = store::Clock::now() + std::chrono::hours{1};
+    future.visible_after = store::now() + std::chrono::hours{1};
     f.store.append(std::vector{late, early, future});
 
     const auto claimed = f.store.claim(f.owner, 10);
@@ -94,7 +94,7 @@ TEST_CASE("a paused workflow's early rows do not starve the rest of its route", 
     std::vector<store::NewRow> rows;
     for (int i = 0; i < 20; ++i) {
         auto row = new_row("paused-wf", i);
-        row.visible_after = store::Clock::now() - std::chrono::minutes{10};  // due first
+        row.visible_after = store::now() - std::chrono::minutes{10};  // due first
         rows.push_back(row);
     }
     for (int i = 0; i < 5; ++i) rows.push_back(new_row("live-wf", i));
@@ -197,7 +197,7 @@ TEST_CASE("eight concurrent claimers never share a row and together claim every 
 TEST_CASE("a scoped claim after a position reads only rows past it in claim order",
           "[pg][store]") {
     test::StoreFixture f;
-    const auto base = store::Clock::now() - std::chrono::minutes{10};
+    const auto base = store::now() - std::chrono::minutes{10};
     std::vector<store::NewRow> rows;
     for (int i = 0; i < 6; ++i) {
         auto row = new_row("wf-" + std::to_string(i), 0);

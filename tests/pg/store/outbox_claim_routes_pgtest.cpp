@@ -93,7 +93,7 @@ TEST_CASE("the due-route probe names the routes a claim would find rows for", "[
     stage(f, "held", "q", 1);
     f.store.pause_workflow("held-q-0");
     auto later = new_row("later-q-0", 0, "later", "q");
-    later.visible_after = store::Clock::now() + std::chrono::hours{1};
+    later.visible_after = store::now() + std::chrono::hours{1};
     f.store.append(std::vector{later});
     std::vector<ClaimScope> scopes{scope("idle", "q"), scope("busy", "q"), scope("held", "q"),
                                    scope("later", "q"), scope("busy", "q", {"email"})};

@@ -304,7 +304,7 @@ TEST_CASE("pending routes name each route with claimable rows, and only those",
           "[pg][store]") {
     test::StoreFixture f;
     auto fenced = new_row("wf-f", 0, "fenced", "q");
-    fenced.visible_after = store::Clock::now() + std::chrono::hours{1};
+    fenced.visible_after = store::now() + std::chrono::hours{1};
     f.store.append(std::vector{new_row("wf-1", 0, "alpha", "q1"), new_row("wf-2", 0, "alpha", "q1"),
                                new_row("wf-3", 0, "alpha", "q2", "box-1"),
                                new_row("wf-4", 0, "beta", "q1"), fenced});

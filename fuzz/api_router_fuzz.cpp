@@ -1,0 +1,243 @@
+// The HTTP API router, on raw request bytes as they arrive on a connection: Beast's request
+// parser (with the limits HttpSession sets) turns them into a request, which is routed by
+// two routers, one open and one guarded by admin and worker tokens.
+//
+// The database is one nobody listens on (port 1 refuses at once): every route that needs
+// SQL answers 503 quickly, so what is fuzzed is the parsing, routing, validation and error
+// bodies in front of it, raw non-UTF-8 bytes in the target included.
+//
+// Oracles beyond "no crash, no sanitizer report":
+//  - handle() never throws and answers exactly once, within a deadline;
+//  - admits(), which HttpSession asks before it reads a body, agrees with handle(): a
+//    request it turns away is answered 401 by handle(), and one it lets through is not
+//    (else a client without the token could still make the node read a whole body);
+//  - the status is one the API documents; a 500 means an exception nobody expected;
+//  - a JSON response is valid JSON, an object, and an error (any 4xx or 5xx but the
+//    readiness probe's 503) carries error.code and error.message strings;
+//  - no response echoes the database password unless the request itself held it.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <nlohmann/json.hpp>
+
+#include "fuzz_check.hpp"
+#include "http/api_router.hpp"
+#include "http/http_session.hpp"
+#include "outboxd/cluster/cluster_member.hpp"
+#include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/dispatch/dispatcher.hpp"
+#include "outboxd/dispatch/namespace_cache.hpp"
+#include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/worker/worker_registry.hpp"
+
+namespace {
+
+namespace bhttp = boost::beast::http;
+namespace http = outboxd::http;
+namespace dispatch = outboxd::dispatch;
+using outboxd::fuzz::broken;
+using outboxd::fuzz::require;
+
+constexpr std::string_view kPassword = "fuzz-db-secret";
+// Nothing listens on port 1 of the loopback: a connection is refused at once.
+const std::string kDatabaseUrl =
+    "postgresql://postgres:" + std::string{kPassword} + "@127.0.0.1:1/outboxd?connect_timeout=1";
+constexpr std::string_view kAdminToken = "admin-secret";
+constexpr std::string_view kWorkerToken = "worker-secret";
+// As HttpSession reads a request. The body limit is the node's max_body_bytes, set below the
+// fuzzer's -max_len so that bodies past it occur: the session refuses those (413) unrouted.
+constexpr std::size_t kHeaderLimit = 64 * 1024;
+constexpr std::size_t kBodyLimit = 4096;
+// A refused connection answers within milliseconds; this only catches a lost answer.
+constexpr auto kAnswerDeadline = std::chrono::seconds{20};
+
+// What a node wires for its HTTP server, minus the server: nothing is started (no ticks, no
+// sweeps), so the only database work is what a request asks for.
+struct Node {
+    Node()
+        : metrics(prometheus_registry),
+          lane({.name = "api"}, kDatabaseUrl),
+          namespaces(ioc.get_executor(), lane, 10000, std::chrono::milliseconds{1000}),
+          member(ioc.get_executor(), lane, metrics,
+                 {"fuzz-node", "fuzz-node/boot", "ws://127.0.0.1:8080/v1/workers",
+                  std::chrono::milliseconds{5000}}),
+          dispatcher(ioc.get_executor(), {lane, lane, lane}, registry, namespaces, metrics, {},
+                     [this] { return member.owner(); }),
+          open(ioc.get_executor(), services(), settings(false)),
+          guarded(ioc.get_executor(), services(), settings(true)) {}
+
+    http::NodeServices services() {
+        return {
+            dispatcher,          registry, member, namespaces, lane, prometheus_registry, metrics,
+            [] { return false; }};
+    }
+
+    static http::ServerSettings settings(bool guarded) {
+        http::ServerSettings s;
+        s.max_body_bytes = kBodyLimit;
+        if (guarded) {
+            s.admin_token = std::string{kAdminToken};
+            s.worker_token = std::string{kWorkerToken};
+        }
+        return s;
+    }
+
+    prometheus::Registry prometheus_registry;
+    outboxd::metrics::NodeMetrics metrics;
+    boost::asio::io_context ioc{1};
+    dispatch::DbLane lane;
+    outboxd::worker::WorkerRegistry registry;
+    dispatch::NamespaceCache namespaces;
+    outboxd::cluster::ClusterMember member;
+    dispatch::Dispatcher dispatcher;
+    http::ApiRouter open;
+    http::ApiRouter guarded;
+};
+
+// Built once and never destroyed: the lane's thread and the loop live for the whole run, and
+// libFuzzer exits without unwinding anyway.
+Node& node() {
+    static Node* const instance = new Node;
+    return *instance;
+}
+
+// The request HttpSession would route, or nullopt when it never reaches the router (bytes
+// Beast refuses or that end mid-message, or a WebSocket upgrade).
+std::optional<http::ApiRequest> parse_request(std::string_view bytes) {
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.header_limit(kHeaderLimit);
+    parser.body_limit(kBodyLimit);
+    parser.eager(true);
+    boost::beast::error_code ec;
+    std::size_t offset = 0;
+    while (!parser.is_done() && offset < bytes.size()) {
+        const auto used =
+            parser.put(boost::asio::buffer(bytes.data() + offset, bytes.size() - offset), ec);
+        if (ec == bhttp::error::need_more) {
+            ec = {};
+            break;
+        }
+        if (ec || used == 0) break;
+        offset += used;
+    }
+    // The connection ends after these bytes, as when a client half-closes: Beast settles a
+    // message whose end is the end of the stream (put_eof wants at least one byte).
+    if (!ec && !parser.is_done() && parser.got_some()) parser.put_eof(ec);
+    if (ec || !parser.is_done()) return std::nullopt;
+    auto request = parser.release();
+    if (boost::beast::websocket::is_upgrade(request)) return std::nullopt;
+    http::ApiRequest api;
+    api.method = std::string{request.method_string()};
+    api.target = std::string{request.target()};
+    api.body = std::move(request.body());
+    api.bearer = http::bearer_of(request[bhttp::field::authorization]);
+    return api;
+}
+
+bool documented(int status) {
+    switch (status) {
+        case 200:
+        case 400:
+        case 401:
+        case 404:
+        case 405:
+        case 413:
+        case 503:
+            return true;
+        default:
+            return false;
+    }
+}
+
+void check_response(const http::ApiResponse& response, const http::ApiRequest& request,
+                    std::string_view bytes) {
+    const auto context = request.method + " " + request.target + " -> " +
+                         std::to_string(response.status) + " " + response.body;
+    require(response.status != 500, "a request never meets an unexpected exception", context);
+    require(documented(response.status), "the status is one the API documents", context);
+    // A request may carry the password itself, in any part a response echoes (the fuzzer
+    // learns it from the comparisons): only a response that got it from elsewhere leaks it.
+    const bool asked = bytes.find(kPassword) != std::string_view::npos;
+    require(asked || response.body.find(kPassword) == std::string::npos,
+            "no response echoes the database password", context);
+    if (response.content_type != "application/json") {
+        require(response.status == 200 && request.target.starts_with("/metrics"),
+                "only /metrics answers something other than JSON", context);
+        return;
+    }
+    const auto body = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+    require(!body.is_discarded(), "a JSON response parses as JSON", context);
+    require(body.is_object(), "a JSON response is an object", context);
+    // /readyz answers 503 with its probe body, not an error: a load balancer reads it so.
+    const bool readiness = body.contains("ready") && body.contains("registered");
+    if (response.status >= 400 && !readiness) {
+        const auto error = body.find("error");
+        require(error != body.end() && error->is_object() && error->contains("code") &&
+                    (*error)["code"].is_string() && error->contains("message") &&
+                    (*error)["message"].is_string(),
+                "an error response carries error.code and error.message strings", context);
+    }
+}
+
+void route(http::ApiRouter& router, const http::ApiRequest& request, std::string_view bytes) {
+    auto& ioc = node().ioc;
+    std::optional<http::ApiResponse> response;
+    int answers = 0;
+    try {
+        router.handle(request, [&](http::ApiResponse r) {
+            ++answers;
+            response = std::move(r);
+        });
+    } catch (const std::exception& error) {
+        broken("handle() never throws",
+               request.method + " " + request.target + ": " + error.what());
+    }
+    // Answers from the database lane are posted to the loop: run it until one arrives.
+    const auto guard = boost::asio::make_work_guard(ioc);
+    const auto deadline = std::chrono::steady_clock::now() + kAnswerDeadline;
+    while (answers == 0) {
+        require(std::chrono::steady_clock::now() < deadline, "every request is answered",
+                request.method + " " + request.target);
+        ioc.restart();
+        ioc.run_one_for(std::chrono::milliseconds{100});
+    }
+    ioc.restart();
+    ioc.poll();
+    require(answers == 1, "every request is answered exactly once", request.target);
+    check_response(*response, request, bytes);
+    // handle() only ever sees requests that are not upgrades (a session hands those over).
+    const bool admitted = router.admits(request.target, request.bearer, /*upgrade=*/false);
+    require(admitted == (response->status != 401),
+            "admits() lets a request's body be read exactly when handle() does not answer 401",
+            request.method + " " + request.target + " admitted=" + (admitted ? "yes" : "no") +
+                " -> " + std::to_string(response->status));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    spdlog::set_level(spdlog::level::off);
+    node();
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view bytes{reinterpret_cast<const char*>(data), size};
+    const auto request = parse_request(bytes);
+    if (!request) return 0;
+    route(node().open, *request, bytes);
+    route(node().guarded, *request, bytes);
+    return 0;
+}
