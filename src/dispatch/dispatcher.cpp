@@ -212,20 +212,21 @@ void Dispatcher::sweep() {
         }
         const double seconds = seconds_since(started);
         boost::asio::post(loop, [alive, result = std::move(result), error = std::move(error),
-                                 seconds]() mutable {
+                                 seconds, started]() mutable {
             const auto self = alive.lock();
-            if (self && *self) (*self)->on_claimed(std::move(result), std::move(error), seconds);
+            if (self && *self) (*self)->on_claimed(std::move(result), std::move(error), seconds, started);
         });
     });
     if (!queued) {
         // Only one round is ever in flight, so a full claims lane means a stalled database.
         // The refused round took the settled counts with it: count again next time.
         claimer_->tally.known = false;
-        on_claimed({}, "the claims lane is full", 0.0);
+        on_claimed({}, "the claims lane is full", 0.0, started);
     }
 }
 
-void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double seconds) {
+void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double seconds,
+                            Clock::time_point round_started) {
     claiming_ = false;
     metrics_.claim_seconds.Observe(seconds);
     const auto now = Clock::now();
@@ -261,6 +262,9 @@ void Dispatcher::on_claimed(ClaimRoundResult result, std::string error, double s
                                          std::chrono::duration<double>(20 * seconds)));
     }
     backlog_likely_ = result.saturated;
+    // Every row claimed counts, whether it is pushed or handed back.
+    for (const auto& row : result.rows) metrics_.claimed(row.namespace_name).Increment();
+    round_started_ = round_started;
     // Each row gets its worker (and takes one of its credits) first; then the next round is
     // asked for, so that it runs in the database while this round's tasks are encoded and
     // sent.
@@ -343,12 +347,14 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row) {
         deadlines_.emplace(Clock::now() + settings_.task_timeout, task.task_id);
     worker.channel->send(std::move(frame));
 
-    metrics_.claimed(row.namespace_name).Increment();
     metrics_.outstanding(row.namespace_name).Increment();
-    // Due -> pushed. visible_after is the database's instant; on one host the clocks agree,
-    // and this is an observation only, never a decision.
-    const auto waited = std::chrono::duration<double>(store::now() - row.visible_after);
-    metrics_.dispatch_latency.Observe(std::max(0.0, waited.count()));
+    // Due -> pushed, each part on one clock: due -> claimed on the database's (visible_after
+    // and claimed_at are both its instants), claimed -> pushed on this node's (from the
+    // round's submission), so that no two hosts' clocks are ever compared.
+    const auto due_to_claimed =
+        row.claimed_at ? std::chrono::duration<double>(*row.claimed_at - row.visible_after).count() : 0.0;
+    const auto claimed_to_pushed = std::chrono::duration<double>(Clock::now() - round_started_).count();
+    metrics_.dispatch_latency.Observe(std::max(0.0, due_to_claimed) + claimed_to_pushed);
 }
 
 void Dispatcher::refuse(worker::WorkerEntry& worker, store::ClaimRef ref,
@@ -459,6 +465,7 @@ void Dispatcher::reconcile() {
                                                            settings_.stale_grace](DbHandles db) {
         const auto started = Clock::now();
         std::size_t rearmed = 0;
+        std::map<std::string, std::int64_t> cancelled_by_namespace;
         std::string error;
         try {
             // Claims of incarnations that are gone: at once, not after a long timeout.
@@ -466,17 +473,22 @@ void Dispatcher::reconcile() {
             // Backstop: anything claimed far longer than a task may take, whoever holds it.
             rearmed += db.outbox.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
             // Rows of cancelled workflows staged after the cancel, or left by a dead node.
-            const auto cancelled = db.outbox.settle_cancelled(owner);
+            auto cancelled = db.outbox.settle_cancelled(owner);
             if (!cancelled.keys.empty()) {
                 spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
             }
+            cancelled_by_namespace = std::move(cancelled.by_namespace);
         } catch (const std::exception& e) {
             error = e.what();
         }
         const auto took = Clock::now() - started;
-        boost::asio::post(loop, [alive, rearmed, took, error = std::move(error)] {
+        boost::asio::post(loop, [alive, rearmed, took, error = std::move(error),
+                                 cancelled = std::move(cancelled_by_namespace)] {
             const auto self = alive.lock();
             if (!self || !*self) return;
+            for (const auto& [ns, rows] : cancelled) {
+                (*self)->metrics_.outcome(ns, "cancelled").Increment(static_cast<double>(rows));
+            }
             (*self)->maintenance_busy_ = false;
             (*self)->reconcile_rest_until_ = Clock::now() + 19 * took;
             (*self)->maintenance_result("reconcile", error);

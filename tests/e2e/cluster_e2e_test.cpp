@@ -339,3 +339,46 @@ TEST_CASE("workers follow a node that restarts on another port", "[e2e][cluster]
                     "'sleep', '{\"ms\": 1}' FROM generate_series(1, 400) g");
     CHECK(E2eCluster::await([&] { return cluster.count("status = 'done'") == 400; }, 30s));
 }
+
+TEST_CASE("a node taking over a dead node's shards settles rows of cancelled workflows there",
+          "[e2e][cluster]") {
+    E2eCluster cluster{"takeover-cancel"};
+    auto& first = cluster.start_node("node-1", node_env());
+    auto& second = cluster.start_node("node-2", node_env());
+    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 2); }, 10s));
+    // A workflow whose shard node-1 owns.
+    const auto view = cluster_view(first);
+    std::vector<std::pair<int, int>> first_ranges;
+    for (const auto& node : view["nodes"]) {
+        if (node["node_id"] != "node-1") continue;
+        for (const auto& range : node["shards"]) first_ranges.emplace_back(range[0].get<int>(), range[1].get<int>());
+    }
+    std::string workflow;
+    for (int i = 0; workflow.empty() && i < 10000; ++i) {
+        const auto candidate = "cancelled-" + std::to_string(i);
+        const auto shard = cluster.db.exec("SELECT outbox_shard('" + candidate + "')")[0][0].as<int>();
+        for (const auto& [lo, hi] : first_ranges) {
+            if (shard >= lo && shard <= hi) workflow = candidate;
+        }
+    }
+    REQUIRE_FALSE(workflow.empty());
+    REQUIRE(test::http_call(second.port, "POST", "/v1/workflows/" + workflow + "/cancel").status == 200);
+
+    first.process->signal(SIGKILL);
+    REQUIRE(first.process->wait(5s));
+    // Staged after the cancel, while their shard has no live owner.
+    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT '" + workflow +
+                    "', g, 'sleep', '{\"ms\": 1}' FROM generate_series(0, 9) g");
+    const auto log = cluster.dir() + "/w1.received";
+    cluster.start_worker("w1", {second.worker_url()},
+                         {"--activity-types", "sleep", "--received-log", log});
+    REQUIRE(E2eCluster::await([&] { return balanced_over(second, 1); }, 15s));
+    CHECK(E2eCluster::await([&] {
+        return cluster.count("workflow_id = '" + workflow + "' AND status = 'cancelled'") == 10;
+    }, 10s));
+    for (const auto& line : test::received(log)) CHECK(line.rfind(workflow + ":", 0) != 0);
+    CHECK(E2eCluster::await([&] {
+        return E2eCluster::metric(second, "outboxd_outcomes_total{namespace=\"default\",outcome=\"cancelled\"}")
+                   .value_or(0) >= 10.0;
+    }, 10s));
+}

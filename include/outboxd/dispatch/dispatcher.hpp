@@ -126,7 +126,8 @@ private:
     };
 
     void sweep();
-    void on_claimed(ClaimRoundResult result, std::string error, double seconds);
+    void on_claimed(ClaimRoundResult result, std::string error, double seconds,
+                    std::chrono::steady_clock::time_point round_started);
     // Sends a claimed row to a worker whose credit it has already taken (outstanding). Moves
     // the row's task fields out; its id, token and namespace stay.
     void push(worker::WorkerEntry& worker, store::OutboxRow& row);
@@ -168,6 +169,8 @@ private:
     bool maintenance_busy_ = false;
     // Which routes have due rows (loop thread).
     RouteActivity activity_;
+    // When the round whose rows are being pushed was submitted (dispatch latency).
+    std::chrono::steady_clock::time_point round_started_{};
     // Raised when every route should read from the front once (see ClaimCursors). The poll
     // backstop raises it no more often than every front_scan_period_: the poll interval,
     // stretched to twenty times the last round that read from the front when such rounds are
