@@ -1,4 +1,4 @@
-// outboxd-worker: the example worker (design §8). Runs demo activities through the worker
+// outboxd-worker: the example worker (README, "Configuration"). Runs demo activities through the worker
 // SDK: noop, echo, sleep, fail-sometimes. For tests it can write its statistics to a JSON
 // file and log every delivery it receives (dispatch_key:attempt, one line each, append-only)
 // so that duplicate deliveries can be counted, even after kill -9. The delivery log adds

@@ -1,6 +1,6 @@
 #pragma once
 
-// Defaults derived from the machine (design §8): a node id of hostname-pid and an advertised
+// Defaults derived from the machine (README, "Configuration"): a node id of hostname-pid and an advertised
 // URL built from the listen address. Internal to src/config.
 
 #include <string>

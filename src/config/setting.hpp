@@ -1,6 +1,6 @@
 #pragma once
 
-// The catalogue of settings (design §8): each setting's flag, its environment twin and, for
+// The catalogue of settings (README, "Configuration"): each setting's flag, its environment twin and, for
 // numbers, its inclusive bounds. Names and bounds are spelled only here, so --help, the
 // conversion of raw text, validate() and flag_names() cannot drift apart. Internal to
 // src/config.

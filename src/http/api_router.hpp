@@ -1,6 +1,6 @@
 #pragma once
 
-// The HTTP API routes (design §6). Errors map to status codes here and only here.
+// The HTTP API routes (README, "HTTP API"). Errors map to status codes here and only here.
 // Thread affinity: the loop thread; SQL runs on the API lane.
 
 #include <string>

@@ -28,7 +28,7 @@ struct ApiResponse {
 
 using Respond = std::function<void(ApiResponse)>;
 
-// {"error":{"code":"…","message":"…"}} (design §6), plus optional extra members.
+// {"error":{"code":"…","message":"…"}} (README, "HTTP API"), plus optional extra members.
 [[nodiscard]] ApiResponse error_response(int status, std::string_view code, std::string_view message);
 
 // Splits a target into its decoded path segments and decoded query parameters, or says why

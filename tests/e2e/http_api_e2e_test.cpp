@@ -1,4 +1,4 @@
-// The HTTP API of a real node (design §6), including bad input and the admin token.
+// The HTTP API of a real node (README, "HTTP API"), including bad input and the admin token.
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

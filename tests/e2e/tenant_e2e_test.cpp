@@ -1,4 +1,4 @@
-// Tenant controls (design §3) through real outboxd and outboxd-worker processes and the
+// Tenant controls (README, "Tenant controls") through real outboxd and outboxd-worker processes and the
 // HTTP API: a namespace quota, pinned placement, pause/resume, cancel and dead-letter requeue.
 
 #include <algorithm>

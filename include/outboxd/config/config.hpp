@@ -1,6 +1,6 @@
 #pragma once
 
-// Node configuration (design §8, a public contract): every setting has an OUTBOXD_*
+// Node configuration (README, "Configuration"; a public contract): every setting has an OUTBOXD_*
 // environment variable and a --flag twin; flags win. Invalid values are refused at start
 // with a message naming the setting.
 

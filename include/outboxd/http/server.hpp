@@ -1,7 +1,7 @@
 #pragma once
 
-// The node's one listening port: the HTTP API (design §6), /metrics, and the worker
-// WebSocket endpoint /v1/workers (design §5), on Boost.Beast.
+// The node's one listening port: the HTTP API (README, "HTTP API"), /metrics, and the worker
+// WebSocket endpoint /v1/workers (README, "Worker protocol"), on Boost.Beast.
 //
 // Thread affinity: everything runs on the io_context's single loop thread; database work
 // goes to the API lane and its result is posted back. Beast stays behind this header.

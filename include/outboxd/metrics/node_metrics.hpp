@@ -1,6 +1,6 @@
 #pragma once
 
-// Every metric a node exports (design §7 names are a public contract), declared in one
+// Every metric a node exports (their names, in README "Metrics", are a public contract), declared in one
 // place. Families live in the registry passed in; the registry must outlive this object.
 // Prometheus types are thread-safe; the label caches here are used from the loop thread.
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // Worker SDK: connects a process's activity handlers to an outboxd cluster over the
-// worker WebSocket protocol (design §5).
+// worker WebSocket protocol (README, "Worker protocol").
 //
 // Given one seed URL, the client connects to every live node it learns of from `welcome`
 // and `cluster` frames, splits its credit window over those connections, reconnects with

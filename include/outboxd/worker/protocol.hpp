@@ -1,6 +1,6 @@
 #pragma once
 
-// The worker WebSocket protocol (design §5, a public contract): one JSON object per text
+// The worker WebSocket protocol (README, "Worker protocol"; a public contract): one JSON object per text
 // frame, each with a "type". Parsing never throws: a frame that is not a valid message
 // yields a ProtocolError whose code and message name what is wrong. Used by the node and
 // by the worker SDK.

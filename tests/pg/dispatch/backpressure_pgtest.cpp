@@ -1,4 +1,4 @@
-// Keyed backpressure (design §3, tenant controls) against a real PostgreSQL: per-node
+// Keyed backpressure (README, "Tenant controls") against a real PostgreSQL: per-node
 // ceilings, CLAIMED-only headroom, per-namespace round robin, the pause hold, and that
 // throttling only decides when a row is claimed, never what the row is.
 //

@@ -1,4 +1,4 @@
-// Tenant controls through the dispatcher (design §3) on a real PostgreSQL, with in-memory
+// Tenant controls through the dispatcher (README, "Tenant controls") on a real PostgreSQL, with in-memory
 // workers carrying node labels: namespace placement (unplaced, prefer with spill, pinned),
 // a row's own node winning over placement, the pause hold under a quota, cancel with a late
 // answer, and a requeued dead letter.

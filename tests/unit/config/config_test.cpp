@@ -122,7 +122,7 @@ const std::vector<std::string> kExpectedFlags{"--database-url",
 
 }  // namespace
 
-TEST_CASE("defaults are those of design section 8", "[unit][config]") {
+TEST_CASE("defaults are those the README documents", "[unit][config]") {
     const ScopedEnv env;
     const Config config = resolve_args({});
 
