@@ -22,6 +22,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
@@ -173,7 +175,11 @@ void check_response(const http::ApiResponse& response, const http::ApiRequest& r
     require(asked || response.body.find(kPassword) == std::string::npos,
             "no response echoes the database password", context);
     if (response.content_type != "application/json") {
-        require(response.status == 200 && request.target.starts_with("/metrics"),
+        // Empty segments collapse ("//metrics/" is /metrics); a target must start with '/'.
+        const auto parsed = http::parse_target(request.target);
+        const auto* target = std::get_if<http::ParsedTarget>(&parsed);
+        require(response.status == 200 && target &&
+                    target->segments == std::vector<std::string>{"metrics"},
                 "only /metrics answers something other than JSON", context);
         return;
     }

@@ -61,6 +61,10 @@ std::variant<ParsedTarget, TargetError> parse_target(std::string_view target) {
         }
         return std::move(*decoded);
     };
+    // Only the origin form names a resource here: "metrics" is not "/metrics".
+    if (!target.starts_with('/')) {
+        return TargetError{"the request target must be a path starting with '/'"};
+    }
     ParsedTarget parsed;
     const auto question = target.find('?');
     const std::string_view path = target.substr(0, question);

@@ -32,8 +32,9 @@ using Respond = std::function<void(ApiResponse)>;
 [[nodiscard]] ApiResponse error_response(int status, std::string_view code, std::string_view message);
 
 // Splits a target into its decoded path segments and decoded query parameters, or says why
-// it cannot: malformed percent-encoding, or a decoded segment or parameter that is not valid
-// UTF-8 or holds a NUL byte (names from a URL end up in SQL parameters and responses).
+// it cannot: a target that is not a path starting with '/', malformed percent-encoding, or a
+// decoded segment or parameter that is not valid UTF-8 or holds a NUL byte (names from a URL
+// end up in SQL parameters and responses).
 struct ParsedTarget {
     std::vector<std::string> segments;  // "/v1/outbox/a%2Fb" -> {"v1", "outbox", "a/b"}
     std::map<std::string, std::string> query;

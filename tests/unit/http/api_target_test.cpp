@@ -1,0 +1,50 @@
+#include <catch2/catch.hpp>
+
+#include "http/api_types.hpp"
+
+using outboxd::http::ParsedTarget;
+using outboxd::http::TargetError;
+using outboxd::http::parse_target;
+
+namespace {
+
+std::string error_of(std::string_view target) {
+    const auto parsed = parse_target(target);
+    const auto* error = std::get_if<TargetError>(&parsed);
+    return error ? error->message : std::string{"(parsed)"};
+}
+
+}  // namespace
+
+TEST_CASE("a request target splits into decoded segments and query parameters", "[http]") {
+    const auto parsed = parse_target("/v1/outbox/a%2Fb//x?limit=5&state=a+b&=ignored&flag");
+    const auto* target = std::get_if<ParsedTarget>(&parsed);
+    REQUIRE(target);
+    CHECK(target->segments == std::vector<std::string>{"v1", "outbox", "a/b", "x"});
+    CHECK(target->query.at("limit") == "5");
+    CHECK(target->query.at("state") == "a b");
+    CHECK(target->query.at("flag").empty());
+    CHECK(target->query.size() == 3);
+
+    // Empty segments collapse: "//metrics/" names /metrics, as every route does.
+    const auto doubled = parse_target("//metrics/");
+    REQUIRE(std::holds_alternative<ParsedTarget>(doubled));
+    CHECK(std::get<ParsedTarget>(doubled).segments == std::vector<std::string>{"metrics"});
+}
+
+TEST_CASE("a request target that is not a path is refused, not routed", "[http]") {
+    // "GET metrics" once answered as "GET /metrics" (found by the api_router fuzzer).
+    CHECK(error_of("metrics").find("starting with '/'") != std::string::npos);
+    CHECK(error_of("").find("starting with '/'") != std::string::npos);
+    CHECK(error_of("*").find("starting with '/'") != std::string::npos);
+    CHECK(error_of("http://example.com/metrics").find("starting with '/'") != std::string::npos);
+    CHECK(error_of("?x=1").find("starting with '/'") != std::string::npos);
+    CHECK(std::holds_alternative<ParsedTarget>(parse_target("/")));
+}
+
+TEST_CASE("a request target with bad encoding says which part is wrong", "[http]") {
+    CHECK(error_of("/v1/%zz") == "malformed percent-encoding in the URL path");
+    CHECK(error_of("/v1/a%00b") == "the URL path holds a NUL byte");
+    CHECK(error_of("/v1/%ff") == "the URL path is not valid UTF-8");
+    CHECK(error_of("/v1?x=%4") == "malformed percent-encoding in the URL query");
+}
