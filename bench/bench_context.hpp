@@ -41,6 +41,15 @@ struct BenchSettings {
     // Rows staged for the old-snapshot runs: enough to keep claiming under the snapshot for
     // most of snapshot_max_seconds (0: `rows`).
     std::int64_t snapshot_rows = 1'000'000;
+    // Routes and tenants (docs/benchmarks.md, "Many routes and tenants").
+    int idle_routes = 1000;               // connected namespaces without rows beside the busy one
+    std::int64_t tenant_rows = 600'000;   // over tenant_namespaces × tenant_queues routes
+    int tenant_namespaces = 100;
+    int tenant_queues = 3;
+    double fairness_window_seconds = 5;
+    std::int64_t weighted_rows = 200'000;      // per weighted namespace
+    std::int64_t quiet_busy_rows = 1'500'000;  // the busy tenant's backlog
+    double quiet_seconds = 30;                 // one quiet row a second for this long
     std::vector<std::string> only;        // scenarios to run; empty: all
 };
 

@@ -79,16 +79,44 @@ std::string BenchDatabases::durability() const {
 }
 
 void stage_pending_rows(const std::string& url, std::int64_t rows, const std::string& prefix) {
+    stage_routed_rows(url, rows, prefix, {"default"}, {"default"});
+}
+
+void stage_routed_rows(const std::string& url, std::int64_t rows, const std::string& prefix,
+                       const std::vector<std::string>& namespaces,
+                       const std::vector<std::string>& task_queues) {
+    if (namespaces.empty() || task_queues.empty()) {
+        throw std::invalid_argument{"stage_routed_rows: no namespace or no task queue"};
+    }
     pqxx::connection conn{url};
     conn.prepare("stage", R"SQL(
-INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type)
-SELECT $1 || g, $1 || 'wf-' || g, 0, 'noop' FROM generate_series($2::bigint, $3::bigint) g)SQL");
+INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, namespace, task_queue)
+SELECT $1 || g, $1 || 'wf-' || g, 0, 'noop',
+       ($4::text[])[1 + (g % cardinality($4::text[]))::int],
+       ($5::text[])[1 + ((g / cardinality($4::text[])) % cardinality($5::text[]))::int]
+FROM generate_series($2::bigint, $3::bigint) g)SQL");
+    const auto namespace_array = text_array(namespaces);
+    const auto queue_array = text_array(task_queues);
     for (std::int64_t first = 1; first <= rows; first += kStageChunk) {
         const auto last = std::min(rows, first + kStageChunk - 1);
         pqxx::work tx{conn};
-        tx.exec_prepared("stage", prefix, first, last);
+        tx.exec_prepared("stage", prefix, first, last, namespace_array, queue_array);
         tx.commit();
     }
+}
+
+std::string text_array(const std::vector<std::string>& names) {
+    std::string literal = "{";
+    for (const auto& name : names) {
+        if (literal.size() > 1) literal += ',';
+        literal += '"';
+        for (const char c : name) {
+            if (c == '"' || c == '\\') literal += '\\';
+            literal += c;
+        }
+        literal += '"';
+    }
+    return literal + "}";
 }
 
 void insert_history_rows(const std::string& url, std::int64_t rows) {

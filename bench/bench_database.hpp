@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -42,6 +43,15 @@ private:
 // Stages `rows` pending no-op rows, due now, keys `<prefix><n>` for n in [1, rows], each
 // its own workflow, in transactions of a few tens of thousands of rows.
 void stage_pending_rows(const std::string& url, std::int64_t rows, const std::string& prefix);
+
+// The same, dealt over routes: row n goes to namespaces[n % N] and task_queues[(n / N) % Q],
+// so every route gets an equal part (±1) spread evenly over the staging order.
+void stage_routed_rows(const std::string& url, std::int64_t rows, const std::string& prefix,
+                       const std::vector<std::string>& namespaces,
+                       const std::vector<std::string>& task_queues);
+
+// `names` as a PostgreSQL array literal, for a `$n::text[]` parameter.
+[[nodiscard]] std::string text_array(const std::vector<std::string>& names);
 
 // Inserts `rows` finished (`done`) rows whose finished_at is an hour old: history that
 // retention has not removed yet.

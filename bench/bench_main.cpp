@@ -24,14 +24,19 @@
 #include "claim_loop.hpp"
 #include "e2e_scenario.hpp"
 #include "history_scenario.hpp"
+#include "idle_routes_scenario.hpp"
 #include "latency_scenario.hpp"
+#include "quiet_tenant_scenario.hpp"
+#include "tenants_scenario.hpp"
 #include "wake_scenario.hpp"
+#include "weighted_scenario.hpp"
 
 namespace {
 
 using namespace outboxd::bench;
 
-const std::set<std::string> kScenarios{"floor", "limit", "e2e", "latency", "wake", "history"};
+const std::set<std::string> kScenarios{"floor", "limit", "e2e", "latency", "wake", "history",
+                                       "idle_routes", "tenants", "weighted", "quiet_tenant"};
 
 struct CommandLine {
     BenchSettings settings;
@@ -70,12 +75,13 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     app.add_option("--pg-data", s.pg_data_dir, "the cluster's data directory (for its CPU time)");
     app.add_option("--bin-dir", s.bin_dir, "directory holding outboxd and outboxd-worker")->required();
     app.add_option("--work-dir", s.work_dir, "logs of the processes it starts")->required();
-    app.add_flag("--quick", s.quick, "the CI-sized run (< 3 minutes)");
+    app.add_flag("--quick", s.quick, "the CI-sized run (< 4 minutes)");
     auto* rows = app.add_option("--rows", s.rows, "rows per floor and e2e run (200000; quick 50000)");
     auto* grid_rows = app.add_option("--grid-rows", s.grid_rows, "rows per sql_limit cell (100000; quick 25000)");
     auto* history_rows = app.add_option("--history-rows", s.history_rows,
                                         "finished rows of the history scenario (5000000; quick 500000)");
-    auto* repeat = app.add_option("--repeat", s.repeat, "floor and e2e runs, median reported (3; quick 1)")
+    auto* repeat = app.add_option("--repeat", s.repeat,
+                                  "floor, e2e, idle_routes and tenants runs, median reported (3; quick 1)")
                        ->check(CLI::Range(1, 9));
     app.add_option("--node-batch-size", s.node_batch_size, "OUTBOXD_BATCH_SIZE of the nodes")
         ->capture_default_str();
@@ -101,7 +107,29 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     auto* snapshot_rows = app.add_option(
         "--snapshot-rows", s.snapshot_rows,
         "rows staged for the old-snapshot runs (1000000; quick: --rows)");
-    app.add_option("--only", s.only, "scenarios to run: floor,limit,e2e,latency,wake,history")
+    app.add_option("--idle-routes", s.idle_routes, "idle namespaces beside the busy route")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 5000));
+    auto* tenant_rows = app.add_option("--tenant-rows", s.tenant_rows,
+                                       "rows of the tenants scenario, over all routes (600000; quick 90000)");
+    app.add_option("--tenant-namespaces", s.tenant_namespaces, "namespaces of the tenants scenario")
+        ->capture_default_str()
+        ->check(CLI::Range(2, 1000));
+    app.add_option("--tenant-queues", s.tenant_queues, "task queues per tenant namespace")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 10));
+    auto* fairness_window = app.add_option("--fairness-window-seconds", s.fairness_window_seconds,
+                                           "window of the tenants' shares (5; quick 1)");
+    auto* weighted_rows = app.add_option("--weighted-rows", s.weighted_rows,
+                                         "backlog of each weighted namespace (200000; quick 60000)");
+    auto* quiet_busy_rows = app.add_option("--quiet-busy-rows", s.quiet_busy_rows,
+                                           "busy backlog beside the quiet tenant (1500000; quick 500000)");
+    auto* quiet_seconds = app.add_option("--quiet-seconds", s.quiet_seconds,
+                                         "quiet rows, one a second (30; quick 10)")
+                              ->check(CLI::Range(1.0, 3600.0));
+    app.add_option("--only", s.only,
+                   "scenarios to run: floor,limit,e2e,latency,wake,history,idle_routes,tenants,"
+                   "weighted,quiet_tenant")
         ->delimiter(',')
         ->check(CLI::IsMember(kScenarios));
     app.add_option("--json-file", command.json_file, "also write the JSON result here");
@@ -122,6 +150,11 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         if (!*latency_seconds) s.latency_seconds = 5;
         if (!*wake_seconds) s.wake_seconds = 2;
         if (!*wake_rounds) s.wake_rounds = 2;
+        if (!*tenant_rows) s.tenant_rows = 90'000;
+        if (!*fairness_window) s.fairness_window_seconds = 1;
+        if (!*weighted_rows) s.weighted_rows = 60'000;
+        if (!*quiet_busy_rows) s.quiet_busy_rows = 500'000;
+        if (!*quiet_seconds) s.quiet_seconds = 10;
     }
     for (const auto& entry : node_env) {
         const auto equals = entry.find('=');
@@ -160,21 +193,32 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
     const auto warmup_rows = std::max<std::int64_t>(1, s.rows / 2);
     spdlog::info("warm-up: floor loop over {} rows (not measured)", warmup_rows);
     staged_loop(context, "bench_warmup", warmup_rows, {100, 1, Finish::complete, std::nullopt});
-    // Floor and e2e runs interleave, so that drift of a shared machine hits both alike.
+    // Floor, e2e and the many-route runs interleave, so that drift of a shared machine hits
+    // them alike. The 1-node e2e run is also the 1-route rate the many-route runs are
+    // divided by, so it runs whenever one of them does.
+    const bool one_route = wanted(s, "e2e") || wanted(s, "idle_routes") || wanted(s, "tenants");
     for (int run = 1; run <= s.repeat; ++run) {
+        const auto suffix = "_r" + std::to_string(run);
         if (wanted(s, "floor")) {
             spdlog::info("floor: run {}/{}: {} rows", run, s.repeat, s.rows);
             report.floor_runs.push_back(
                 staged_loop(context, "bench_floor", s.rows, {100, 1, Finish::complete, std::nullopt}));
             spdlog::info("floor: {:.0f} rows/s", report.floor_runs.back().rows_per_s());
         }
-        if (wanted(s, "e2e")) {
-            for (const int nodes : {1, 3}) {
-                const auto tag = "e2e_" + std::to_string(nodes) + "n_r" + std::to_string(run);
-                auto result = run_e2e(context, nodes, tag);
-                spdlog::info("{}: {:.0f} rows/s", tag, result.rows_per_s());
-                (nodes == 1 ? report.e2e_1node_runs : report.e2e_3node_runs).push_back(result);
-            }
+        for (const int nodes : {1, 3}) {
+            if (nodes == 1 ? !one_route : !wanted(s, "e2e")) continue;
+            const auto tag = "e2e_" + std::to_string(nodes) + "n" + suffix;
+            auto result = run_e2e(context, nodes, tag);
+            spdlog::info("{}: {:.0f} rows/s", tag, result.rows_per_s());
+            (nodes == 1 ? report.e2e_1node_runs : report.e2e_3node_runs).push_back(result);
+        }
+        if (wanted(s, "idle_routes")) {
+            report.idle_routes_runs.push_back(run_idle_routes(context, "idle_routes" + suffix));
+            spdlog::info("idle_routes{}: {:.0f} rows/s", suffix,
+                         report.idle_routes_runs.back().rows_per_s());
+        }
+        if (wanted(s, "tenants")) {
+            report.tenants_runs.push_back(run_tenants(context, "tenants" + suffix));
         }
     }
     if (wanted(s, "limit")) {
@@ -187,6 +231,8 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
     if (wanted(s, "latency")) report.latency = run_latency(context);
     if (wanted(s, "wake")) report.wake = run_wake_cost(context);
     if (wanted(s, "history")) report.history = run_history(context);
+    if (wanted(s, "weighted")) report.weighted = run_weighted(context);
+    if (wanted(s, "quiet_tenant")) report.quiet_tenant = run_quiet_tenant(context);
 }
 
 }  // namespace

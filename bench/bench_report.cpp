@@ -8,6 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "report_format.hpp"
+#include "routes_report.hpp"
+
 namespace outboxd::bench {
 namespace {
 
@@ -17,16 +20,6 @@ constexpr double kTargetP50Ms = 2;
 constexpr double kTargetP99Ms = 10;
 constexpr double kTargetWakeCost = 0.10;
 constexpr double kTargetHistoryRatio = 0.8;
-
-template <typename Run>
-const Run* median_run(const std::vector<Run>& runs) {
-    if (runs.empty()) return nullptr;
-    std::vector<const Run*> sorted;
-    for (const auto& run : runs) sorted.push_back(&run);
-    std::sort(sorted.begin(), sorted.end(),
-              [](const Run* a, const Run* b) { return a->rows_per_s() < b->rows_per_s(); });
-    return sorted[(sorted.size() - 1) / 2];  // lower median for an even count
-}
 
 const std::pair<ClaimLoopConfig, ClaimLoopResult>* best_cell(const BenchReport& report) {
     const std::pair<ClaimLoopConfig, ClaimLoopResult>* best = nullptr;
@@ -49,12 +42,6 @@ std::optional<double> best_e2e(const BenchReport& report) {
     return best;
 }
 
-std::string strf(const char* pattern, auto... values) {
-    char buffer[512];
-    std::snprintf(buffer, sizeof buffer, pattern, values...);
-    return buffer;
-}
-
 // Above this share of the machine used by other processes, a run is flagged as noisy.
 constexpr double kNoisyForeignShare = 0.10;
 
@@ -64,6 +51,8 @@ double max_foreign_cpu(const BenchReport& report) {
     for (const auto& [config, run] : report.grid) most = std::max(most, run.foreign_cpu);
     for (const auto& run : report.e2e_1node_runs) most = std::max(most, run.foreign_cpu);
     for (const auto& run : report.e2e_3node_runs) most = std::max(most, run.foreign_cpu);
+    for (const auto& run : report.idle_routes_runs) most = std::max(most, run.foreign_cpu);
+    for (const auto& run : report.tenants_runs) most = std::max(most, run.drain.foreign_cpu);
     if (report.history) {
         const auto& h = *report.history;
         for (const auto* run : {&h.clean, &h.history, &h.old_snapshot}) {
@@ -75,8 +64,6 @@ double max_foreign_cpu(const BenchReport& report) {
     }
     return most;
 }
-
-std::string verdict(bool met) { return met ? "met" : "MISSED"; }
 
 std::string history_label(std::int64_t rows) {
     if (rows % 1'000'000 == 0) return std::to_string(rows / 1'000'000) + "M";
@@ -258,6 +245,8 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
         out << strf("  (history generated in %.0f s)\n", h.history_generate_seconds);
     }
 
+    out << render_routes_table(settings, report);
+
     if (!report.grid.empty()) {
         out << strf("\nSQL limit grid (%lld rows per cell)            rows/s   pg cpu s/10k  WAL "
                       "B/row\n",
@@ -287,10 +276,6 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
                       {"postgres_settings", report.machine.postgres_settings},
                       {"load_before", report.machine.load_before},
                       {"load_after", report.load_after}};
-    // Dividing by a power of ten (not multiplying by its inverse) gives the double nearest
-    // the decimal, which prints short.
-    const auto rate = [](double value) { return std::round(value); };
-    const auto fine = [](double value) { return std::round(value * 1e4) / 1e4; };
 
     // Every contract key is present; null when its scenario did not run.
     for (const char* key :
@@ -304,88 +289,88 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
 
     const auto floor = median_run(report.floor_runs);
     if (floor) {
-        out["sql_floor_rows_per_s"] = rate(floor->rows_per_s());
+        out["sql_floor_rows_per_s"] = json_rate(floor->rows_per_s());
         out["sql_floor_runs"] = json::array();
         out["sql_floor_foreign_cpu"] = json::array();
         for (const auto& run : report.floor_runs) {
-            out["sql_floor_runs"].push_back(rate(run.rows_per_s()));
-            out["sql_floor_foreign_cpu"].push_back(fine(run.foreign_cpu));
+            out["sql_floor_runs"].push_back(json_rate(run.rows_per_s()));
+            out["sql_floor_foreign_cpu"].push_back(json_fine(run.foreign_cpu));
         }
-        out["sql_floor_pg_cpu_s_per_10k"] = fine(per_10k(floor->pg_cpu_s, floor->rows));
-        out["sql_floor_wal_bytes_per_row"] = rate(per_row(floor->wal_bytes, floor->rows));
+        out["sql_floor_pg_cpu_s_per_10k"] = json_fine(per_10k(floor->pg_cpu_s, floor->rows));
+        out["sql_floor_wal_bytes_per_row"] = json_rate(per_row(floor->wal_bytes, floor->rows));
     }
     const auto best = best_cell(report);
     if (best) {
-        out["sql_limit_rows_per_s"] = rate(best->second.rows_per_s());
+        out["sql_limit_rows_per_s"] = json_rate(best->second.rows_per_s());
         out["sql_limit_config"] = describe(best->first);
         json grid = json::array();
         for (const auto& [config, result] : report.grid) {
-            grid.push_back({{"config", describe(config)}, {"rows_per_s", rate(result.rows_per_s())}});
+            grid.push_back({{"config", describe(config)}, {"rows_per_s", json_rate(result.rows_per_s())}});
         }
         out["sql_limit_grid"] = grid;
     }
     const auto e2e_json = [&](const std::vector<E2eResult>& runs, const std::string& suffix) {
         const auto run = median_run(runs);
         if (!run) return;
-        out["e2e_rows_per_s_" + suffix] = rate(run->rows_per_s());
+        out["e2e_rows_per_s_" + suffix] = json_rate(run->rows_per_s());
         out["e2e_runs_" + suffix] = json::array();
         out["foreign_cpu_runs_" + suffix] = json::array();
         for (const auto& r : runs) {
-            out["e2e_runs_" + suffix].push_back(rate(r.rows_per_s()));
-            out["foreign_cpu_runs_" + suffix].push_back(fine(r.foreign_cpu));
+            out["e2e_runs_" + suffix].push_back(json_rate(r.rows_per_s()));
+            out["foreign_cpu_runs_" + suffix].push_back(json_fine(r.foreign_cpu));
         }
         out["e2e_complete_" + suffix] =
             std::all_of(runs.begin(), runs.end(), [](const E2eResult& r) { return r.complete; });
-        out["node_cpu_s_per_10k_" + suffix] = fine(per_10k(run->node_cpu_s, run->rows));
-        out["pg_cpu_s_per_10k_" + suffix] = fine(per_10k(run->pg_cpu_s, run->rows));
-        out["worker_cpu_s_per_10k_" + suffix] = fine(per_10k(run->worker_cpu_s, run->rows));
-        out["host_busy_" + suffix] = fine(run->host_busy);
-        out["wal_bytes_per_row_" + suffix] = rate(per_row(run->wal_bytes, run->rows));
-        out["foreign_cpu_" + suffix] = fine(run->foreign_cpu);
+        out["node_cpu_s_per_10k_" + suffix] = json_fine(per_10k(run->node_cpu_s, run->rows));
+        out["pg_cpu_s_per_10k_" + suffix] = json_fine(per_10k(run->pg_cpu_s, run->rows));
+        out["worker_cpu_s_per_10k_" + suffix] = json_fine(per_10k(run->worker_cpu_s, run->rows));
+        out["host_busy_" + suffix] = json_fine(run->host_busy);
+        out["wal_bytes_per_row_" + suffix] = json_rate(per_row(run->wal_bytes, run->rows));
+        out["foreign_cpu_" + suffix] = json_fine(run->foreign_cpu);
     };
     e2e_json(report.e2e_1node_runs, "1node");
     e2e_json(report.e2e_3node_runs, "3nodes");
     // The headline CPU costs are the 1-node run's (the 3-node figures sum three nodes).
     if (const auto run = median_run(report.e2e_1node_runs)) {
-        out["node_cpu_s_per_10k"] = fine(per_10k(run->node_cpu_s, run->rows));
-        out["pg_cpu_s_per_10k"] = fine(per_10k(run->pg_cpu_s, run->rows));
+        out["node_cpu_s_per_10k"] = json_fine(per_10k(run->node_cpu_s, run->rows));
+        out["pg_cpu_s_per_10k"] = json_fine(per_10k(run->pg_cpu_s, run->rows));
     }
     if (const auto e2e = best_e2e(report)) {
-        if (floor) out["ratio_to_floor"] = fine(*e2e / floor->rows_per_s());
-        if (best) out["ratio_to_limit"] = fine(*e2e / best->second.rows_per_s());
+        if (floor) out["ratio_to_floor"] = json_fine(*e2e / floor->rows_per_s());
+        if (best) out["ratio_to_limit"] = json_fine(*e2e / best->second.rows_per_s());
     }
     if (report.latency) {
         const auto& l = *report.latency;
-        out["latency_p50_ms"] = fine(l.p50_ms);
-        out["latency_p90_ms"] = fine(l.p90_ms);
-        out["latency_p99_ms"] = fine(l.p99_ms);
-        out["latency_max_ms"] = fine(l.max_ms);
+        out["latency_p50_ms"] = json_fine(l.p50_ms);
+        out["latency_p90_ms"] = json_fine(l.p90_ms);
+        out["latency_p99_ms"] = json_fine(l.p99_ms);
+        out["latency_max_ms"] = json_fine(l.max_ms);
         out["latency_rows"] = l.rows;
         out["latency_rows_planned"] = l.planned;
         out["latency_missing"] = l.missing;
-        out["latency_rate_achieved"] = rate(l.achieved_rate);
-        out["latency_node_cpu_share"] = fine(l.node_cpu_share);
+        out["latency_rate_achieved"] = json_rate(l.achieved_rate);
+        out["latency_node_cpu_share"] = json_fine(l.node_cpu_share);
     }
     if (report.wake) {
         const auto& w = *report.wake;
-        out["app_insert_cost_of_wake"] = fine(w.cost());
-        out["app_insert_rows_per_s_wake_off"] = rate(w.rows_per_s_off);
-        out["app_insert_rows_per_s_wake_on"] = rate(w.rows_per_s_on);
+        out["app_insert_cost_of_wake"] = json_fine(w.cost());
+        out["app_insert_rows_per_s_wake_off"] = json_rate(w.rows_per_s_off);
+        out["app_insert_rows_per_s_wake_on"] = json_rate(w.rows_per_s_on);
         for (const double ratio : w.round_ratios) {
-            out["app_insert_wake_round_ratios"].push_back(fine(ratio));
+            out["app_insert_wake_round_ratios"].push_back(json_fine(ratio));
         }
     }
     if (report.history) {
         const auto& h = *report.history;
         const auto put = [&](const std::string& prefix, double clean, double history,
                              double snapshot) {
-            out[prefix + "clean_rows_per_s"] = rate(clean);
-            out[prefix + "history_rows_per_s"] = rate(history);
-            if (h.history_rows == 5'000'000) out[prefix + "history_5m_rows_per_s"] = rate(history);
-            out[prefix + "old_snapshot_rows_per_s"] = rate(snapshot);
+            out[prefix + "clean_rows_per_s"] = json_rate(clean);
+            out[prefix + "history_rows_per_s"] = json_rate(history);
+            if (h.history_rows == 5'000'000) out[prefix + "history_5m_rows_per_s"] = json_rate(history);
+            out[prefix + "old_snapshot_rows_per_s"] = json_rate(snapshot);
             if (clean > 0) {
-                out[prefix + "history_ratio_to_clean"] = fine(history / clean);
-                out[prefix + "old_snapshot_ratio_to_clean"] = fine(snapshot / clean);
+                out[prefix + "history_ratio_to_clean"] = json_fine(history / clean);
+                out[prefix + "old_snapshot_ratio_to_clean"] = json_fine(snapshot / clean);
             }
         };
         out["history_claim_path"] = "outboxd e2e, 1 node (floor_*: sql floor loop)";
@@ -393,16 +378,17 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
         put("", h.clean.rows_per_s(), h.history.rows_per_s(), h.old_snapshot.rows_per_s());
         out["old_snapshot_complete"] = h.old_snapshot.complete;
         out["old_snapshot_staged_rows"] = h.old_snapshot.staged;
-        out["old_snapshot_seconds"] = fine(h.old_snapshot.seconds);
+        out["old_snapshot_seconds"] = json_fine(h.old_snapshot.seconds);
         put("floor_", h.floor_clean.rows_per_s(), h.floor_history.rows_per_s(),
             h.floor_old_snapshot.rows_per_s());
         out["floor_old_snapshot_capped"] = h.floor_old_snapshot.capped;
         for (const auto& [tag, runs] : h.runs) {
-            for (const double r : runs) out["history_runs_" + tag].push_back(rate(r));
+            for (const double r : runs) out["history_runs_" + tag].push_back(json_rate(r));
         }
     }
-    out["max_foreign_cpu"] = fine(max_foreign_cpu(report));
-    out["total_seconds"] = rate(report.total_seconds);
+    add_routes_json(out, report);
+    out["max_foreign_cpu"] = json_fine(max_foreign_cpu(report));
+    out["total_seconds"] = json_rate(report.total_seconds);
     return out;
 }
 

@@ -15,7 +15,10 @@
 #include "e2e_scenario.hpp"
 #include "history_scenario.hpp"
 #include "latency_scenario.hpp"
+#include "quiet_tenant_scenario.hpp"
+#include "tenants_scenario.hpp"
 #include "wake_scenario.hpp"
+#include "weighted_scenario.hpp"
 
 namespace outboxd::bench {
 
@@ -37,6 +40,10 @@ struct BenchReport {
     std::optional<LatencyResult> latency;
     std::optional<WakeResult> wake;
     std::optional<HistoryResult> history;
+    std::vector<E2eResult> idle_routes_runs;  // divided by the e2e_1node_runs median
+    std::vector<TenantsResult> tenants_runs;  // likewise
+    std::optional<WeightedResult> weighted;
+    std::optional<QuietTenantResult> quiet_tenant;
     double total_seconds = 0;
     double load_after = 0;  // 1-minute load average when it ended
 };

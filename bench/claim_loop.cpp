@@ -33,6 +33,14 @@ WHERE id = ANY ($1::bigint[]))SQL";
 
 constexpr const char* kRemoveSql = "DELETE FROM outbox WHERE id = ANY ($1::bigint[])";
 
+// The index the floor's claim reads (due rows across routes, oldest first). outboxd's
+// schema has none since migration 0008 (every claim of a node is scoped to a route and reads
+// the route index), so the floor brings its own, built before the clock starts: each side
+// is measured with the index its statements need.
+constexpr const char* kFloorIndexSql =
+    "CREATE INDEX IF NOT EXISTS bench_floor_due_idx ON outbox (visible_after, id)"
+    " WHERE status = 'pending'";
+
 struct Shared {
     Shared(int clients, std::shared_future<std::chrono::steady_clock::time_point> start)
         : ready(clients), go(std::move(start)) {}
@@ -114,6 +122,8 @@ ClaimLoopResult run_claim_loop(const std::string& url, const ClaimLoopConfig& co
     std::int64_t wal_before = 0;
     try {
         probe.emplace(url);
+        pqxx::nontransaction{*probe}.exec(kFloorIndexSql);
+        pqxx::nontransaction{*probe}.exec("ANALYZE outbox");
         wal_before = wal_position(*probe);
     } catch (...) {
         go.set_exception(std::current_exception());  // the clients end at once

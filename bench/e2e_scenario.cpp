@@ -47,8 +47,16 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
     result.nodes = nodes;
     const auto fleet_settings = context.fleet(url);
     NodeFleet fleet{fleet_settings, nodes, tag};
+    if (options.with_nodes) options.with_nodes(fleet);
+    auto groups = options.workers;
+    if (groups.empty()) {
+        groups.push_back({"worker", settings.worker_processes, {"default"}, "default",
+                          settings.worker_max_in_flight});
+    }
+    int processes = 0;
+    for (const auto& group : groups) processes += group.count;
     spdlog::info("{}: {} node(s) up and balanced; starting {} worker process(es)", tag, nodes,
-                 settings.worker_processes);
+                 processes);
 
     auto conn_holder = std::make_unique<pqxx::connection>(url);
     auto& conn = *conn_holder;
@@ -61,10 +69,10 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
     const auto done_before = count_rows(conn, "status = 'done'");
     result.staged = count_rows(conn, "status IN ('pending', 'claimed')");
     result.rows = result.staged;
+    const auto rounds_before = fleet.claim_rounds();
     if (options.at_start) options.at_start();
     const auto start = std::chrono::system_clock::now();
-    WorkerFleet workers{fleet_settings, settings.worker_processes, settings.worker_max_in_flight,
-                        fleet.worker_urls().front(), tag};
+    WorkerFleet workers{fleet_settings, groups, fleet.worker_urls().front(), tag};
     const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(options.max_seconds.value_or(settings.e2e_max_seconds)));
     auto next_progress = std::chrono::steady_clock::now() + kProgressInterval;
@@ -85,6 +93,9 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
             spdlog::info("{}: {} of {} rows done", tag, fleet.rows_done(), result.staged);
         }
     }
+    const auto rounds_after = fleet.claim_rounds();
+    result.claim_rounds = rounds_after.rounds - rounds_before.rounds;
+    result.claim_seconds = rounds_after.seconds - rounds_before.seconds;
     result.node_cpu_s = fleet.cpu_seconds() - node_before;
     result.worker_cpu_s = workers.cpu_seconds();  // they started inside the window
     result.pg_cpu_s = context.pg_cpu.sample() - pg_before;

@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bench_context.hpp"
 
@@ -33,6 +34,8 @@ struct E2eResult {
     double host_busy = 0;  // fraction of the machine's CPU busy during the run
     std::int64_t wal_bytes = 0;
     double foreign_cpu = 0;  // machine share used by other processes (see ClaimLoopResult)
+    std::int64_t claim_rounds = 0;  // the nodes' claim rounds in the window, and their time
+    double claim_seconds = 0;
 
     [[nodiscard]] double rows_per_s() const { return seconds > 0 ? rows / seconds : 0.0; }
 };
@@ -40,12 +43,17 @@ struct E2eResult {
 E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag);
 
 // The measured part of run_e2e on a database the caller prepared (rows staged and
-// settled) and keeps: `nodes` node(s), then the workers and the clock. `at_start` runs
-// just before the clock starts (the history scenario opens its old snapshot there);
-// `max_seconds` caps the run (default: settings.e2e_max_seconds).
+// settled) and keeps: `nodes` node(s), then the workers and the clock. `with_nodes` runs
+// once the nodes are up and balanced, before anything is sampled (idle workers connect
+// there); `at_start` just before the clock starts (the history scenario opens its old
+// snapshot there); `max_seconds` caps the run (default: settings.e2e_max_seconds).
+// `workers` are the processes whose launch starts the clock (default:
+// settings.worker_processes no-op workers of namespace `default`).
 struct DrainOptions {
+    std::function<void(NodeFleet&)> with_nodes;
     std::function<void()> at_start;
     std::optional<double> max_seconds;
+    std::vector<WorkerGroup> workers;
 };
 E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nodes,
                     const std::string& tag, const DrainOptions& options = {});

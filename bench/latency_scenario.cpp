@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -15,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "outboxd/sdk/worker_client.hpp"
+#include "percentile.hpp"
 
 namespace outboxd::bench {
 namespace {
@@ -28,13 +28,6 @@ constexpr std::chrono::seconds kConnectTimeout{30};
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
         .count();
-}
-
-// Nearest-rank percentile of sorted values.
-double percentile(const std::vector<double>& sorted, double p) {
-    if (sorted.empty()) return 0;
-    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * sorted.size()));
-    return sorted[std::min(sorted.size(), std::max<std::size_t>(rank, 1)) - 1];
 }
 
 // Timestamps by row index; 0 = not yet. Written by the stagers and the SDK thread.

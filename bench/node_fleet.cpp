@@ -3,19 +3,15 @@
 #include <signal.h>
 
 #include <fstream>
-#include <sstream>
-
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include <pqxx/pqxx>
 
+#include "http_client.hpp"
 #include "proc_stat.hpp"
 
 namespace outboxd::bench {
@@ -133,16 +129,23 @@ void NodeFleet::stop() {
     for (auto& node : nodes_) node->stop(ChildProcess::kStopGrace);
 }
 
-WorkerFleet::WorkerFleet(const FleetSettings& settings, int count, int max_in_flight,
+WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<WorkerGroup>& groups,
                          const std::string& seed_url, const std::string& tag) {
-    for (int i = 0; i < count; ++i) {
-        const auto worker_id = "bench-" + tag + "-worker-" + std::to_string(i + 1);
-        ChildSpec spec;
-        spec.argv = {settings.bin_dir + "/outboxd-worker", "--url", seed_url, "--activity-types",
-                     "noop", "--max-in-flight", std::to_string(max_in_flight), "--worker-id",
-                     worker_id, "--log-level", "warn"};
-        spec.log_path = settings.log_dir + "/" + worker_id + ".log";
-        workers_.push_back(std::make_unique<ChildProcess>(spec));
+    for (const auto& group : groups) {
+        // One argument however many namespaces: 1,000 names of ~10 bytes are ~10 KiB, far
+        // below Linux's 128 KiB limit for one argument.
+        std::string namespaces;
+        for (const auto& ns : group.namespaces) namespaces += (namespaces.empty() ? "" : ",") + ns;
+        for (int i = 0; i < group.count; ++i) {
+            const auto worker_id = "bench-" + tag + "-" + group.name + "-" + std::to_string(i + 1);
+            ChildSpec spec;
+            spec.argv = {settings.bin_dir + "/outboxd-worker", "--url", seed_url,
+                         "--activity-types", "noop", "--namespaces", namespaces, "--task-queue",
+                         group.task_queue, "--max-in-flight", std::to_string(group.max_in_flight),
+                         "--worker-id", worker_id, "--log-level", "warn"};
+            spec.log_path = settings.log_dir + "/" + worker_id + ".log";
+            workers_.push_back(std::make_unique<ChildProcess>(spec));
+        }
     }
 }
 
@@ -159,43 +162,40 @@ void WorkerFleet::stop() {
     for (auto& worker : workers_) worker->stop(kWorkerStopGrace);
 }
 
-namespace {
-
-// GET `target` from `http_url` ("http://host:port"); the body.
-std::string http_get(const std::string& http_url, const std::string& target) {
-    namespace http = boost::beast::http;
-    const auto hostport = http_url.substr(http_url.find("//") + 2);
-    const auto colon = hostport.rfind(':');
-    boost::asio::io_context ioc;
-    boost::asio::ip::tcp::resolver resolver{ioc};
-    boost::beast::tcp_stream stream{ioc};
-    stream.expires_after(std::chrono::seconds{5});
-    stream.connect(resolver.resolve(hostport.substr(0, colon), hostport.substr(colon + 1)));
-    http::request<http::empty_body> request{http::verb::get, target, 11};
-    request.set(http::field::host, hostport);
-    http::write(stream, request);
-    boost::beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    http::read(stream, buffer, response);
-    boost::beast::error_code ignored;
-    stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
-    return response.body();
-}
-
-}  // namespace
-
-std::int64_t NodeFleet::rows_done() const {
-    double done = 0;
+double NodeFleet::metric_sum(std::string_view name, const std::vector<std::string>& labels) const {
+    double sum = 0;
     for (const auto& url : http_urls_) {
-        std::istringstream metrics{http_get(url, "/metrics")};
+        std::istringstream metrics{http_request(url, "GET", "/metrics").body};
         for (std::string line; std::getline(metrics, line);) {
-            if (line.starts_with("outboxd_outcomes_total{") &&
-                line.find("outcome=\"done\"") != std::string::npos) {
-                done += std::stod(line.substr(line.rfind(' ') + 1));
+            // `name{labels} value` or `name value`; never a longer name that starts alike.
+            if (!line.starts_with(name) || line.size() <= name.size() ||
+                (line[name.size()] != '{' && line[name.size()] != ' ')) {
+                continue;
             }
+            bool matches = true;
+            for (const auto& label : labels) matches = matches && line.find(label) != std::string::npos;
+            if (matches) sum += std::stod(line.substr(line.rfind(' ') + 1));
         }
     }
-    return static_cast<std::int64_t>(done);
+    return sum;
+}
+
+std::int64_t NodeFleet::rows_done() const {
+    return static_cast<std::int64_t>(metric_sum("outboxd_outcomes_total", {"outcome=\"done\""}));
+}
+
+std::int64_t NodeFleet::rows_done(const std::string& ns) const {
+    return static_cast<std::int64_t>(metric_sum(
+        "outboxd_outcomes_total", {"namespace=\"" + ns + "\"", "outcome=\"done\""}));
+}
+
+std::int64_t NodeFleet::workers_connected() const {
+    return static_cast<std::int64_t>(metric_sum("outboxd_workers_connected"));
+}
+
+NodeFleet::ClaimRounds NodeFleet::claim_rounds() const {
+    return {static_cast<std::int64_t>(metric_sum("outboxd_claim_seconds_count")),
+            metric_sum("outboxd_claim_seconds_sum")};
 }
 
 }  // namespace outboxd::bench

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,20 @@ public:
     // query on the outbox, it costs the database nothing however many dead row versions an
     // old snapshot keeps around.
     [[nodiscard]] std::int64_t rows_done() const;
+    // The same for one namespace.
+    [[nodiscard]] std::int64_t rows_done(const std::string& ns) const;
+    // Worker sessions connected to the nodes (outboxd_workers_connected).
+    [[nodiscard]] std::int64_t workers_connected() const;
+    // Claim rounds the nodes have run, and the seconds they took (outboxd_claim_seconds).
+    struct ClaimRounds {
+        std::int64_t rounds = 0;
+        double seconds = 0;
+    };
+    [[nodiscard]] ClaimRounds claim_rounds() const;
+    // The sum over the nodes of every sample of metric `name` whose labels contain each of
+    // `labels` (e.g. `outcome="done"`).
+    [[nodiscard]] double metric_sum(std::string_view name,
+                                    const std::vector<std::string>& labels = {}) const;
     [[nodiscard]] double cpu_seconds() const;  // summed over the nodes
     // Throws std::runtime_error with the log tail when a node has exited.
     void check_alive();
@@ -62,11 +77,20 @@ private:
     std::vector<std::string> http_urls_;
 };
 
+// One kind of outboxd-worker process: what its hello serves and its credit window.
+struct WorkerGroup {
+    std::string name = "worker";  // log files: bench-<tag>-<name>-<n>.log
+    int count = 1;
+    std::vector<std::string> namespaces{"default"};  // one route per namespace
+    std::string task_queue = "default";
+    int max_in_flight = 1024;
+};
+
 // outboxd-worker processes running the `noop` activity, seeded with one node URL each
 // (they discover the rest of the cluster).
 class WorkerFleet {
 public:
-    WorkerFleet(const FleetSettings& settings, int count, int max_in_flight,
+    WorkerFleet(const FleetSettings& settings, const std::vector<WorkerGroup>& groups,
                 const std::string& seed_url, const std::string& tag);
     ~WorkerFleet();
     WorkerFleet(const WorkerFleet&) = delete;
