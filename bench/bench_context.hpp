@@ -20,37 +20,37 @@ struct BenchSettings {
     std::string pg_data_dir;   // its data directory, for CPU accounting (optional)
     std::string bin_dir;
     std::string work_dir;
-    std::int64_t rows = 200'000;          // floor and e2e
-    std::int64_t grid_rows = 100'000;     // each sql_limit grid cell
+    std::int64_t rows = 200'000;       // floor and e2e
+    std::int64_t grid_rows = 100'000;  // each sql_limit grid cell
     std::int64_t history_rows = 5'000'000;
-    int repeat = 3;                       // floor and e2e runs; the median is reported
+    int repeat = 3;  // floor and e2e runs; the median is reported
     int node_batch_size = 1024;
     std::vector<std::pair<std::string, std::string>> node_env;
     int worker_processes = 2;
     int worker_max_in_flight = 1024;
-    double e2e_max_seconds = 45;          // a slower run stops there: rows/s over rows done
-    double latency_rate = 1000;           // rows/s
-    double latency_seconds = 10;          // measured, after the warm-up
+    double e2e_max_seconds = 45;  // a slower run stops there: rows/s over rows done
+    double latency_rate = 1000;   // rows/s
+    double latency_seconds = 10;  // measured, after the warm-up
     double latency_warmup_seconds = 1;
-    int latency_stagers = 16;             // connections; enough to keep the rate at ~10 ms commits
-    double wake_seconds = 2.5;            // per phase
+    int latency_stagers = 16;   // connections; enough to keep the rate at ~10 ms commits
+    double wake_seconds = 2.5;  // per phase
     int wake_writers = 8;
-    int history_repeat = 2;               // turns of the three history conditions
-    int wake_rounds = 8;                  // each round: off, on (then on, off: ABBA)
+    int history_repeat = 2;  // turns of the three history conditions
+    int wake_rounds = 8;     // each round: off, on (then on, off: ABBA)
     double snapshot_max_seconds = 60;
     // Rows staged for the old-snapshot runs: enough to keep claiming under the snapshot for
     // most of snapshot_max_seconds (0: `rows`).
     std::int64_t snapshot_rows = 1'000'000;
     // Routes and tenants (docs/benchmarks.md, "Many routes and tenants").
-    int idle_routes = 1000;               // connected namespaces without rows beside the busy one
-    std::int64_t tenant_rows = 600'000;   // over tenant_namespaces × tenant_queues routes
+    int idle_routes = 1000;              // connected namespaces without rows beside the busy one
+    std::int64_t tenant_rows = 600'000;  // over tenant_namespaces × tenant_queues routes
     int tenant_namespaces = 100;
     int tenant_queues = 3;
     double fairness_window_seconds = 5;
     std::int64_t weighted_rows = 200'000;      // per weighted namespace
     std::int64_t quiet_busy_rows = 1'500'000;  // the busy tenant's backlog
     double quiet_seconds = 30;                 // one quiet row a second for this long
-    std::vector<std::string> only;        // scenarios to run; empty: all
+    std::vector<std::string> only;             // scenarios to run; empty: all
 };
 
 struct BenchContext {

@@ -69,8 +69,8 @@ std::string BenchDatabases::durability() const {
     pqxx::connection conn{admin_url_};
     pqxx::nontransaction tx{conn};
     std::string result;
-    for (const char* setting : {"fsync", "synchronous_commit", "full_page_writes",
-                                "shared_buffers", "max_wal_size"}) {
+    for (const char* setting :
+         {"fsync", "synchronous_commit", "full_page_writes", "shared_buffers", "max_wal_size"}) {
         if (!result.empty()) result += " ";
         result += std::string{setting} + "=" +
                   tx.exec1(std::string{"SHOW "} + setting)[0].as<std::string>();

@@ -35,8 +35,9 @@ namespace {
 
 using namespace outboxd::bench;
 
-const std::set<std::string> kScenarios{"floor", "limit", "e2e", "latency", "wake", "history",
-                                       "idle_routes", "tenants", "weighted", "quiet_tenant"};
+const std::set<std::string> kScenarios{"floor",    "limit",       "e2e",         "latency",
+                                       "wake",     "history",     "idle_routes", "tenants",
+                                       "weighted", "quiet_tenant"};
 
 struct CommandLine {
     BenchSettings settings;
@@ -60,7 +61,8 @@ std::vector<ClaimLoopConfig> grid_configs(bool quick) {
         }
     }
     // Deleting instead of marking done: only with the largest batch, where it can win.
-    for (const int clients : {1, 2, 4}) configs.push_back({1000, clients, Finish::remove, std::nullopt});
+    for (const int clients : {1, 2, 4})
+        configs.push_back({1000, clients, Finish::remove, std::nullopt});
     return configs;
 }
 
@@ -73,45 +75,56 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
                    "postgresql:// URI of a superuser on the bench cluster")
         ->required();
     app.add_option("--pg-data", s.pg_data_dir, "the cluster's data directory (for its CPU time)");
-    app.add_option("--bin-dir", s.bin_dir, "directory holding outboxd and outboxd-worker")->required();
+    app.add_option("--bin-dir", s.bin_dir, "directory holding outboxd and outboxd-worker")
+        ->required();
     app.add_option("--work-dir", s.work_dir, "logs of the processes it starts")->required();
     app.add_flag("--quick", s.quick, "the CI-sized run (< 4 minutes)");
-    auto* rows = app.add_option("--rows", s.rows, "rows per floor and e2e run (200000; quick 50000)");
-    auto* grid_rows = app.add_option("--grid-rows", s.grid_rows, "rows per sql_limit cell (100000; quick 25000)");
-    auto* history_rows = app.add_option("--history-rows", s.history_rows,
-                                        "finished rows of the history scenario (5000000; quick 500000)");
-    auto* repeat = app.add_option("--repeat", s.repeat,
-                                  "floor, e2e, idle_routes and tenants runs, median reported (3; quick 1)")
-                       ->check(CLI::Range(1, 9));
+    auto* rows =
+        app.add_option("--rows", s.rows, "rows per floor and e2e run (200000; quick 50000)");
+    auto* grid_rows =
+        app.add_option("--grid-rows", s.grid_rows, "rows per sql_limit cell (100000; quick 25000)");
+    auto* history_rows =
+        app.add_option("--history-rows", s.history_rows,
+                       "finished rows of the history scenario (5000000; quick 500000)");
+    auto* repeat =
+        app.add_option("--repeat", s.repeat,
+                       "floor, e2e, idle_routes and tenants runs, median reported (3; quick 1)")
+            ->check(CLI::Range(1, 9));
     app.add_option("--node-batch-size", s.node_batch_size, "OUTBOXD_BATCH_SIZE of the nodes")
         ->capture_default_str();
     app.add_option("--node-env", node_env, "extra KEY=VALUE for every node (repeatable)");
-    auto* e2e_max = app.add_option("--e2e-max-seconds", s.e2e_max_seconds,
-                                   "longest e2e run; a slower one reports the rows done by then (45; quick 30)");
-    app.add_option("--workers", s.worker_processes, "outboxd-worker processes")->capture_default_str();
+    auto* e2e_max = app.add_option(
+        "--e2e-max-seconds", s.e2e_max_seconds,
+        "longest e2e run; a slower one reports the rows done by then (45; quick 30)");
+    app.add_option("--workers", s.worker_processes, "outboxd-worker processes")
+        ->capture_default_str();
     app.add_option("--worker-max-in-flight", s.worker_max_in_flight, "credit of each worker")
         ->capture_default_str();
-    auto* latency_seconds =
-        app.add_option("--latency-seconds", s.latency_seconds, "measured latency run (10; quick 5)");
-    app.add_option("--latency-rate", s.latency_rate, "rows/s of the latency run")->capture_default_str();
+    auto* latency_seconds = app.add_option("--latency-seconds", s.latency_seconds,
+                                           "measured latency run (10; quick 5)");
+    app.add_option("--latency-rate", s.latency_rate, "rows/s of the latency run")
+        ->capture_default_str();
     app.add_option("--latency-stagers", s.latency_stagers, "staging connections of the latency run")
         ->capture_default_str()
         ->check(CLI::Range(1, 100));
-    auto* wake_seconds = app.add_option("--wake-seconds", s.wake_seconds, "each wake phase (2.5; quick 2)");
-    auto* wake_rounds = app.add_option("--wake-rounds", s.wake_rounds, "wake ABBA rounds (8; quick 2)");
+    auto* wake_seconds =
+        app.add_option("--wake-seconds", s.wake_seconds, "each wake phase (2.5; quick 2)");
+    auto* wake_rounds =
+        app.add_option("--wake-rounds", s.wake_rounds, "wake ABBA rounds (8; quick 2)");
     app.add_option("--snapshot-max-seconds", s.snapshot_max_seconds, "longest old snapshot")
         ->capture_default_str();
     auto* history_repeat = app.add_option("--history-repeat", s.history_repeat,
                                           "turns of the history conditions, pooled (2; quick 1)")
                                ->check(CLI::Range(1, 9));
-    auto* snapshot_rows = app.add_option(
-        "--snapshot-rows", s.snapshot_rows,
-        "rows staged for the old-snapshot runs (1000000; quick: --rows)");
+    auto* snapshot_rows =
+        app.add_option("--snapshot-rows", s.snapshot_rows,
+                       "rows staged for the old-snapshot runs (1000000; quick: --rows)");
     app.add_option("--idle-routes", s.idle_routes, "idle namespaces beside the busy route")
         ->capture_default_str()
         ->check(CLI::Range(1, 5000));
-    auto* tenant_rows = app.add_option("--tenant-rows", s.tenant_rows,
-                                       "rows of the tenants scenario, over all routes (600000; quick 90000)");
+    auto* tenant_rows =
+        app.add_option("--tenant-rows", s.tenant_rows,
+                       "rows of the tenants scenario, over all routes (600000; quick 90000)");
     app.add_option("--tenant-namespaces", s.tenant_namespaces, "namespaces of the tenants scenario")
         ->capture_default_str()
         ->check(CLI::Range(2, 1000));
@@ -120,10 +133,12 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         ->check(CLI::Range(1, 10));
     auto* fairness_window = app.add_option("--fairness-window-seconds", s.fairness_window_seconds,
                                            "window of the tenants' shares (5; quick 1)");
-    auto* weighted_rows = app.add_option("--weighted-rows", s.weighted_rows,
-                                         "backlog of each weighted namespace (200000; quick 60000)");
-    auto* quiet_busy_rows = app.add_option("--quiet-busy-rows", s.quiet_busy_rows,
-                                           "busy backlog beside the quiet tenant (1500000; quick 500000)");
+    auto* weighted_rows =
+        app.add_option("--weighted-rows", s.weighted_rows,
+                       "backlog of each weighted namespace (200000; quick 60000)");
+    auto* quiet_busy_rows =
+        app.add_option("--quiet-busy-rows", s.quiet_busy_rows,
+                       "busy backlog beside the quiet tenant (1500000; quick 500000)");
     auto* quiet_seconds = app.add_option("--quiet-seconds", s.quiet_seconds,
                                          "quiet rows, one a second (30; quick 10)")
                               ->check(CLI::Range(1.0, 3600.0));
@@ -201,8 +216,8 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
         const auto suffix = "_r" + std::to_string(run);
         if (wanted(s, "floor")) {
             spdlog::info("floor: run {}/{}: {} rows", run, s.repeat, s.rows);
-            report.floor_runs.push_back(
-                staged_loop(context, "bench_floor", s.rows, {100, 1, Finish::complete, std::nullopt}));
+            report.floor_runs.push_back(staged_loop(context, "bench_floor", s.rows,
+                                                    {100, 1, Finish::complete, std::nullopt}));
             spdlog::info("floor: {:.0f} rows/s", report.floor_runs.back().rows_per_s());
         }
         for (const int nodes : {1, 3}) {
@@ -223,7 +238,8 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
     }
     if (wanted(s, "limit")) {
         for (const auto& config : grid_configs(s.quick)) {
-            report.grid.emplace_back(config, staged_loop(context, "bench_limit", s.grid_rows, config));
+            report.grid.emplace_back(config,
+                                     staged_loop(context, "bench_limit", s.grid_rows, config));
             spdlog::info("limit: {}: {:.0f} rows/s", describe(config),
                          report.grid.back().second.rows_per_s());
         }

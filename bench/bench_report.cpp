@@ -77,7 +77,8 @@ std::string runs_list(const auto& runs) {
     for (const auto& run : runs) {
         if (!text.empty()) text += ", ";
         text += strf("%.0f", run.rows_per_s());
-        if (run.foreign_cpu > kNoisyForeignShare) text += strf(" (other %.0f%%)", run.foreign_cpu * 100);
+        if (run.foreign_cpu > kNoisyForeignShare)
+            text += strf(" (other %.0f%%)", run.foreign_cpu * 100);
     }
     return text;
 }
@@ -116,22 +117,25 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
     const auto& m = report.machine;
     out << "\n== outboxd benchmark (" << (settings.quick ? "quick" : "full") << ") ==\n";
     out << strf("machine: %d CPU (%s), %.1f GiB RAM; PostgreSQL %s (%s)\n", m.cpus,
-                  m.cpu_model.c_str(), m.memory_gib, m.postgres_version.c_str(),
-                  m.postgres_settings.c_str());
+                m.cpu_model.c_str(), m.memory_gib, m.postgres_version.c_str(),
+                m.postgres_settings.c_str());
     const double foreign = max_foreign_cpu(report);
-    out << strf("load average (1 min) %.2f at start, %.2f at end; other processes used up to %.0f%% "
-                "of the machine during a throughput run%s\n",
-                m.load_before, report.load_after, foreign * 100,
-                foreign > kNoisyForeignShare ? " -- NOISY: the machine was shared" : "");
-    out << strf("N = %lld rows per throughput run, median of %d run(s); node batch %d; "
-                  "%d outboxd-worker process(es), max in flight %d each\n\n",
-                  static_cast<long long>(settings.rows), settings.repeat,
-                  settings.node_batch_size, settings.worker_processes,
-                  settings.worker_max_in_flight);
+    out << strf(
+        "load average (1 min) %.2f at start, %.2f at end; other processes used up to %.0f%% "
+        "of the machine during a throughput run%s\n",
+        m.load_before, report.load_after, foreign * 100,
+        foreign > kNoisyForeignShare ? " -- NOISY: the machine was shared" : "");
+    out << strf(
+        "N = %lld rows per throughput run, median of %d run(s); node batch %d; "
+        "%d outboxd-worker process(es), max in flight %d each\n\n",
+        static_cast<long long>(settings.rows), settings.repeat, settings.node_batch_size,
+        settings.worker_processes, settings.worker_max_in_flight);
 
-    out << "Throughput                                   rows/s  node cpu  pg cpu  worker  host  other  WAL    "
+    out << "Throughput                                   rows/s  node cpu  pg cpu  worker  host  "
+           "other  WAL    "
            "runs (rows/s)\n";
-    out << "                                                      s/10k     s/10k   s/10k   busy  cpu    B/row\n";
+    out << "                                                      s/10k     s/10k   s/10k   busy  "
+           "cpu    B/row\n";
     const auto floor = median_run(report.floor_runs);
     if (floor) {
         out << strf("  %-42s %7.0f  %8s  %6.2f  %6s  %4s  %4.0f%%  %5.0f  %s\n",
@@ -141,11 +145,11 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
     }
     const auto best = best_cell(report);
     if (best) {
-        out << strf("  %-42s %7.0f  %8s  %6.2f  %6s  %4s  %4.0f%%  %5.0f  %s\n",
-                    "sql limit: best of grid", best->second.rows_per_s(), "-",
-                    per_10k(best->second.pg_cpu_s, best->second.rows), "-", "-",
-                    best->second.foreign_cpu * 100, per_row(best->second.wal_bytes, best->second.rows),
-                    describe(best->first).c_str());
+        out << strf(
+            "  %-42s %7.0f  %8s  %6.2f  %6s  %4s  %4.0f%%  %5.0f  %s\n", "sql limit: best of grid",
+            best->second.rows_per_s(), "-", per_10k(best->second.pg_cpu_s, best->second.rows), "-",
+            "-", best->second.foreign_cpu * 100, per_row(best->second.wal_bytes, best->second.rows),
+            describe(best->first).c_str());
     }
     for (const auto* runs : {&report.e2e_1node_runs, &report.e2e_3node_runs}) {
         const auto run = median_run(*runs);
@@ -155,8 +159,8 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
         out << strf("  %-42s %7.0f  %8.2f  %6.2f  %6.2f  %3.0f%%  %4.0f%%  %5.0f  %s%s\n",
                     label.c_str(), run->rows_per_s(), per_10k(run->node_cpu_s, run->rows),
                     per_10k(run->pg_cpu_s, run->rows), per_10k(run->worker_cpu_s, run->rows),
-                    run->host_busy * 100, run->foreign_cpu * 100, per_row(run->wal_bytes, run->rows),
-                    runs_list(*runs).c_str(),
+                    run->host_busy * 100, run->foreign_cpu * 100,
+                    per_row(run->wal_bytes, run->rows), runs_list(*runs).c_str(),
                     run->complete ? ""
                                   : strf("  CAPPED at %.0f s: %lld of %lld rows done", run->seconds,
                                          static_cast<long long>(run->rows),
@@ -167,54 +171,59 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
         if (floor) {
             const double ratio = *e2e / floor->rows_per_s();
             out << strf("  %-42s %8.2f   target >= %.1f: %s\n", "ratio to floor (best e2e / floor)",
-                          ratio, kTargetRatioToFloor, verdict(ratio >= kTargetRatioToFloor).c_str());
+                        ratio, kTargetRatioToFloor, verdict(ratio >= kTargetRatioToFloor).c_str());
         }
         if (best) {
             out << strf("  %-42s %8.2f\n", "ratio to limit (best e2e / sql limit)",
-                          *e2e / best->second.rows_per_s());
+                        *e2e / best->second.rows_per_s());
         }
     }
 
     if (report.latency) {
         const auto& l = *report.latency;
-        out << strf("\nLatency at %.0f rows/s (COMMIT returned -> task received by an in-process "
-                      "SDK worker; 1 node)\n",
-                      settings.latency_rate);
-        out << strf("  %lld of %lld rows staged after a %.0f s warm-up, achieved %.0f rows/s%s, "
-                    "not received %lld, node cpu %.0f%% of a core\n",
-                    static_cast<long long>(l.rows), static_cast<long long>(l.planned),
-                    settings.latency_warmup_seconds, l.achieved_rate,
-                    l.achieved_rate < 0.95 * settings.latency_rate ? " (BELOW the target rate)" : "",
-                    static_cast<long long>(l.missing), l.node_cpu_share * 100);
-        out << strf("  p50 %.2f ms (target <= %.0f: %s)   p90 %.2f ms   p99 %.2f ms (target <= %.0f: "
-                      "%s)   max %.2f ms\n",
-                      l.p50_ms, kTargetP50Ms, verdict(l.p50_ms <= kTargetP50Ms).c_str(), l.p90_ms,
-                      l.p99_ms, kTargetP99Ms, verdict(l.p99_ms <= kTargetP99Ms).c_str(), l.max_ms);
+        out << strf(
+            "\nLatency at %.0f rows/s (COMMIT returned -> task received by an in-process "
+            "SDK worker; 1 node)\n",
+            settings.latency_rate);
+        out << strf(
+            "  %lld of %lld rows staged after a %.0f s warm-up, achieved %.0f rows/s%s, "
+            "not received %lld, node cpu %.0f%% of a core\n",
+            static_cast<long long>(l.rows), static_cast<long long>(l.planned),
+            settings.latency_warmup_seconds, l.achieved_rate,
+            l.achieved_rate < 0.95 * settings.latency_rate ? " (BELOW the target rate)" : "",
+            static_cast<long long>(l.missing), l.node_cpu_share * 100);
+        out << strf(
+            "  p50 %.2f ms (target <= %.0f: %s)   p90 %.2f ms   p99 %.2f ms (target <= %.0f: "
+            "%s)   max %.2f ms\n",
+            l.p50_ms, kTargetP50Ms, verdict(l.p50_ms <= kTargetP50Ms).c_str(), l.p90_ms, l.p99_ms,
+            kTargetP99Ms, verdict(l.p99_ms <= kTargetP99Ms).c_str(), l.max_ms);
     }
 
     if (report.wake) {
         const auto& w = *report.wake;
-        out << strf("\nApplication insert cost of the wake trigger (%d writers, single-row "
-                      "transactions, %d rounds of off + on, %.1f s each, ABBA)\n",
-                      settings.wake_writers, settings.wake_rounds, settings.wake_seconds);
+        out << strf(
+            "\nApplication insert cost of the wake trigger (%d writers, single-row "
+            "transactions, %d rounds of off + on, %.1f s each, ABBA)\n",
+            settings.wake_writers, settings.wake_rounds, settings.wake_seconds);
         std::string ratios;
         for (const double ratio : w.round_ratios) ratios += strf(" %.2f", ratio);
-        out << strf("  trigger off %.0f rows/s   trigger on %.0f rows/s (means)   on/off per "
-                      "round:%s\n",
-                      w.rows_per_s_off, w.rows_per_s_on, ratios.c_str());
+        out << strf(
+            "  trigger off %.0f rows/s   trigger on %.0f rows/s (means)   on/off per "
+            "round:%s\n",
+            w.rows_per_s_off, w.rows_per_s_on, ratios.c_str());
         out << strf("  cost %.3f = 1 - median round ratio (target <= %.2f: %s)\n", w.cost(),
-                      kTargetWakeCost, verdict(w.cost() <= kTargetWakeCost).c_str());
+                    kTargetWakeCost, verdict(w.cost() <= kTargetWakeCost).c_str());
     }
 
     if (report.history) {
         const auto& h = *report.history;
-        out << strf("\nClaim cost vs history (outboxd: 1 node, end to end, the target: %lld staged "
-                    "rows per run, stopped at %.0f s, %d run(s) per condition taking turns, "
-                    "pooled; SQL floor loop: claim 100 + complete from the front, 1 client, %lld "
-                    "rows)\n",
-                    static_cast<long long>(h.old_snapshot.staged),
-                    settings.snapshot_max_seconds - 1, settings.history_repeat,
-                    static_cast<long long>(settings.rows));
+        out << strf(
+            "\nClaim cost vs history (outboxd: 1 node, end to end, the target: %lld staged "
+            "rows per run, stopped at %.0f s, %d run(s) per condition taking turns, "
+            "pooled; SQL floor loop: claim 100 + complete from the front, 1 client, %lld "
+            "rows)\n",
+            static_cast<long long>(h.old_snapshot.staged), settings.snapshot_max_seconds - 1,
+            settings.history_repeat, static_cast<long long>(settings.rows));
         out << strf("  %-40s %10s %7s %12s %7s\n", "", "outboxd", "ratio", "floor loop", "ratio");
         const double clean = h.clean.rows_per_s();
         const double floor_clean = h.floor_clean.rows_per_s();
@@ -225,11 +234,13 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
             if (!e2e.complete) stopped += "  (outboxd stopped at the limit)";
             if (floor.capped) stopped += strf("  (floor loop stopped at %.0f s)", floor.seconds);
             out << strf("  %-40s %10.0f %7s %12.0f %7s%s%s\n", name.c_str(), e2e.rows_per_s(),
-                        judged ? strf("%.2f", ratio).c_str() : "",
-                        floor.rows_per_s(),
-                        judged && floor_clean > 0 ? strf("%.2f", floor.rows_per_s() / floor_clean).c_str() : "",
+                        judged ? strf("%.2f", ratio).c_str() : "", floor.rows_per_s(),
+                        judged && floor_clean > 0
+                            ? strf("%.2f", floor.rows_per_s() / floor_clean).c_str()
+                            : "",
                         judged ? strf("  (target >= %.1f: %s)", kTargetHistoryRatio,
-                                      verdict(ratio >= kTargetHistoryRatio).c_str()).c_str()
+                                      verdict(ratio >= kTargetHistoryRatio).c_str())
+                                     .c_str()
                                : "",
                         stopped.c_str());
         };
@@ -248,13 +259,14 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
     out << render_routes_table(settings, report);
 
     if (!report.grid.empty()) {
-        out << strf("\nSQL limit grid (%lld rows per cell)            rows/s   pg cpu s/10k  WAL "
-                      "B/row\n",
-                      static_cast<long long>(settings.grid_rows));
+        out << strf(
+            "\nSQL limit grid (%lld rows per cell)            rows/s   pg cpu s/10k  WAL "
+            "B/row\n",
+            static_cast<long long>(settings.grid_rows));
         for (const auto& [config, result] : report.grid) {
             out << strf("  %-42s %8.0f   %6.2f        %6.0f\n", describe(config).c_str(),
-                          result.rows_per_s(), per_10k(result.pg_cpu_s, result.rows),
-                          per_row(result.wal_bytes, result.rows));
+                        result.rows_per_s(), per_10k(result.pg_cpu_s, result.rows),
+                        per_row(result.wal_bytes, result.rows));
         }
     }
     out << strf("\nTotal benchmark time %.0f s\n", report.total_seconds);
@@ -305,7 +317,8 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
         out["sql_limit_config"] = describe(best->first);
         json grid = json::array();
         for (const auto& [config, result] : report.grid) {
-            grid.push_back({{"config", describe(config)}, {"rows_per_s", json_rate(result.rows_per_s())}});
+            grid.push_back(
+                {{"config", describe(config)}, {"rows_per_s", json_rate(result.rows_per_s())}});
         }
         out["sql_limit_grid"] = grid;
     }
@@ -366,7 +379,8 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
                              double snapshot) {
             out[prefix + "clean_rows_per_s"] = json_rate(clean);
             out[prefix + "history_rows_per_s"] = json_rate(history);
-            if (h.history_rows == 5'000'000) out[prefix + "history_5m_rows_per_s"] = json_rate(history);
+            if (h.history_rows == 5'000'000)
+                out[prefix + "history_5m_rows_per_s"] = json_rate(history);
             out[prefix + "old_snapshot_rows_per_s"] = json_rate(snapshot);
             if (clean > 0) {
                 out[prefix + "history_ratio_to_clean"] = json_fine(history / clean);

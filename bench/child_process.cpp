@@ -94,7 +94,8 @@ ChildProcess::ChildProcess(const ChildSpec& spec) : log_path_(spec.log_path) {
     auto argv = pointers(argv_strings);
     auto envp = pointers(env_strings);
     const pid_t parent = ::getpid();
-    const int log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const int log_fd =
+        ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) throw std::runtime_error{"cannot open log file " + spec.log_path};
     const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     int exec_pipe[2];  // closes on a successful exec; carries errno when exec fails

@@ -19,9 +19,9 @@
 namespace outboxd::bench {
 
 struct ChildSpec {
-    std::vector<std::string> argv;                            // argv[0] is the executable path
-    std::vector<std::pair<std::string, std::string>> env;     // set on top of the driver's
-    std::string log_path;                                     // stdout and stderr, appended
+    std::vector<std::string> argv;                         // argv[0] is the executable path
+    std::vector<std::pair<std::string, std::string>> env;  // set on top of the driver's
+    std::string log_path;                                  // stdout and stderr, appended
 };
 
 class ChildProcess {

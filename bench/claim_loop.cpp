@@ -63,9 +63,8 @@ void run_client(const std::string& url, const ClaimLoopConfig& config, Shared& s
         shared.ready.count_down();
         counted = true;
         const auto start = shared.go.get();
-        const auto deadline = config.time_limit
-                                  ? start + *config.time_limit
-                                  : std::chrono::steady_clock::time_point::max();
+        const auto deadline = config.time_limit ? start + *config.time_limit
+                                                : std::chrono::steady_clock::time_point::max();
         std::string ids;
         for (;;) {
             if (std::chrono::steady_clock::now() >= deadline) {
@@ -138,8 +137,9 @@ ClaimLoopResult run_claim_loop(const std::string& url, const ClaimLoopConfig& co
     for (auto& client : clients) client.join();
     const auto end = std::chrono::steady_clock::now();
     result.pg_cpu_s = pg_cpu.sample() - cpu_before;
-    result.foreign_cpu = foreign_share(host_before, read_host_cpu(),
-                                       result.pg_cpu_s + process_cpu_seconds(::getpid()) - self_before);
+    result.foreign_cpu =
+        foreign_share(host_before, read_host_cpu(),
+                      result.pg_cpu_s + process_cpu_seconds(::getpid()) - self_before);
     result.wal_bytes = wal_position(*probe) - wal_before;
     if (shared.error) std::rethrow_exception(shared.error);
     result.seconds = std::chrono::duration<double>(end - start).count();

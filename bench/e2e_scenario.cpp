@@ -22,8 +22,10 @@ double epoch_seconds(std::chrono::system_clock::time_point t) {
 // Pending or claimed rows left; cheap at any backlog: both probes walk a partial index.
 bool rows_left(pqxx::connection& conn) {
     pqxx::nontransaction tx{conn};
-    return tx.exec1("SELECT EXISTS (SELECT 1 FROM outbox WHERE status = 'pending')"
-                    " OR EXISTS (SELECT 1 FROM outbox WHERE status = 'claimed')")[0]
+    return tx
+        .exec1(
+            "SELECT EXISTS (SELECT 1 FROM outbox WHERE status = 'pending')"
+            " OR EXISTS (SELECT 1 FROM outbox WHERE status = 'claimed')")[0]
         .as<bool>();
 }
 
@@ -50,7 +52,10 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
     if (options.with_nodes) options.with_nodes(fleet);
     auto groups = options.workers;
     if (groups.empty()) {
-        groups.push_back({"worker", settings.worker_processes, {"default"}, "default",
+        groups.push_back({"worker",
+                          settings.worker_processes,
+                          {"default"},
+                          "default",
                           settings.worker_max_in_flight});
     }
     int processes = 0;
@@ -101,10 +106,9 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
     result.pg_cpu_s = context.pg_cpu.sample() - pg_before;
     const auto host_after = read_host_cpu();
     result.host_busy = busy_fraction(host_before, host_after);
-    result.foreign_cpu =
-        foreign_share(host_before, host_after,
-                      result.node_cpu_s + result.worker_cpu_s + result.pg_cpu_s +
-                          process_cpu_seconds(::getpid()) - self_before);
+    result.foreign_cpu = foreign_share(host_before, host_after,
+                                       result.node_cpu_s + result.worker_cpu_s + result.pg_cpu_s +
+                                           process_cpu_seconds(::getpid()) - self_before);
     result.wal_bytes = wal_position(conn) - wal_before;
 
     {
@@ -116,7 +120,8 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
         const double last_finished = row[1].is_null() ? 0.0 : row[1].as<double>();
         if (done != result.staged) result.complete = false;
         result.rows = done;
-        const double end = result.complete ? last_finished : epoch_seconds(std::chrono::system_clock::now());
+        const double end =
+            result.complete ? last_finished : epoch_seconds(std::chrono::system_clock::now());
         result.seconds = end - epoch_seconds(start);
     }
     if (!result.complete) {

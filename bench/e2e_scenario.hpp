@@ -7,8 +7,8 @@
 // by then, and claim nothing without worker credit) and stops at the last row's
 // finished_at, read from the database once the nodes' done counters (GET /metrics, every
 // 100 ms) reach the staged count and no row is pending or claimed, so the poll interval
-// does not round the time up, and polling costs the database nothing while it runs. A run still going after
-// settings.e2e_max_seconds stops there and reports the rows done by then over that time
+// does not round the time up, and polling costs the database nothing while it runs. A run still
+// going after settings.e2e_max_seconds stops there and reports the rows done by then over that time
 // (complete = false), which bounds the benchmark's duration whatever outboxd's speed.
 // Node, worker and PostgreSQL CPU are sampled over the same window.
 
@@ -33,7 +33,7 @@ struct E2eResult {
     double pg_cpu_s = 0;
     double host_busy = 0;  // fraction of the machine's CPU busy during the run
     std::int64_t wal_bytes = 0;
-    double foreign_cpu = 0;  // machine share used by other processes (see ClaimLoopResult)
+    double foreign_cpu = 0;         // machine share used by other processes (see ClaimLoopResult)
     std::int64_t claim_rounds = 0;  // the nodes' claim rounds in the window, and their time
     double claim_seconds = 0;
 

@@ -42,8 +42,9 @@ void run_stager(const std::string& url, int index, int stagers, std::size_t rows
                 std::exception_ptr& error, std::mutex& error_mutex) {
     try {
         pqxx::connection conn{url};
-        conn.prepare("stage", "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type)"
-                              " VALUES ($1, $2, 0, 'noop')");
+        conn.prepare("stage",
+                     "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type)"
+                     " VALUES ($1, $2, 0, 'noop')");
         for (std::size_t row = static_cast<std::size_t>(index); row < rows;
              row += static_cast<std::size_t>(stagers)) {
             std::this_thread::sleep_until(
@@ -73,8 +74,8 @@ LatencyResult run_latency(const BenchContext& context) {
 
     const auto warmup_rows =
         static_cast<std::size_t>(settings.latency_rate * settings.latency_warmup_seconds);
-    const auto rows = warmup_rows +
-                      static_cast<std::size_t>(settings.latency_rate * settings.latency_seconds);
+    const auto rows =
+        warmup_rows + static_cast<std::size_t>(settings.latency_rate * settings.latency_seconds);
     Timeline timeline{rows};
 
     sdk::WorkerOptions options;
@@ -82,18 +83,19 @@ LatencyResult run_latency(const BenchContext& context) {
     options.worker_id = "bench-latency-worker";
     options.activity_types = {"noop"};
     options.max_in_flight = settings.worker_max_in_flight;
-    sdk::WorkerClient client{options, [&timeline, rows](const worker::protocol::Task& task,
-                                                        sdk::Responder responder) {
-        const auto at = now_ns();
-        if (task.dispatch_key.rfind(kKeyPrefix, 0) == 0) {
-            const auto row = std::stoull(task.dispatch_key.substr(std::string{kKeyPrefix}.size()));
-            if (row < rows) {
-                std::int64_t unset = 0;
-                timeline.received[row].compare_exchange_strong(unset, at);  // first delivery
+    sdk::WorkerClient client{
+        options, [&timeline, rows](const worker::protocol::Task& task, sdk::Responder responder) {
+            const auto at = now_ns();
+            if (task.dispatch_key.rfind(kKeyPrefix, 0) == 0) {
+                const auto row =
+                    std::stoull(task.dispatch_key.substr(std::string{kKeyPrefix}.size()));
+                if (row < rows) {
+                    std::int64_t unset = 0;
+                    timeline.received[row].compare_exchange_strong(unset, at);  // first delivery
+                }
             }
-        }
-        responder.complete();
-    }};
+            responder.complete();
+        }};
     client.start();
     const auto connect_deadline = Clock::now() + kConnectTimeout;
     while (client.stats().connected_nodes == 0) {
@@ -117,8 +119,8 @@ LatencyResult run_latency(const BenchContext& context) {
     std::vector<std::thread> stagers;
     for (int i = 0; i < settings.latency_stagers; ++i) {
         stagers.emplace_back(run_stager, url, i, settings.latency_stagers, rows,
-                             settings.latency_rate, start, stop, std::ref(timeline), std::ref(error),
-                             std::ref(error_mutex));
+                             settings.latency_rate, start, stop, std::ref(timeline),
+                             std::ref(error), std::ref(error_mutex));
     }
     for (auto& stager : stagers) stager.join();
     if (error) std::rethrow_exception(error);

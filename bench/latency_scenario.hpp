@@ -16,15 +16,15 @@
 namespace outboxd::bench {
 
 struct LatencyResult {
-    std::int64_t planned = 0;    // rows due after the warm-up
-    std::int64_t rows = 0;       // of those, staged (committed) before the cap
-    std::int64_t missing = 0;    // counted rows not received within the drain timeout
-    double achieved_rate = 0;    // rows/s the stagers committed
+    std::int64_t planned = 0;  // rows due after the warm-up
+    std::int64_t rows = 0;     // of those, staged (committed) before the cap
+    std::int64_t missing = 0;  // counted rows not received within the drain timeout
+    double achieved_rate = 0;  // rows/s the stagers committed
     double p50_ms = 0;
     double p90_ms = 0;
     double p99_ms = 0;
     double max_ms = 0;
-    double node_cpu_share = 0;   // node CPU seconds per second of the run
+    double node_cpu_share = 0;  // node CPU seconds per second of the run
 };
 
 LatencyResult run_latency(const BenchContext& context);

@@ -139,10 +139,21 @@ WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<Worker
         for (int i = 0; i < group.count; ++i) {
             const auto worker_id = "bench-" + tag + "-" + group.name + "-" + std::to_string(i + 1);
             ChildSpec spec;
-            spec.argv = {settings.bin_dir + "/outboxd-worker", "--url", seed_url,
-                         "--activity-types", "noop", "--namespaces", namespaces, "--task-queue",
-                         group.task_queue, "--max-in-flight", std::to_string(group.max_in_flight),
-                         "--worker-id", worker_id, "--log-level", "warn"};
+            spec.argv = {settings.bin_dir + "/outboxd-worker",
+                         "--url",
+                         seed_url,
+                         "--activity-types",
+                         "noop",
+                         "--namespaces",
+                         namespaces,
+                         "--task-queue",
+                         group.task_queue,
+                         "--max-in-flight",
+                         std::to_string(group.max_in_flight),
+                         "--worker-id",
+                         worker_id,
+                         "--log-level",
+                         "warn"};
             spec.log_path = settings.log_dir + "/" + worker_id + ".log";
             workers_.push_back(std::make_unique<ChildProcess>(spec));
         }
@@ -173,7 +184,8 @@ double NodeFleet::metric_sum(std::string_view name, const std::vector<std::strin
                 continue;
             }
             bool matches = true;
-            for (const auto& label : labels) matches = matches && line.find(label) != std::string::npos;
+            for (const auto& label : labels)
+                matches = matches && line.find(label) != std::string::npos;
             if (matches) sum += std::stod(line.substr(line.rfind(' ') + 1));
         }
     }
@@ -185,8 +197,8 @@ std::int64_t NodeFleet::rows_done() const {
 }
 
 std::int64_t NodeFleet::rows_done(const std::string& ns) const {
-    return static_cast<std::int64_t>(metric_sum(
-        "outboxd_outcomes_total", {"namespace=\"" + ns + "\"", "outcome=\"done\""}));
+    return static_cast<std::int64_t>(
+        metric_sum("outboxd_outcomes_total", {"namespace=\"" + ns + "\"", "outcome=\"done\""}));
 }
 
 std::int64_t NodeFleet::workers_connected() const {

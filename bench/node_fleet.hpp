@@ -22,10 +22,10 @@
 namespace outboxd::bench {
 
 struct FleetSettings {
-    std::string bin_dir;      // holds outboxd and outboxd-worker
-    std::string log_dir;      // one log file per process
+    std::string bin_dir;  // holds outboxd and outboxd-worker
+    std::string log_dir;  // one log file per process
     std::string database_url;
-    int batch_size = 1024;    // OUTBOXD_BATCH_SIZE
+    int batch_size = 1024;                                       // OUTBOXD_BATCH_SIZE
     std::vector<std::pair<std::string, std::string>> extra_env;  // e.g. from --node-env
 };
 

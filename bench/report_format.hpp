@@ -28,18 +28,12 @@ const Run* median_run(const std::vector<Run>& runs) {
     return sorted[(sorted.size() - 1) / 2];
 }
 
-inline std::string verdict(bool met) {
-    return met ? "met" : "MISSED";
-}
+inline std::string verdict(bool met) { return met ? "met" : "MISSED"; }
 
 // JSON numbers: rates as integers, everything else to 4 decimals. Dividing by a power of
 // ten (not multiplying by its inverse) gives the double nearest the decimal, which prints
 // short.
-inline double json_rate(double value) {
-    return std::round(value);
-}
-inline double json_fine(double value) {
-    return std::round(value * 1e4) / 1e4;
-}
+inline double json_rate(double value) { return std::round(value); }
+inline double json_fine(double value) { return std::round(value * 1e4) / 1e4; }
 
 }  // namespace outboxd::bench

@@ -81,9 +81,10 @@ std::string render_routes_table(const BenchSettings& settings, const BenchReport
     const auto one_route = one_route_rate(report);
     out << "\nMany routes and tenants (1 node)\n";
     if (one_route && (!report.idle_routes_runs.empty() || !report.tenants_runs.empty())) {
-        out << strf("  ratios to the 1-route rate, the e2e 1-node median of this run: %.0f rows/s "
-                    "(%s)\n",
-                    *one_route, drain_note(*median_run(report.e2e_1node_runs)).c_str());
+        out << strf(
+            "  ratios to the 1-route rate, the e2e 1-node median of this run: %.0f rows/s "
+            "(%s)\n",
+            *one_route, drain_note(*median_run(report.e2e_1node_runs)).c_str());
     }
     if (const auto* run = median_run(report.idle_routes_runs)) {
         const double ratio = one_route ? run->rows_per_s() / *one_route : 0;

@@ -42,9 +42,10 @@ double run_phase(const std::string& url, int writers, double seconds, const std:
             bool counted = false;
             try {
                 pqxx::connection conn{url};
-                conn.prepare("insert",
-                             "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type)"
-                             " VALUES ($1, $1, 0, 'noop')");
+                conn.prepare(
+                    "insert",
+                    "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type)"
+                    " VALUES ($1, $1, 0, 'noop')");
                 const auto prefix = tag + "-" + std::to_string(w) + "-";
                 ready.count_down();
                 counted = true;
@@ -67,8 +68,8 @@ double run_phase(const std::string& url, int writers, double seconds, const std:
     }
     ready.wait();
     const auto start = Clock::now();
-    deadline = start + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(seconds));
+    deadline =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     go = true;  // publishes deadline
     for (auto& thread : threads) thread.join();
     if (error) std::rethrow_exception(error);
@@ -82,8 +83,8 @@ double WakeResult::cost() const {
     auto ratios = round_ratios;
     std::sort(ratios.begin(), ratios.end());
     const auto middle = ratios.size() / 2;
-    const double median = ratios.size() % 2 == 1 ? ratios[middle]
-                                                 : (ratios[middle - 1] + ratios[middle]) / 2;
+    const double median =
+        ratios.size() % 2 == 1 ? ratios[middle] : (ratios[middle - 1] + ratios[middle]) / 2;
     return 1.0 - median;
 }
 

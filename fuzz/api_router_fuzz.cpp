@@ -25,14 +25,14 @@
 #include <variant>
 #include <vector>
 
-#include <prometheus/registry.h>
-#include <spdlog/spdlog.h>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <nlohmann/json.hpp>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
 
 #include "fuzz_check.hpp"
 #include "http/api_router.hpp"

@@ -29,15 +29,9 @@ auto fields(const protocol::Hello& m) {
     return std::tie(m.worker_id, m.namespaces, m.task_queue, m.node, m.activity_types,
                     m.max_in_flight, m.batch, m.max_frame_bytes);
 }
-auto fields(const protocol::Complete& m) {
-    return std::tie(m.task_id, m.result_json);
-}
-auto fields(const protocol::Fail& m) {
-    return std::tie(m.task_id, m.error, m.retryable);
-}
-auto fields(const protocol::Credit& m) {
-    return std::tie(m.max_in_flight);
-}
+auto fields(const protocol::Complete& m) { return std::tie(m.task_id, m.result_json); }
+auto fields(const protocol::Fail& m) { return std::tie(m.task_id, m.error, m.retryable); }
+auto fields(const protocol::Credit& m) { return std::tie(m.max_in_flight); }
 auto fields(const protocol::Welcome& m) {
     return std::tie(m.node_id, m.session_id, m.cluster, m.batch, m.max_frame_bytes);
 }
@@ -45,15 +39,9 @@ auto fields(const protocol::Task& m) {
     return std::tie(m.task_id, m.dispatch_key, m.workflow_id, m.ordinal, m.run_id, m.namespace_name,
                     m.task_queue, m.node, m.activity_type, m.input_json, m.attempt, m.timeout_ms);
 }
-auto fields(const protocol::Cluster& m) {
-    return std::tie(m.nodes);
-}
-auto fields(const protocol::Drain&) {
-    return std::tuple<>{};
-}
-auto fields(const protocol::Error& m) {
-    return std::tie(m.code, m.message);
-}
+auto fields(const protocol::Cluster& m) { return std::tie(m.nodes); }
+auto fields(const protocol::Drain&) { return std::tuple<>{}; }
+auto fields(const protocol::Error& m) { return std::tie(m.code, m.message); }
 
 template <typename Message>
 bool same(const Message& a, const Message& b) {

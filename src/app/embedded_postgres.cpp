@@ -72,7 +72,8 @@ std::string ensure_embedded_postgres(const std::string& dir) {
             throw std::runtime_error("initdb failed for the embedded database in " + dir);
         }
     }
-    const std::string status = as_owner(quote(bin + "/pg_ctl") + " -D " + quote(data.string()) + " status");
+    const std::string status =
+        as_owner(quote(bin + "/pg_ctl") + " -D " + quote(data.string()) + " status");
     if (run(status) == 0 && fs::exists(url_file)) {
         std::ifstream in{url_file};
         std::string url;
@@ -86,7 +87,8 @@ std::string ensure_embedded_postgres(const std::string& dir) {
                                            " -l " + quote((root / "server.log").string()) +
                                            " -w -t 60 -o " + quote(options) + " start");
         if (run(start) == 0) {
-            const std::string url = "postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/postgres";
+            const std::string url =
+                "postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/postgres";
             std::ofstream{url_file} << url << "\n";
             spdlog::info("event=embedded_started url={} stop_with=\"{} -D {} stop\"", url,
                          bin + "/pg_ctl", data.string());

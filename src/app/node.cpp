@@ -41,7 +41,8 @@ std::string boot_id() {
 // Nodes may start before the database accepts connections (compose, CI): retry for a while.
 void migrate_with_retry(const std::string& url) {
     const auto deadline = std::chrono::steady_clock::now() + kMigrateDeadline;
-    for (auto delay = std::chrono::milliseconds{200};; delay = std::min(delay * 2, std::chrono::milliseconds{3000})) {
+    for (auto delay = std::chrono::milliseconds{200};;
+         delay = std::min(delay * 2, std::chrono::milliseconds{3000})) {
         try {
             const auto report = store::migrate(url);
             spdlog::info("event=migrated version={} applied={}", report.current_version,
@@ -62,11 +63,13 @@ void migrate_with_retry(const std::string& url) {
 // accepts fail, and a 503 is a clearer answer than a connection that hangs in the backlog.
 std::size_t connection_cap(std::size_t configured) {
     rlimit limit{};
-    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return configured;
-    const auto room = limit.rlim_cur > kReservedDescriptors ? limit.rlim_cur - kReservedDescriptors : 1;
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return configured;
+    const auto room =
+        limit.rlim_cur > kReservedDescriptors ? limit.rlim_cur - kReservedDescriptors : 1;
     if (configured <= room) return configured;
-    spdlog::warn("event=connection_cap_lowered configured={} cap={} nofile_limit={}", configured, room,
-                 limit.rlim_cur);
+    spdlog::warn("event=connection_cap_lowered configured={} cap={} nofile_limit={}", configured,
+                 room, limit.rlim_cur);
     return room;
 }
 
@@ -97,7 +100,8 @@ http::ServerSettings server_settings(const config::Config& c) {
     s.max_connections = connection_cap(c.max_connections);
     s.http_idle_timeout = c.http_idle_timeout;
     s.default_max_in_flight = c.default_max_in_flight;
-    if (c.tls_cert_file && c.tls_key_file) s.tls = http::TlsFiles{*c.tls_cert_file, *c.tls_key_file};
+    if (c.tls_cert_file && c.tls_key_file)
+        s.tls = http::TlsFiles{*c.tls_cert_file, *c.tls_key_file};
     return s;
 }
 
@@ -158,7 +162,8 @@ public:
         // With port 0 the derived advertise URL names port 0: name the bound port instead.
         const std::string unbound = ":0/v1/workers";  // ws:// and wss:// alike
         if (config.advertise_url.ends_with(unbound)) {
-            config.advertise_url.replace(config.advertise_url.size() - unbound.size(), unbound.size(),
+            config.advertise_url.replace(config.advertise_url.size() - unbound.size(),
+                                         unbound.size(),
                                          ":" + std::to_string(server.port()) + "/v1/workers");
             member.set_advertise_url(config.advertise_url);
         }
@@ -177,9 +182,10 @@ public:
         member.start();
         namespaces.start();
         dispatcher.start();
-        wake = std::make_unique<store::WakeListener>(config.database_url, [this](const store::WakeNotice& notice) {
-            net::post(ioc, [this, notice] { on_wake(notice); });
-        });
+        wake = std::make_unique<store::WakeListener>(
+            config.database_url, [this](const store::WakeNotice& notice) {
+                net::post(ioc, [this, notice] { on_wake(notice); });
+            });
     }
 
     // A wake claims the routes it names at once, and once more shortly after: transactions

@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
     try {
         if (config.database_url.empty()) {
             // Demo mode: a private local PostgreSQL, shared by demo nodes on this machine.
-            config.database_url = outboxd::app::ensure_embedded_postgres(
-                outboxd::app::default_embedded_dir());
+            config.database_url =
+                outboxd::app::ensure_embedded_postgres(outboxd::app::default_embedded_dir());
         }
         if (migrate->parsed()) {
             const auto report = outboxd::store::migrate(config.database_url);

@@ -1,5 +1,5 @@
-// outboxd-worker: the example worker (README, "Configuration"). Runs demo activities through the worker
-// SDK: noop, echo, sleep, fail-sometimes. For tests it can write its statistics to a JSON
+// outboxd-worker: the example worker (README, "Configuration"). Runs demo activities through the
+// worker SDK: noop, echo, sleep, fail-sometimes. For tests it can write its statistics to a JSON
 // file and log every delivery it receives (dispatch_key:attempt, one line each, append-only)
 // so that duplicate deliveries can be counted, even after kill -9. The delivery log adds
 // timestamps, task ids and answers, for the chaos harness (tests/chaos) to match deliveries
@@ -27,12 +27,12 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "outboxd/sdk/worker_client.hpp"
 

@@ -43,7 +43,8 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
         // Balance over live nodes that are not draining, ordered by node id.
         std::vector<std::string> members;
         for (const auto& node : result.nodes) {
-            if (!node.draining || node.incarnation == s.incarnation) members.push_back(node.node_id);
+            if (!node.draining || node.incarnation == s.incarnation)
+                members.push_back(node.node_id);
         }
         if (std::find(members.begin(), members.end(), s.node_id) == members.end()) {
             members.push_back(s.node_id);
@@ -51,8 +52,8 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
         std::sort(members.begin(), members.end());
         const auto index = static_cast<std::size_t>(
             std::find(members.begin(), members.end(), s.node_id) - members.begin());
-        const auto target =
-            leaving ? store::ShardRanges::none() : store::ShardRanges::balanced_slice(index, members.size());
+        const auto target = leaving ? store::ShardRanges::none()
+                                    : store::ShardRanges::balanced_slice(index, members.size());
 
         const auto held = cluster.renew_shards(s.incarnation, s.lease_ttl);
         const auto give = held.subtract(target);
@@ -77,14 +78,15 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
 void ClusterMember::tick() {
     if (ticking_) return;
     ticking_ = true;
-    const bool queued = lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
-                  leaving = leaving_](dispatch::DbHandles db) {
-        auto result = run_tick(db.cluster, settings, leaving);
-        boost::asio::post(loop, [alive, result = std::move(result)]() mutable {
-            const auto self = alive.lock();
-            if (self && *self) (*self)->apply(std::move(result));
+    const bool queued =
+        lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
+                      leaving = leaving_](dispatch::DbHandles db) {
+            auto result = run_tick(db.cluster, settings, leaving);
+            boost::asio::post(loop, [alive, result = std::move(result)]() mutable {
+                const auto self = alive.lock();
+                if (self && *self) (*self)->apply(std::move(result));
+            });
         });
-    });
     if (!queued) {
         TickResult refused;
         refused.error = "the cluster lane is full";
@@ -109,7 +111,8 @@ void ClusterMember::apply(TickResult result) {
     }
     const auto lasted = failures_.lasted(now);
     if (const auto failed = failures_.succeeded(); failed > 0) {
-        spdlog::info("event=cluster_tick_recovered failures={} after_ms={}", failed, lasted.count());
+        spdlog::info("event=cluster_tick_recovered failures={} after_ms={}", failed,
+                     lasted.count());
     }
     registered_ = true;
     bool changed = result.claimable != claimable_ || result.nodes.size() != nodes_.size();
@@ -135,8 +138,8 @@ void ClusterMember::leave(std::function<void()> done) {
     timer_.cancel();
     claimable_ = store::ShardRanges::none();
     auto finish = std::make_shared<std::function<void()>>(std::move(done));
-    const bool queued = lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
-                  finish](dispatch::DbHandles db) {
+    const bool queued = lane_.submit([alive = std::weak_ptr(alive_), loop = loop_,
+                                      settings = settings_, finish](dispatch::DbHandles db) {
         try {
             db.cluster.release_shards(settings.incarnation, store::ShardRanges::all());
             db.cluster.deregister(settings.incarnation);

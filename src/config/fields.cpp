@@ -146,8 +146,9 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) {
              c.max_connections = static_cast<std::size_t>(to_integer(kMaxConnections, text));
          }},
-        {kHttpIdleTimeout, "MS", "an HTTP connection idle (or a request unfinished) this long is closed",
-         false, [](const Config& d) { return number_text(d.http_idle_timeout.count()); },
+        {kHttpIdleTimeout, "MS",
+         "an HTTP connection idle (or a request unfinished) this long is closed", false,
+         [](const Config& d) { return number_text(d.http_idle_timeout.count()); },
          [](const std::string& text, Config& c) {
              c.http_idle_timeout = milliseconds{to_integer(kHttpIdleTimeout, text)};
          }},

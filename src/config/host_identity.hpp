@@ -1,7 +1,7 @@
 #pragma once
 
-// Defaults derived from the machine (README, "Configuration"): a node id of hostname-pid and an advertised
-// URL built from the listen address. Internal to src/config.
+// Defaults derived from the machine (README, "Configuration"): a node id of hostname-pid and an
+// advertised URL built from the listen address. Internal to src/config.
 
 #include <string>
 #include <string_view>

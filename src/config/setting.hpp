@@ -1,7 +1,7 @@
 #pragma once
 
-// The catalogue of settings (README, "Configuration"): each setting's flag, its environment twin and, for
-// numbers, its inclusive bounds. Names and bounds are spelled only here, so --help, the
+// The catalogue of settings (README, "Configuration"): each setting's flag, its environment twin
+// and, for numbers, its inclusive bounds. Names and bounds are spelled only here, so --help, the
 // conversion of raw text, validate() and flag_names() cannot drift apart. Internal to
 // src/config.
 
@@ -31,7 +31,8 @@ inline constexpr Setting kAdvertiseUrl{"advertise-url", "OUTBOXD_ADVERTISE_URL"}
 inline constexpr Setting kWorkerToken{"worker-token", "OUTBOXD_WORKER_TOKEN"};
 inline constexpr Setting kAdminToken{"admin-token", "OUTBOXD_ADMIN_TOKEN"};
 inline constexpr Setting kPollInterval{"poll-interval-ms", "OUTBOXD_POLL_INTERVAL_MS", 1, kHourMs};
-inline constexpr Setting kClaimLookback{"claim-lookback-ms", "OUTBOXD_CLAIM_LOOKBACK_MS", 0, kHourMs};
+inline constexpr Setting kClaimLookback{"claim-lookback-ms", "OUTBOXD_CLAIM_LOOKBACK_MS", 0,
+                                        kHourMs};
 inline constexpr Setting kBatchSize{"batch-size", "OUTBOXD_BATCH_SIZE", 1, 100'000};
 inline constexpr Setting kMaxAttempts{"max-attempts", "OUTBOXD_MAX_ATTEMPTS", 1, 1'000};
 inline constexpr Setting kBackoffBase{"backoff-base-ms", "OUTBOXD_BACKOFF_BASE_MS", 1, kDayMs};
@@ -53,11 +54,12 @@ inline constexpr Setting kQuotaCacheTtl{"quota-cache-ttl-ms", "OUTBOXD_QUOTA_CAC
                                         600'000};
 inline constexpr Setting kMigrate{"migrate", "OUTBOXD_MIGRATE"};
 inline constexpr Setting kMaxWriteQueue{"max-write-queue", "OUTBOXD_MAX_WRITE_QUEUE", 1, 1'000'000};
-inline constexpr Setting kMaxWriteQueueBytes{"max-write-queue-bytes", "OUTBOXD_MAX_WRITE_QUEUE_BYTES",
-                                             65'536, 1'073'741'824};
-inline constexpr Setting kMaxConnections{"max-connections", "OUTBOXD_MAX_CONNECTIONS", 1, 1'000'000};
-inline constexpr Setting kHttpIdleTimeout{"http-idle-timeout-ms", "OUTBOXD_HTTP_IDLE_TIMEOUT_MS", 1'000,
-                                          kHourMs};
+inline constexpr Setting kMaxWriteQueueBytes{
+    "max-write-queue-bytes", "OUTBOXD_MAX_WRITE_QUEUE_BYTES", 65'536, 1'073'741'824};
+inline constexpr Setting kMaxConnections{"max-connections", "OUTBOXD_MAX_CONNECTIONS", 1,
+                                         1'000'000};
+inline constexpr Setting kHttpIdleTimeout{"http-idle-timeout-ms", "OUTBOXD_HTTP_IDLE_TIMEOUT_MS",
+                                          1'000, kHourMs};
 inline constexpr Setting kTlsCertFile{"tls-cert-file", "OUTBOXD_TLS_CERT_FILE"};
 inline constexpr Setting kTlsKeyFile{"tls-key-file", "OUTBOXD_TLS_KEY_FILE"};
 inline constexpr Setting kApiStatementTimeout{"api-statement-timeout-ms",

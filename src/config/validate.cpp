@@ -75,16 +75,17 @@ void check_readable(const detail::Setting& setting, const std::optional<std::str
 
 void check_tls(const Config& config) {
     if (config.tls_cert_file.has_value() != config.tls_key_file.has_value()) {
-        refuse(config.tls_cert_file ? detail::kTlsKeyFile : detail::kTlsCertFile,
-               "must be set together with " +
-                   detail::label(config.tls_cert_file ? detail::kTlsCertFile : detail::kTlsKeyFile));
+        refuse(
+            config.tls_cert_file ? detail::kTlsKeyFile : detail::kTlsCertFile,
+            "must be set together with " +
+                detail::label(config.tls_cert_file ? detail::kTlsCertFile : detail::kTlsKeyFile));
     }
     check_readable(detail::kTlsCertFile, config.tls_cert_file);
     check_readable(detail::kTlsKeyFile, config.tls_key_file);
     // Workers follow advertised URLs: a ws:// one would take their token off TLS.
     if (config.tls_cert_file && config.advertise_url.starts_with("ws://")) {
-        refuse(detail::kAdvertiseUrl, "must be a wss:// URL when TLS is on, got '" +
-                                          config.advertise_url + "'");
+        refuse(detail::kAdvertiseUrl,
+               "must be a wss:// URL when TLS is on, got '" + config.advertise_url + "'");
     }
 }
 

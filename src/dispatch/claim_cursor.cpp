@@ -20,8 +20,8 @@ std::optional<store::ClaimPosition> ClaimCursors::start(const store::ClaimScope&
 }
 
 void ClaimCursors::advance(const store::ClaimScope& scope,
-                           const std::vector<store::OutboxRow>& rows, bool from_front,
-                           bool filled, Clock::time_point now, std::uint64_t generation) {
+                           const std::vector<store::OutboxRow>& rows, bool from_front, bool filled,
+                           Clock::time_point now, std::uint64_t generation) {
     std::erase_if(routes_, [&](const auto& entry) {
         return entry.second.used < now - kIdleRoute && !(entry.first == scope);
     });

@@ -12,7 +12,8 @@ ClaimFaults::ClaimFaults(Settings settings, std::uint64_t seed)
       backoff_(settings.retry_min, settings.retry_max, seed),
       failures_(settings.summary_every) {}
 
-std::chrono::milliseconds ClaimFaults::round_failed(const std::string& error, Clock::time_point now) {
+std::chrono::milliseconds ClaimFaults::round_failed(const std::string& error,
+                                                    Clock::time_point now) {
     const auto delay = backoff_.next();
     retry_at_ = now + delay;
     if (failures_.failed(now)) {
@@ -38,12 +39,14 @@ void ClaimFaults::route_refused(const store::ClaimScope& scope, const std::strin
     auto& rest = it->second;
     // Refused again within as long after its rest as the rest lasted: rest twice as long.
     const bool again = !first && now < rest.until + rest.length;
-    rest.length = again ? std::min(rest.length * 2, settings_.route_rest_max) : settings_.route_rest;
+    rest.length =
+        again ? std::min(rest.length * 2, settings_.route_rest_max) : settings_.route_rest;
     rest.until = now + rest.length;
     if (!again || rest.length < settings_.route_rest_max) {
-        spdlog::warn("event=claim_route_refused namespace=\"{}\" task_queue=\"{}\" rest_ms={} error=\"{}\"",
-                     util::log_safe(scope.namespace_name), util::log_safe(scope.task_queue),
-                     rest.length.count(), util::log_safe(error));
+        spdlog::warn(
+            "event=claim_route_refused namespace=\"{}\" task_queue=\"{}\" rest_ms={} error=\"{}\"",
+            util::log_safe(scope.namespace_name), util::log_safe(scope.task_queue),
+            rest.length.count(), util::log_safe(error));
     }
 }
 

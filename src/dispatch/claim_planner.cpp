@@ -24,8 +24,8 @@ std::vector<PlannedClaim> plan_claims(const PlanInput& input, FairShare& fair) {
         for (const auto i : routes) capacity += input.routes[i].capacity;
         const auto claimed_it = input.claimed.find(ns);
         const std::int64_t claimed = claimed_it == input.claimed.end() ? 0 : claimed_it->second;
-        const std::int64_t headroom =
-            std::max<std::int64_t>(0, per_node_ceiling(input.quota(ns), input.owned_shards) - claimed);
+        const std::int64_t headroom = std::max<std::int64_t>(
+            0, per_node_ceiling(input.quota(ns), input.owned_shards) - claimed);
         demands.push_back({ns, input.weight ? input.weight(ns) : 1, std::min(capacity, headroom)});
         routes_of.push_back(&routes);
     }

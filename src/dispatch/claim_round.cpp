@@ -38,7 +38,8 @@ std::optional<std::string> scope_problem(const store::ClaimScope& scope) {
 }
 
 // Keeps the routes whose scope the database can be asked about; refuses the others.
-std::vector<worker::Route> askable(const std::vector<worker::Route>& routes, ClaimRoundResult& result) {
+std::vector<worker::Route> askable(const std::vector<worker::Route>& routes,
+                                   ClaimRoundResult& result) {
     std::vector<worker::Route> out;
     out.reserve(routes.size());
     for (const auto& route : routes) {
@@ -71,7 +72,8 @@ bool own_failure(const store::ClaimScope& scope, ClaimRoundResult& result, Attem
 // The probed routes with due rows, one statement for all; if that statement fails for a
 // cause of its own, route by route, so that the route at fault is told apart.
 std::vector<worker::Route> probe_routes(store::OutboxStore& store, const store::Owner& owner,
-                                        const std::vector<worker::Route>& probe, ClaimRoundResult& result) {
+                                        const std::vector<worker::Route>& probe,
+                                        ClaimRoundResult& result) {
     std::vector<store::ClaimScope> scopes;
     scopes.reserve(probe.size());
     for (const auto& route : probe) scopes.push_back(route.scope);
@@ -86,7 +88,10 @@ std::vector<worker::Route> probe_routes(store::OutboxStore& store, const store::
         due.clear();
         for (std::size_t i = 0; i < scopes.size(); ++i) {
             std::vector<std::size_t> one;
-            if (!own_failure(scopes[i], result, [&] { one = store.routes_with_due_rows(owner, {&scopes[i], 1}); }) &&
+            if (!own_failure(scopes[i], result,
+                             [&] {
+                                 one = store.routes_with_due_rows(owner, {&scopes[i], 1});
+                             }) &&
                 !one.empty()) {
                 due.push_back(i);
             }
@@ -132,14 +137,16 @@ std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
 
 }  // namespace
 
-ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& request, ClaimerState& state) {
+ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& request,
+                             ClaimerState& state) {
     ClaimRoundResult result;
     const auto& owner = request.owner;
     if (owner.ranges.empty()) return result;
     auto routes = askable(request.routes, result);
     const auto probe = askable(request.probe, result);
     if (!probe.empty()) {
-        for (auto& route : probe_routes(store, owner, probe, result)) routes.push_back(std::move(route));
+        for (auto& route : probe_routes(store, owner, probe, result))
+            routes.push_back(std::move(route));
     }
     if (routes.empty()) return result;
 
@@ -154,7 +161,8 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& requ
         tally.known = true;
         result.counted = true;
     };
-    if (!tally.known || tally.ranges != owner.ranges || tally.generation != request.generations.ranges ||
+    if (!tally.known || tally.ranges != owner.ranges ||
+        tally.generation != request.generations.ranges ||
         std::any_of(namespaces.begin(), namespaces.end(),
                     [&](const std::string& ns) { return !tally.upper.contains(ns); })) {
         count();
@@ -194,9 +202,11 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& requ
             const auto& claim = claims[i];
             tally.upper[claim.scope.namespace_name] += static_cast<std::int64_t>(rows.size());
             const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
-            state.cursors.advance(claim.scope, rows, !claim.after, filled, done, request.generations.front);
+            state.cursors.advance(claim.scope, rows, !claim.after, filled, done,
+                                  request.generations.front);
             result.from_front = result.from_front || !claim.after;
-            for (const auto& row : rows) result.last_token = std::max(result.last_token, row.claim_token);
+            for (const auto& row : rows)
+                result.last_token = std::max(result.last_token, row.claim_token);
             if (filled) {
                 result.saturated = true;
             } else {

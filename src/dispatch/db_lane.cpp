@@ -55,7 +55,8 @@ void DbLane::run() {
         try {
             job(DbHandles{outbox, cluster});
         } catch (const std::exception& error) {
-            spdlog::error("event=db_job_escaped lane={} error=\"{}\"", settings_.name, error.what());
+            spdlog::error("event=db_job_escaped lane={} error=\"{}\"", settings_.name,
+                          error.what());
         } catch (...) {
             spdlog::error("event=db_job_escaped lane={} error=unknown", settings_.name);
         }

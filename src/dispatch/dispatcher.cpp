@@ -94,7 +94,8 @@ void Dispatcher::start() {
         }
         request_sweep();
     });
-    every(timeout_timer_, timeout_scan_period(settings_.task_timeout), [this] { expire_timeouts(); });
+    every(timeout_timer_, timeout_scan_period(settings_.task_timeout),
+          [this] { expire_timeouts(); });
     // Periodic maintenance rests 19 times as long as it last took, so that it never takes
     // more than a twentieth of its lane (scans that slow down under an old snapshot).
     every(reconcile_timer_, settings_.reconcile_interval, [this] {
@@ -127,7 +128,8 @@ void Dispatcher::worker_joined() {
     request_sweep();
 }
 
-void Dispatcher::woken(const std::vector<std::pair<std::string, std::string>>& queues, bool anywhere) {
+void Dispatcher::woken(const std::vector<std::pair<std::string, std::string>>& queues,
+                       bool anywhere) {
     if (anywhere) activity_.look_everywhere();
     activity_.woken(queues, Clock::now());
     request_sweep();
@@ -159,7 +161,8 @@ void Dispatcher::sweep() {
     if (claim_faults_.waiting(Clock::now())) return;
     auto owner = owner_();
     if (owner.ranges.empty()) return;
-    auto routes = registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
+    auto routes =
+        registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
     const auto now = Clock::now();
     claim_faults_.drop_resting(routes, now);
     // Only routes known to have due rows are claimed; the others are probed when rows may
@@ -191,32 +194,34 @@ void Dispatcher::sweep() {
     claiming_ = true;
     sweep_again_ = false;
     const auto started = Clock::now();
-    const bool queued = lanes_.claims.submit([alive = std::weak_ptr(alive_), loop = loop_,
-                                              request = std::move(request), claimer = claimer_,
-                                              release_after = std::exchange(release_after_, std::nullopt),
-                                              started](DbHandles db) {
-        ClaimRoundResult result;
-        std::string error;
-        try {
-            if (release_after) {
-                // The last round failed: what it may have claimed unseen goes back first.
-                const auto released = db.outbox.release_claims_after(request.owner, *release_after);
-                if (released > 0) {
-                    spdlog::warn("event=unknown_claims_released rows={}", released);
-                    claimer->tally.known = false;
+    const bool queued = lanes_.claims.submit(
+        [alive = std::weak_ptr(alive_), loop = loop_, request = std::move(request),
+         claimer = claimer_, release_after = std::exchange(release_after_, std::nullopt),
+         started](DbHandles db) {
+            ClaimRoundResult result;
+            std::string error;
+            try {
+                if (release_after) {
+                    // The last round failed: what it may have claimed unseen goes back first.
+                    const auto released =
+                        db.outbox.release_claims_after(request.owner, *release_after);
+                    if (released > 0) {
+                        spdlog::warn("event=unknown_claims_released rows={}", released);
+                        claimer->tally.known = false;
+                    }
                 }
+                result = claim_round(db.outbox, request, *claimer);
+            } catch (const std::exception& e) {
+                error = e.what();
             }
-            result = claim_round(db.outbox, request, *claimer);
-        } catch (const std::exception& e) {
-            error = e.what();
-        }
-        const double seconds = seconds_since(started);
-        boost::asio::post(loop, [alive, result = std::move(result), error = std::move(error),
-                                 seconds, started]() mutable {
-            const auto self = alive.lock();
-            if (self && *self) (*self)->on_claimed(std::move(result), std::move(error), seconds, started);
+            const double seconds = seconds_since(started);
+            boost::asio::post(loop, [alive, result = std::move(result), error = std::move(error),
+                                     seconds, started]() mutable {
+                const auto self = alive.lock();
+                if (self && *self)
+                    (*self)->on_claimed(std::move(result), std::move(error), seconds, started);
+            });
         });
-    });
     if (!queued) {
         // Only one round is ever in flight, so a full claims lane means a stalled database.
         // The refused round took the settled counts with it: count again next time.
@@ -329,8 +334,8 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row) {
     // one, and every task on it with it.
     if (const auto limit = worker.hello.max_frame_bytes; limit > 0 && frame.size() > limit) {
         return refuse(worker, ref, row.namespace_name, task.dispatch_key,
-                      "the task frame is " + std::to_string(frame.size()) + " bytes, more than the " +
-                          std::to_string(limit) + " the worker reads");
+                      "the task frame is " + std::to_string(frame.size()) +
+                          " bytes, more than the " + std::to_string(limit) + " the worker reads");
     }
 
     const auto [entry, added] = in_flight_.try_emplace(
@@ -352,8 +357,10 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row) {
     // and claimed_at are both its instants), claimed -> pushed on this node's (from the
     // round's submission), so that no two hosts' clocks are ever compared.
     const auto due_to_claimed =
-        row.claimed_at ? std::chrono::duration<double>(*row.claimed_at - row.visible_after).count() : 0.0;
-    const auto claimed_to_pushed = std::chrono::duration<double>(Clock::now() - round_started_).count();
+        row.claimed_at ? std::chrono::duration<double>(*row.claimed_at - row.visible_after).count()
+                       : 0.0;
+    const auto claimed_to_pushed =
+        std::chrono::duration<double>(Clock::now() - round_started_).count();
     metrics_.dispatch_latency.Observe(std::max(0.0, due_to_claimed) + claimed_to_pushed);
 }
 
@@ -412,8 +419,8 @@ void Dispatcher::record_failure(const InFlight& task, const std::string& error, 
     }
     // A lost connection re-arms for immediate re-claim (fast failover) but still consumes
     // the attempt, so worker churn stays bounded by max_attempts.
-    const auto delay = immediate ? std::chrono::milliseconds{0}
-                                 : settings_.backoff.delay_for(task.attempt);
+    const auto delay =
+        immediate ? std::chrono::milliseconds{0} : settings_.backoff.delay_for(task.attempt);
     outcomes_.record(store::Outcome::retry(task.ref, delay, error), task.namespace_name,
                      immediate ? "failover" : "retry");
 }
@@ -441,9 +448,9 @@ void Dispatcher::expire_timeouts() {
     std::size_t expired = 0;
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
         const InFlight task = take(in_flight_.find(deadlines_.begin()->second));
-        record_failure(task,
-                       "task timed out after " + std::to_string(settings_.task_timeout.count()) + " ms",
-                       /*retryable=*/true, /*immediate=*/false);
+        record_failure(
+            task, "task timed out after " + std::to_string(settings_.task_timeout.count()) + " ms",
+            /*retryable=*/true, /*immediate=*/false);
         ++expired;
     }
     if (expired > 0) {
@@ -458,47 +465,46 @@ void Dispatcher::reconcile() {
     auto owner = owner_();
     if (owner.ranges.empty()) return;
     maintenance_busy_ = true;
-    const bool queued = lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_,
-                                                   owner = std::move(owner),
-                                                   liveness = settings_.liveness,
-                                                   stale = settings_.task_timeout +
-                                                           settings_.stale_grace](DbHandles db) {
-        const auto started = Clock::now();
-        std::size_t rearmed = 0;
-        std::map<std::string, std::int64_t> cancelled_by_namespace;
-        std::string error;
-        try {
-            // Claims of incarnations that are gone: at once, not after a long timeout.
-            rearmed += db.outbox.rearm_orphaned(owner, liveness, kReconcileBatch).size();
-            // Backstop: anything claimed far longer than a task may take, whoever holds it.
-            rearmed += db.outbox.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
-            // Rows of cancelled workflows staged after the cancel, or left by a dead node.
-            auto cancelled = db.outbox.settle_cancelled(owner);
-            if (!cancelled.keys.empty()) {
-                spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
+    const bool queued = lanes_.maintenance.submit(
+        [alive = std::weak_ptr(alive_), loop = loop_, owner = std::move(owner),
+         liveness = settings_.liveness,
+         stale = settings_.task_timeout + settings_.stale_grace](DbHandles db) {
+            const auto started = Clock::now();
+            std::size_t rearmed = 0;
+            std::map<std::string, std::int64_t> cancelled_by_namespace;
+            std::string error;
+            try {
+                // Claims of incarnations that are gone: at once, not after a long timeout.
+                rearmed += db.outbox.rearm_orphaned(owner, liveness, kReconcileBatch).size();
+                // Backstop: anything claimed far longer than a task may take, whoever holds it.
+                rearmed += db.outbox.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
+                // Rows of cancelled workflows staged after the cancel, or left by a dead node.
+                auto cancelled = db.outbox.settle_cancelled(owner);
+                if (!cancelled.keys.empty()) {
+                    spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
+                }
+                cancelled_by_namespace = std::move(cancelled.by_namespace);
+            } catch (const std::exception& e) {
+                error = e.what();
             }
-            cancelled_by_namespace = std::move(cancelled.by_namespace);
-        } catch (const std::exception& e) {
-            error = e.what();
-        }
-        const auto took = Clock::now() - started;
-        boost::asio::post(loop, [alive, rearmed, took, error = std::move(error),
-                                 cancelled = std::move(cancelled_by_namespace)] {
-            const auto self = alive.lock();
-            if (!self || !*self) return;
-            for (const auto& [ns, rows] : cancelled) {
-                (*self)->metrics_.outcome(ns, "cancelled").Increment(static_cast<double>(rows));
-            }
-            (*self)->maintenance_busy_ = false;
-            (*self)->reconcile_rest_until_ = Clock::now() + 19 * took;
-            (*self)->maintenance_result("reconcile", error);
-            if (rearmed > 0) {
-                spdlog::info("event=claims_rearmed count={}", rearmed);
-                (*self)->metrics_.rows_rearmed_total.Increment(static_cast<double>(rearmed));
-                (*self)->claim_from_front();
-            }
+            const auto took = Clock::now() - started;
+            boost::asio::post(loop, [alive, rearmed, took, error = std::move(error),
+                                     cancelled = std::move(cancelled_by_namespace)] {
+                const auto self = alive.lock();
+                if (!self || !*self) return;
+                for (const auto& [ns, rows] : cancelled) {
+                    (*self)->metrics_.outcome(ns, "cancelled").Increment(static_cast<double>(rows));
+                }
+                (*self)->maintenance_busy_ = false;
+                (*self)->reconcile_rest_until_ = Clock::now() + 19 * took;
+                (*self)->maintenance_result("reconcile", error);
+                if (rearmed > 0) {
+                    spdlog::info("event=claims_rearmed count={}", rearmed);
+                    (*self)->metrics_.rows_rearmed_total.Increment(static_cast<double>(rearmed));
+                    (*self)->claim_from_front();
+                }
+            });
         });
-    });
     if (!queued) maintenance_busy_ = false;  // the lane is full: the next tick tries again
 }
 
@@ -508,8 +514,8 @@ void Dispatcher::maintenance_result(std::string_view task, const std::string& er
     if (error.empty()) {
         const auto lasted = failures.lasted(now);
         if (const auto failed = failures.succeeded(); failed > 0) {
-            spdlog::info("event=maintenance_recovered task={} failures={} after_ms={}", task, failed,
-                         lasted.count());
+            spdlog::info("event=maintenance_recovered task={} failures={} after_ms={}", task,
+                         failed, lasted.count());
         }
     } else if (failures.failed(now)) {
         spdlog::warn("event=maintenance_failed task={} failures={} for_ms={} error=\"{}\"", task,
@@ -542,27 +548,27 @@ void Dispatcher::apply_retention() {
 void Dispatcher::refresh_gauges() {
     auto owner = owner_();
     // Periodic: when the lane is full, the next period tries again.
-    (void)lanes_.maintenance.submit([alive = std::weak_ptr(alive_), loop = loop_,
-                                     ranges = owner.ranges](DbHandles db) {
-        const auto started = Clock::now();
-        std::map<std::string, std::pair<double, double>> counts;
-        bool ok = true;
-        try {
-            for (const auto& [ns, c] : db.outbox.count_live_by_namespace(ranges)) {
-                counts[ns] = {static_cast<double>(c.inflight), static_cast<double>(c.claimed)};
+    (void)lanes_.maintenance.submit(
+        [alive = std::weak_ptr(alive_), loop = loop_, ranges = owner.ranges](DbHandles db) {
+            const auto started = Clock::now();
+            std::map<std::string, std::pair<double, double>> counts;
+            bool ok = true;
+            try {
+                for (const auto& [ns, c] : db.outbox.count_live_by_namespace(ranges)) {
+                    counts[ns] = {static_cast<double>(c.inflight), static_cast<double>(c.claimed)};
+                }
+            } catch (const std::exception& error) {
+                spdlog::debug("event=gauge_refresh_failed error=\"{}\"", error.what());
+                ok = false;
             }
-        } catch (const std::exception& error) {
-            spdlog::debug("event=gauge_refresh_failed error=\"{}\"", error.what());
-            ok = false;
-        }
-        const auto took = Clock::now() - started;
-        boost::asio::post(loop, [alive, counts = std::move(counts), ok, took] {
-            const auto self = alive.lock();
-            if (!self || !*self) return;
-            (*self)->gauges_rest_until_ = Clock::now() + 19 * took;
-            if (ok) (*self)->metrics_.set_row_gauges(counts);
+            const auto took = Clock::now() - started;
+            boost::asio::post(loop, [alive, counts = std::move(counts), ok, took] {
+                const auto self = alive.lock();
+                if (!self || !*self) return;
+                (*self)->gauges_rest_until_ = Clock::now() + 19 * took;
+                if (ok) (*self)->metrics_.set_row_gauges(counts);
+            });
         });
-    });
 }
 
 void Dispatcher::drain(std::function<void()> done) {

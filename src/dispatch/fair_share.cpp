@@ -25,7 +25,8 @@ std::vector<std::int64_t> FairShare::deal(const std::vector<Demand>& demands, st
             present.insert(demand.namespace_name);
         }
     }
-    std::erase_if(accounts_, [&present](const auto& entry) { return !present.contains(entry.first); });
+    std::erase_if(accounts_,
+                  [&present](const auto& entry) { return !present.contains(entry.first); });
     ++round_;
     if (budget <= 0 || total_weight <= 0) return rows;
 
@@ -34,7 +35,8 @@ std::vector<std::int64_t> FairShare::deal(const std::vector<Demand>& demands, st
     for (std::size_t i = 0; i < demands.size(); ++i) {
         const auto& demand = demands[i];
         if (demand.room <= 0) continue;
-        const double quantum = batch * static_cast<double>(std::max<std::int64_t>(demand.weight, 1)) / total_weight;
+        const double quantum =
+            batch * static_cast<double>(std::max<std::int64_t>(demand.weight, 1)) / total_weight;
         double& owed = accounts_[demand.namespace_name].owed;
         owed = std::min(owed + quantum, kMaxRoundsOwed * std::max(quantum, 1.0));
         rows[i] = std::min({demand.room, static_cast<std::int64_t>(std::floor(owed)), left});
@@ -62,7 +64,8 @@ std::vector<std::int64_t> FairShare::deal(const std::vector<Demand>& demands, st
         if (demands[i].room <= 0) continue;
         auto& account = accounts_[demands[i].namespace_name];
         // Its backlog ran dry: it is owed nothing for the rounds it had nothing to take.
-        account.owed = rows[i] >= demands[i].room ? 0.0 : account.owed - static_cast<double>(rows[i]);
+        account.owed =
+            rows[i] >= demands[i].room ? 0.0 : account.owed - static_cast<double>(rows[i]);
         if (rows[i] > 0) account.served = round_;
     }
     return rows;

@@ -37,7 +37,8 @@ void NamespaceCache::schedule() {
 
 void NamespaceCache::refresh_now() {
     // Periodic: when the lane is full, the next refresh tries again.
-    (void)lane_.submit([alive = std::weak_ptr<NamespaceCache*>(alive_), loop = loop_](DbHandles db) {
+    (void)lane_.submit([alive = std::weak_ptr<NamespaceCache*>(alive_),
+                        loop = loop_](DbHandles db) {
         std::vector<store::NamespaceSettings> settings;
         std::string error;
         try {

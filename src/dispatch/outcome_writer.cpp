@@ -100,7 +100,8 @@ void OutcomeWriter::finish(std::vector<Pending> batch, std::vector<bool> applied
     const bool recovered = failures_.failures() > 0;
     const auto lasted = failures_.lasted(std::chrono::steady_clock::now());
     if (const auto failed = failures_.succeeded(); failed > 0) {
-        spdlog::info("event=outcome_writes_recovered failures={} after_ms={}", failed, lasted.count());
+        spdlog::info("event=outcome_writes_recovered failures={} after_ms={}", failed,
+                     lasted.count());
     }
     retry_backoff_.reset();
     unexplained_ = 0;
@@ -151,9 +152,10 @@ void OutcomeWriter::retry_later(std::vector<Pending> batch, const std::string& e
     const auto delay = retry_backoff_.next();
     const auto now = std::chrono::steady_clock::now();
     if (failures_.failed(now)) {
-        spdlog::warn("event=outcome_write_failed failures={} for_ms={} kept={} retry_in_ms={} error=\"{}\"",
-                     failures_.failures(), failures_.lasted(now).count(), buffer_.size(),
-                     delay.count(), util::log_safe(error));
+        spdlog::warn(
+            "event=outcome_write_failed failures={} for_ms={} kept={} retry_in_ms={} error=\"{}\"",
+            failures_.failures(), failures_.lasted(now).count(), buffer_.size(), delay.count(),
+            util::log_safe(error));
     }
     retry_pending_ = true;
     retry_timer_.expires_after(delay);
@@ -213,11 +215,11 @@ void OutcomeWriter::conclude() {
         metrics_.outcomes_refused_total.Increment();
         spdlog::warn("event=outcome_refused task={}.{} error=\"{}\" recorded_as=dead_letter",
                      pending.outcome.ref.id, pending.outcome.ref.token, util::log_safe(why));
-        buffer_.push_front({store::Outcome::fail(pending.outcome.ref,
-                                                 util::sanitize_text(
-                                                     "outcome could not be recorded: " + why,
-                                                     kRefusalBytes)),
-                            std::move(pending.namespace_name), "failed", /*substitute=*/true});
+        buffer_.push_front(
+            {store::Outcome::fail(
+                 pending.outcome.ref,
+                 util::sanitize_text("outcome could not be recorded: " + why, kRefusalBytes)),
+             std::move(pending.namespace_name), "failed", /*substitute=*/true});
     }
 }
 

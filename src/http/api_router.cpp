@@ -15,7 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-ApiResponse ok(const json& body, int status = 200) { return {status, "application/json", json_text(body)}; }
+ApiResponse ok(const json& body, int status = 200) {
+    return {status, "application/json", json_text(body)};
+}
 
 // How much of a request's own target an error message echoes.
 constexpr std::size_t kEchoBytes = 200;
@@ -87,7 +89,8 @@ ApiResponse not_found(std::string_view what) { return error_response(404, "not_f
 
 }  // namespace
 
-ApiRouter::ApiRouter(boost::asio::any_io_executor loop, NodeServices services, ServerSettings settings)
+ApiRouter::ApiRouter(boost::asio::any_io_executor loop, NodeServices services,
+                     ServerSettings settings)
     : loop_(loop), services_(services), settings_(std::move(settings)) {}
 
 bool ApiRouter::admin_allowed(const std::optional<std::string>& bearer) const {
@@ -107,7 +110,8 @@ bool ApiRouter::admits(std::string_view target, const std::optional<std::string>
     if (seg.empty() || seg[0] != "v1") return true;  // probes, metrics, or a 404
     // The upgrade checks the worker token itself; any other request there is an admin's.
     if (upgrade && seg.size() == 2 && seg[1] == "workers") return true;
-    if (seg.size() == 2 && seg[1] == "cluster") return admin_allowed(bearer) || worker_allowed(bearer);
+    if (seg.size() == 2 && seg[1] == "cluster")
+        return admin_allowed(bearer) || worker_allowed(bearer);
     return admin_allowed(bearer);
 }
 
@@ -117,32 +121,34 @@ void ApiRouter::on_lane(Job job, Respond respond) {
     // the loop thread.
     auto answer = std::make_shared<Respond>(std::move(respond));
     auto* faults = &services_.metrics.faults_total;
-    const bool queued = services_.api_lane.submit([job = std::move(job), answer, faults,
-                                                   loop = loop_](dispatch::DbHandles db) mutable {
-        ApiResponse response;
-        try {
-            response = job(db);
-        } catch (const store::ValidationError& error) {
-            // The data: the message names what is wrong, for the client to fix.
-            response = error_response(400, "invalid_request", error.what());
-        } catch (const store::UnavailableError& error) {
-            // Details (hosts, SQL) go to the log, not to the client.
-            spdlog::warn("event=api_database_unavailable error=\"{}\"", util::log_safe(error.what()));
-            response = error_response(503, "database_unavailable",
-                                      "the database cannot be reached; try again");
-        } catch (const store::ConflictError& error) {
-            spdlog::info("event=api_conflict error=\"{}\"", util::log_safe(error.what()));
-            response = error_response(503, "conflict",
-                                      "the database was busy (a conflict or a timeout); try again");
-        } catch (const std::exception& error) {
-            faults->Add({{"where", "api"}}).Increment();  // Family::Add is thread-safe
-            spdlog::error("event=fault where=api error=\"{}\"", util::log_safe(error.what()));
-            response = error_response(500, "internal", "the request failed unexpectedly");
-        }
-        boost::asio::post(loop, [answer = std::move(answer), response = std::move(response)]() mutable {
-            (*answer)(std::move(response));
+    const bool queued = services_.api_lane.submit(
+        [job = std::move(job), answer, faults, loop = loop_](dispatch::DbHandles db) mutable {
+            ApiResponse response;
+            try {
+                response = job(db);
+            } catch (const store::ValidationError& error) {
+                // The data: the message names what is wrong, for the client to fix.
+                response = error_response(400, "invalid_request", error.what());
+            } catch (const store::UnavailableError& error) {
+                // Details (hosts, SQL) go to the log, not to the client.
+                spdlog::warn("event=api_database_unavailable error=\"{}\"",
+                             util::log_safe(error.what()));
+                response = error_response(503, "database_unavailable",
+                                          "the database cannot be reached; try again");
+            } catch (const store::ConflictError& error) {
+                spdlog::info("event=api_conflict error=\"{}\"", util::log_safe(error.what()));
+                response = error_response(
+                    503, "conflict", "the database was busy (a conflict or a timeout); try again");
+            } catch (const std::exception& error) {
+                faults->Add({{"where", "api"}}).Increment();  // Family::Add is thread-safe
+                spdlog::error("event=fault where=api error=\"{}\"", util::log_safe(error.what()));
+                response = error_response(500, "internal", "the request failed unexpectedly");
+            }
+            boost::asio::post(
+                loop, [answer = std::move(answer), response = std::move(response)]() mutable {
+                    (*answer)(std::move(response));
+                });
         });
-    });
     if (!queued) {
         (*answer)(error_response(503, "busy",
                                  "too many API requests are waiting for the database; try again"));
@@ -167,7 +173,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     if (const auto* error = std::get_if<TargetError>(&parsed)) {
         // A guarded node tells a client without the token nothing, not even what is wrong.
         if (!admin_allowed(request.bearer)) {
-            return respond(error_response(401, "unauthorized", "a valid admin bearer token is required"));
+            return respond(
+                error_response(401, "unauthorized", "a valid admin bearer token is required"));
         }
         return respond(error_response(400, "bad_target", error->message));
     }
@@ -204,7 +211,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     }
     if (route_is({"metrics"})) {
         if (only("GET")) {
-            respond({200, "text/plain; version=0.0.4", metrics::serialize(services_.metrics_registry)});
+            respond(
+                {200, "text/plain; version=0.0.4", metrics::serialize(services_.metrics_registry)});
         }
         return;
     }
@@ -222,7 +230,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     }
     if (!admin_allowed(request.bearer)) {
         services_.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
-        return respond(error_response(401, "unauthorized", "a valid admin bearer token is required"));
+        return respond(
+            error_response(401, "unauthorized", "a valid admin bearer token is required"));
     }
 
     if (route_is({"v1", "outbox"})) {
@@ -231,11 +240,13 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     }
     if (route_is({"v1", "outbox", "*"})) {
         if (!only("GET")) return;
-        return on_lane([key = seg[2]](dispatch::DbHandles db) {
-            const auto row = db.outbox.find(key);
-            return row ? ApiResponse{200, "application/json", row_json(*row)}
-                       : not_found("no outbox row with dispatch_key '" + key + "'");
-        }, std::move(respond));
+        return on_lane(
+            [key = seg[2]](dispatch::DbHandles db) {
+                const auto row = db.outbox.find(key);
+                return row ? ApiResponse{200, "application/json", row_json(*row)}
+                           : not_found("no outbox row with dispatch_key '" + key + "'");
+            },
+            std::move(respond));
     }
     if (route_is({"v1", "workflows", "*", "*"})) {
         if (!only("POST")) return;
@@ -244,64 +255,74 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (action == "pause" || action == "resume") {
             // A resume's statement wakes every node, this one included, to claim from the
             // front: the resumed rows wait behind where claims read on.
-            return on_lane([workflow, action](dispatch::DbHandles db) {
-                const bool changed = action == "pause" ? db.outbox.pause_workflow(workflow)
-                                                       : db.outbox.resume_workflow(workflow);
-                return ok({{"workflow_id", workflow},
-                           {"paused", action == "pause"},
-                           {"changed", changed}});
-            }, std::move(respond));
+            return on_lane(
+                [workflow, action](dispatch::DbHandles db) {
+                    const bool changed = action == "pause" ? db.outbox.pause_workflow(workflow)
+                                                           : db.outbox.resume_workflow(workflow);
+                    return ok({{"workflow_id", workflow},
+                               {"paused", action == "pause"},
+                               {"changed", changed}});
+                },
+                std::move(respond));
         }
         if (action == "cancel") {
             auto& metrics = services_.metrics;
-            return on_lane([workflow, &metrics](dispatch::DbHandles db) {
-                const auto cancelled = db.outbox.cancel_workflow_counted(workflow);
-                // Prometheus counters are thread-safe; the label cache is not, so use Add.
-                for (const auto& [ns, count] : cancelled.by_namespace) {
-                    metrics.outcomes_total.Add({{"namespace", ns}, {"outcome", "cancelled"}})
-                        .Increment(static_cast<double>(count));
-                }
-                return ok({{"workflow_id", workflow}, {"cancelled", cancelled.keys}});
-            }, std::move(respond));
+            return on_lane(
+                [workflow, &metrics](dispatch::DbHandles db) {
+                    const auto cancelled = db.outbox.cancel_workflow_counted(workflow);
+                    // Prometheus counters are thread-safe; the label cache is not, so use Add.
+                    for (const auto& [ns, count] : cancelled.by_namespace) {
+                        metrics.outcomes_total.Add({{"namespace", ns}, {"outcome", "cancelled"}})
+                            .Increment(static_cast<double>(count));
+                    }
+                    return ok({{"workflow_id", workflow}, {"cancelled", cancelled.keys}});
+                },
+                std::move(respond));
         }
-        return respond(not_found("unknown workflow action '" + action + "'; use pause, resume or cancel"));
+        return respond(
+            not_found("unknown workflow action '" + action + "'; use pause, resume or cancel"));
     }
     if (route_is({"v1", "dead-letters"})) {
         if (!only("GET")) return;
         const auto limit = parse_limit(target->query);
         if (!limit) {
-            return respond(error_response(400, "invalid_request",
-                                          "limit must be an integer between 1 and " +
-                                              std::to_string(kMaxListLimit)));
+            return respond(error_response(
+                400, "invalid_request",
+                "limit must be an integer between 1 and " + std::to_string(kMaxListLimit)));
         }
         std::optional<std::string> ns;
-        if (const auto it = target->query.find("namespace"); it != target->query.end() && !it->second.empty()) {
+        if (const auto it = target->query.find("namespace");
+            it != target->query.end() && !it->second.empty()) {
             ns = it->second;
         }
-        return on_lane([ns, limit = *limit](dispatch::DbHandles db) {
-            json letters = json::array();
-            const auto found = db.outbox.list_dead_letters(
-                ns ? std::optional<std::string_view>{*ns} : std::nullopt, limit);
-            for (const auto& l : found) {
-                letters.push_back({{"dispatch_key", l.dispatch_key},
-                                   {"workflow_id", l.workflow_id},
-                                   {"namespace", l.namespace_name},
-                                   {"task_queue", l.task_queue},
-                                   {"activity_type", l.activity_type},
-                                   {"attempt", l.attempt},
-                                   {"last_error", optional_json(l.last_error)},
-                                   {"failed_at", optional_time(l.failed_at)}});
-            }
-            return ok({{"dead_letters", letters}});
-        }, std::move(respond));
+        return on_lane(
+            [ns, limit = *limit](dispatch::DbHandles db) {
+                json letters = json::array();
+                const auto found = db.outbox.list_dead_letters(
+                    ns ? std::optional<std::string_view>{*ns} : std::nullopt, limit);
+                for (const auto& l : found) {
+                    letters.push_back({{"dispatch_key", l.dispatch_key},
+                                       {"workflow_id", l.workflow_id},
+                                       {"namespace", l.namespace_name},
+                                       {"task_queue", l.task_queue},
+                                       {"activity_type", l.activity_type},
+                                       {"attempt", l.attempt},
+                                       {"last_error", optional_json(l.last_error)},
+                                       {"failed_at", optional_time(l.failed_at)}});
+                }
+                return ok({{"dead_letters", letters}});
+            },
+            std::move(respond));
     }
     if (route_is({"v1", "dead-letters", "*", "requeue"})) {
         if (!only("POST")) return;
-        return on_lane([key = seg[2]](dispatch::DbHandles db) {
-            return db.outbox.requeue_dead_letter(key)
-                       ? ok({{"dispatch_key", key}, {"requeued", true}})
-                       : not_found("no dead letter with dispatch_key '" + key + "'");
-        }, std::move(respond));
+        return on_lane(
+            [key = seg[2]](dispatch::DbHandles db) {
+                return db.outbox.requeue_dead_letter(key)
+                           ? ok({{"dispatch_key", key}, {"requeued", true}})
+                           : not_found("no dead letter with dispatch_key '" + key + "'");
+            },
+            std::move(respond));
     }
     if (route_is({"v1", "namespaces", "*"})) {
         if (method == "PUT") return put_namespace(seg[2], request.body, std::move(respond));
@@ -318,16 +339,18 @@ void ApiRouter::stage(const ApiRequest& request, Respond respond) {
         if (error->row) body["error"]["row"] = *error->row;
         return respond({400, "application/json", json_text(body)});
     }
-    on_lane([rows = std::get<std::vector<store::NewRow>>(std::move(parsed))](dispatch::DbHandles db) {
-        try {
-            const auto result = db.outbox.append(rows);
-            return ok({{"staged", result.staged}, {"duplicates", result.duplicates}});
-        } catch (const store::ValidationError& error) {
-            json body = {{"error", {{"code", "invalid_row"}, {"message", error.what()}}}};
-            if (error.row_index()) body["error"]["row"] = *error.row_index();
-            return ApiResponse{400, "application/json", json_text(body)};
-        }
-    }, std::move(respond));
+    on_lane(
+        [rows = std::get<std::vector<store::NewRow>>(std::move(parsed))](dispatch::DbHandles db) {
+            try {
+                const auto result = db.outbox.append(rows);
+                return ok({{"staged", result.staged}, {"duplicates", result.duplicates}});
+            } catch (const store::ValidationError& error) {
+                json body = {{"error", {{"code", "invalid_row"}, {"message", error.what()}}}};
+                if (error.row_index()) body["error"]["row"] = *error.row_index();
+                return ApiResponse{400, "application/json", json_text(body)};
+            }
+        },
+        std::move(respond));
 }
 
 void ApiRouter::put_namespace(const std::string& name, const std::string& body, Respond respond) {
@@ -338,21 +361,26 @@ void ApiRouter::put_namespace(const std::string& name, const std::string& body, 
     auto settings = std::get<store::NamespaceSettings>(std::move(parsed));
     auto* cache = &services_.namespaces;
     const auto default_quota = settings_.default_max_in_flight;
-    on_lane([settings, default_quota](dispatch::DbHandles db) {
-        db.outbox.put_namespace(settings);
-        return ok(namespace_json(settings.name, db.outbox.get_namespace(settings.name), default_quota));
-    }, [respond = std::move(respond), cache](ApiResponse response) {
-        // Take the change here at once; other nodes see it within their cache TTL.
-        if (response.status == 200) cache->refresh_now();
-        respond(std::move(response));
-    });
+    on_lane(
+        [settings, default_quota](dispatch::DbHandles db) {
+            db.outbox.put_namespace(settings);
+            return ok(namespace_json(settings.name, db.outbox.get_namespace(settings.name),
+                                     default_quota));
+        },
+        [respond = std::move(respond), cache](ApiResponse response) {
+            // Take the change here at once; other nodes see it within their cache TTL.
+            if (response.status == 200) cache->refresh_now();
+            respond(std::move(response));
+        });
 }
 
 void ApiRouter::get_namespace(const std::string& name, Respond respond) {
     const auto default_quota = settings_.default_max_in_flight;
-    on_lane([name, default_quota](dispatch::DbHandles db) {
-        return ok(namespace_json(name, db.outbox.get_namespace(name), default_quota));
-    }, std::move(respond));
+    on_lane(
+        [name, default_quota](dispatch::DbHandles db) {
+            return ok(namespace_json(name, db.outbox.get_namespace(name), default_quota));
+        },
+        std::move(respond));
 }
 
 }  // namespace outboxd::http

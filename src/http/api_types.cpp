@@ -50,9 +50,10 @@ ApiResponse error_response(int status, std::string_view code, std::string_view m
 }
 
 std::variant<ParsedTarget, TargetError> parse_target(std::string_view target) {
-    const auto checked = [](std::optional<std::string> decoded, std::string_view what)
-        -> std::variant<std::string, TargetError> {
-        if (!decoded) return TargetError{"malformed percent-encoding in the URL " + std::string{what}};
+    const auto checked = [](std::optional<std::string> decoded,
+                            std::string_view what) -> std::variant<std::string, TargetError> {
+        if (!decoded)
+            return TargetError{"malformed percent-encoding in the URL " + std::string{what}};
         if (decoded->find('\0') != std::string::npos) {
             return TargetError{"the URL " + std::string{what} + " holds a NUL byte"};
         }
@@ -71,8 +72,8 @@ std::variant<ParsedTarget, TargetError> parse_target(std::string_view target) {
     std::size_t start = 0;
     while (start <= path.size()) {
         const auto slash = path.find('/', start);
-        const auto piece = path.substr(start, slash == std::string_view::npos ? std::string_view::npos
-                                                                              : slash - start);
+        const auto piece = path.substr(
+            start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
         if (!piece.empty()) {
             auto decoded = checked(percent_decode(piece, false), "path");
             if (auto* error = std::get_if<TargetError>(&decoded)) return std::move(*error);
@@ -89,7 +90,8 @@ std::variant<ParsedTarget, TargetError> parse_target(std::string_view target) {
             const auto eq = pair.find('=');
             auto key = checked(percent_decode(pair.substr(0, eq), true), "query");
             auto value = checked(
-                percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true), "query");
+                percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true),
+                "query");
             if (auto* error = std::get_if<TargetError>(&key)) return std::move(*error);
             if (auto* error = std::get_if<TargetError>(&value)) return std::move(*error);
             auto& name = std::get<std::string>(key);
@@ -109,8 +111,10 @@ bool token_matches(const std::optional<std::string>& presented, const std::strin
     std::array<unsigned char, EVP_MAX_MD_SIZE> b{};
     unsigned int a_size = 0;
     unsigned int b_size = 0;
-    if (EVP_Digest(presented->data(), presented->size(), a.data(), &a_size, EVP_sha256(), nullptr) != 1 ||
-        EVP_Digest(expected.data(), expected.size(), b.data(), &b_size, EVP_sha256(), nullptr) != 1) {
+    if (EVP_Digest(presented->data(), presented->size(), a.data(), &a_size, EVP_sha256(),
+                   nullptr) != 1 ||
+        EVP_Digest(expected.data(), expected.size(), b.data(), &b_size, EVP_sha256(), nullptr) !=
+            1) {
         return false;
     }
     return a_size == b_size && CRYPTO_memcmp(a.data(), b.data(), a_size) == 0;

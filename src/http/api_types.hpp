@@ -29,7 +29,8 @@ struct ApiResponse {
 using Respond = std::function<void(ApiResponse)>;
 
 // {"error":{"code":"…","message":"…"}} (README, "HTTP API"), plus optional extra members.
-[[nodiscard]] ApiResponse error_response(int status, std::string_view code, std::string_view message);
+[[nodiscard]] ApiResponse error_response(int status, std::string_view code,
+                                         std::string_view message);
 
 // Splits a target into its decoded path segments and decoded query parameters, or says why
 // it cannot: a target that is not a path starting with '/', malformed percent-encoding, or a
@@ -48,6 +49,7 @@ struct TargetError {
 [[nodiscard]] std::string json_text(const nlohmann::json& value);
 
 // Whether a presented bearer token is the expected one, in time that depends on neither.
-[[nodiscard]] bool token_matches(const std::optional<std::string>& presented, const std::string& expected);
+[[nodiscard]] bool token_matches(const std::optional<std::string>& presented,
+                                 const std::string& expected);
 
 }  // namespace outboxd::http

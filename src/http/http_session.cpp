@@ -21,7 +21,8 @@ constexpr std::uint32_t kMaxHeaderBytes = 64 * 1024;
 std::optional<std::string> bearer_of(beast::string_view authorization) {
     constexpr std::string_view prefix = "Bearer ";
     const std::string_view value{authorization.data(), authorization.size()};
-    if (value.size() <= prefix.size() || value.substr(0, prefix.size()) != prefix) return std::nullopt;
+    if (value.size() <= prefix.size() || value.substr(0, prefix.size()) != prefix)
+        return std::nullopt;
     return std::string{value.substr(prefix.size())};
 }
 
@@ -68,7 +69,8 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
     if (!server_.router.admits(target, bearer_of(header[bhttp::field::authorization]),
                                beast::websocket::is_upgrade(header))) {
         server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
-        return write(error_response(401, "unauthorized", "a valid bearer token is required"), false);
+        return write(error_response(401, "unauthorized", "a valid bearer token is required"),
+                     false);
     }
     const auto max_body = server_.settings.max_body_bytes;
     if (const auto length = parser_->content_length(); length && *length > max_body) {
@@ -93,8 +95,9 @@ void HttpSession<Stream>::on_read(beast::error_code ec) {
         // Malformed HTTP: answer once, then close. Anything else (EOF, timeout): just close.
         if (ec != bhttp::error::end_of_stream &&
             ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category()) {
-            return write(error_response(400, "bad_request", "malformed HTTP request: " + ec.message()),
-                         false);
+            return write(
+                error_response(400, "bad_request", "malformed HTTP request: " + ec.message()),
+                false);
         }
         return shutdown_send(stream_, this->shared_from_this());
     }
@@ -131,7 +134,8 @@ void HttpSession<Stream>::respond_to(Request request) {
 template <typename Stream>
 void HttpSession<Stream>::upgrade(Request request) {
     answered_ = true;
-    const auto parsed = parse_target(std::string_view{request.target().data(), request.target().size()});
+    const auto parsed =
+        parse_target(std::string_view{request.target().data(), request.target().size()});
     const auto* target = std::get_if<ParsedTarget>(&parsed);
     if (!target || target->segments != std::vector<std::string>{"v1", "workers"}) {
         return write(error_response(404, "not_found", "WebSocket endpoint is /v1/workers"), false);
@@ -139,17 +143,21 @@ void HttpSession<Stream>::upgrade(Request request) {
     if (server_.settings.worker_token) {
         auto presented = bearer_of(request[bhttp::field::authorization]);
         if (!presented) {
-            if (const auto it = target->query.find("token"); it != target->query.end()) presented = it->second;
+            if (const auto it = target->query.find("token"); it != target->query.end())
+                presented = it->second;
         }
         if (!token_matches(presented, *server_.settings.worker_token)) {
-            server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
-            return write(error_response(401, "unauthorized", "a valid worker bearer token is required"),
-                         false);
+            server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}})
+                .Increment();
+            return write(
+                error_response(401, "unauthorized", "a valid worker bearer token is required"),
+                false);
         }
     }
     beast::get_lowest_layer(stream_).expires_never();
     upgraded_ = true;
-    std::make_shared<WorkerSession<Stream>>(std::move(stream_), std::move(slot_), std::move(tls_), server_)
+    std::make_shared<WorkerSession<Stream>>(std::move(stream_), std::move(slot_), std::move(tls_),
+                                            server_)
         ->run(std::move(request));
 }
 
@@ -164,13 +172,13 @@ void HttpSession<Stream>::write(ApiResponse response, bool keep_alive) {
     message->body() = std::move(response.body);
     message->prepare_payload();
     beast::get_lowest_layer(stream_).expires_after(server_.settings.http_idle_timeout);
-    bhttp::async_write(stream_, *message,
-                       [self = this->shared_from_this(), message, keep_alive](beast::error_code ec,
-                                                                              std::size_t) {
-                           if (ec) return;
-                           if (keep_alive) return self->read();
-                           shutdown_send(self->stream_, self);
-                       });
+    bhttp::async_write(
+        stream_, *message,
+        [self = this->shared_from_this(), message, keep_alive](beast::error_code ec, std::size_t) {
+            if (ec) return;
+            if (keep_alive) return self->read();
+            shutdown_send(self->stream_, self);
+        });
 }
 
 template class HttpSession<PlainStream>;

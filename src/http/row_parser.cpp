@@ -36,9 +36,9 @@ std::optional<std::string> optional_text(const json& row, const char* name) {
 }
 
 store::NewRow parse_row(const json& row) {
-    static const std::set<std::string> known{"workflow_id", "ordinal", "activity_type", "input",
-                                             "namespace", "task_queue", "node", "run_id",
-                                             "dispatch_key", "visible_after"};
+    static const std::set<std::string> known{
+        "workflow_id", "ordinal", "activity_type", "input",        "namespace",
+        "task_queue",  "node",    "run_id",        "dispatch_key", "visible_after"};
     if (!row.is_object()) throw Bad{"must be a JSON object"};
     for (const auto& [key, value] : row.items()) {
         if (!known.contains(key)) throw Bad{"unknown field '" + key + "'"};
@@ -75,12 +75,13 @@ constexpr std::size_t kStageBodyNesting = worker::protocol::kMaxInputNesting + 3
 
 // Refuses a body nesting deeper than `limit` before it is parsed: parsing is iterative, but
 // everything done with a parsed value afterwards (dump, validation) recurses per level.
-std::optional<RowError> too_deep(const std::string& body, std::size_t limit, std::string_view what) {
+std::optional<RowError> too_deep(const std::string& body, std::size_t limit,
+                                 std::string_view what) {
     if (util::json_nesting_depth(body, limit) <= limit) return std::nullopt;
-    return RowError{"invalid_request",
-                    "request body nests deeper than " + std::to_string(limit) + " levels" +
-                        std::string{what},
-                    {}};
+    return RowError{
+        "invalid_request",
+        "request body nests deeper than " + std::to_string(limit) + " levels" + std::string{what},
+        {}};
 }
 
 }  // namespace
@@ -93,16 +94,18 @@ std::variant<std::vector<store::NewRow>, RowError> parse_stage_request(const std
         return *error;
     }
     const json request = json::parse(body, nullptr, false);
-    if (request.is_discarded()) return RowError{"invalid_json", "request body is not valid JSON", {}};
-    if (!request.is_object()) return RowError{"invalid_request", "request body must be an object", {}};
+    if (request.is_discarded())
+        return RowError{"invalid_json", "request body is not valid JSON", {}};
+    if (!request.is_object())
+        return RowError{"invalid_request", "request body must be an object", {}};
     const auto rows = request.find("rows");
     if (rows == request.end() || !rows->is_array()) {
         return RowError{"invalid_request", "'rows' must be an array of rows", {}};
     }
     if (rows->empty()) return RowError{"invalid_request", "'rows' must not be empty", {}};
     if (rows->size() > max_rows) {
-        return RowError{"invalid_request",
-                        "at most " + std::to_string(max_rows) + " rows per request", {}};
+        return RowError{
+            "invalid_request", "at most " + std::to_string(max_rows) + " rows per request", {}};
     }
     std::vector<store::NewRow> out;
     out.reserve(rows->size());
@@ -117,11 +120,13 @@ std::variant<std::vector<store::NewRow>, RowError> parse_stage_request(const std
 }
 
 std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const std::string& name,
-                                                                        const std::string& body) {
+                                                                         const std::string& body) {
     if (auto error = too_deep(body, worker::protocol::kMaxNesting, "")) return *error;
     const json request = json::parse(body, nullptr, false);
-    if (request.is_discarded()) return RowError{"invalid_json", "request body is not valid JSON", {}};
-    if (!request.is_object()) return RowError{"invalid_request", "request body must be an object", {}};
+    if (request.is_discarded())
+        return RowError{"invalid_json", "request body is not valid JSON", {}};
+    if (!request.is_object())
+        return RowError{"invalid_request", "request body must be an object", {}};
     store::NamespaceSettings settings;
     settings.name = name;
     try {
@@ -130,15 +135,18 @@ std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const s
                 throw Bad{"unknown field '" + key + "'"};
             }
         }
-        if (const auto weight = request.find("weight"); weight != request.end() && !weight->is_null()) {
+        if (const auto weight = request.find("weight");
+            weight != request.end() && !weight->is_null()) {
             if (!weight->is_number_integer() || weight->get<std::int64_t>() < store::kMinWeight ||
                 weight->get<std::int64_t>() > store::kMaxWeight) {
-                throw Bad{"'weight' must be an integer between " + std::to_string(store::kMinWeight) +
-                          " and " + std::to_string(store::kMaxWeight) + " (or null for 1)"};
+                throw Bad{"'weight' must be an integer between " +
+                          std::to_string(store::kMinWeight) + " and " +
+                          std::to_string(store::kMaxWeight) + " (or null for 1)"};
             }
             settings.weight = weight->get<std::int32_t>();
         }
-        if (const auto quota = request.find("max_in_flight"); quota != request.end() && !quota->is_null()) {
+        if (const auto quota = request.find("max_in_flight");
+            quota != request.end() && !quota->is_null()) {
             if (!quota->is_number_integer() || quota->get<std::int64_t>() < 1 ||
                 quota->get<std::int64_t>() > INT32_MAX) {
                 throw Bad{"'max_in_flight' must be a positive integer (or null for the default)"};
@@ -153,7 +161,8 @@ std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const s
                 settings.placement_mode != "pinned") {
                 throw Bad{"'placement.mode' must be unplaced, prefer or pinned"};
             }
-            if (const auto nodes = placement->find("nodes"); nodes != placement->end() && !nodes->is_null()) {
+            if (const auto nodes = placement->find("nodes");
+                nodes != placement->end() && !nodes->is_null()) {
                 if (!nodes->is_array()) throw Bad{"'placement.nodes' must be an array of strings"};
                 for (const auto& node : *nodes) {
                     if (!node.is_string() || node.get<std::string>().empty()) {

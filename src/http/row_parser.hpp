@@ -13,7 +13,7 @@
 namespace outboxd::http {
 
 struct RowError {
-    std::string code;     // invalid_json | invalid_request | invalid_row
+    std::string code;  // invalid_json | invalid_request | invalid_row
     std::string message;
     std::optional<std::size_t> row;
 };

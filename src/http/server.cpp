@@ -48,8 +48,9 @@ std::shared_ptr<net::ssl::context> make_tls_context(const TlsFiles& files) {
     boost::system::error_code ec;
     context->use_certificate_chain_file(files.cert_file, ec);
     if (ec) {
-        throw std::runtime_error("OUTBOXD_TLS_CERT_FILE: cannot load a PEM certificate chain from '" +
-                                 files.cert_file + "': " + ec.message());
+        throw std::runtime_error(
+            "OUTBOXD_TLS_CERT_FILE: cannot load a PEM certificate chain from '" + files.cert_file +
+            "': " + ec.message());
     }
     context->use_private_key_file(files.key_file, net::ssl::context::pem, ec);
     if (ec) {
@@ -139,8 +140,8 @@ void HttpServer::Impl::accept_failed(const boost::system::error_code& ec) {
     const auto now = std::chrono::steady_clock::now();
     if (accept_failures.failed(now)) {
         spdlog::warn("event=accept_failed failures={} for_ms={} retry_in_ms={} error=\"{}\"",
-                     accept_failures.failures(), accept_failures.lasted(now).count(),
-                     delay.count(), ec.message());
+                     accept_failures.failures(), accept_failures.lasted(now).count(), delay.count(),
+                     ec.message());
     }
     accept_timer.expires_after(delay);
     accept_timer.async_wait([this](boost::system::error_code wait_ec) {
@@ -161,17 +162,19 @@ struct Refusal : std::enable_shared_from_this<Refusal> {
     ~Refusal() { --*in_flight; }
     void run() {
         stream.expires_after(kRefusalLinger);
-        net::async_write(stream, net::buffer(answer), [self = shared_from_this()](auto ec, std::size_t) {
-            if (ec) return;
-            boost::system::error_code ignored;
-            self->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-            self->drain();
-        });
+        net::async_write(stream, net::buffer(answer),
+                         [self = shared_from_this()](auto ec, std::size_t) {
+                             if (ec) return;
+                             boost::system::error_code ignored;
+                             self->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+                             self->drain();
+                         });
     }
     void drain() {
-        stream.async_read_some(net::buffer(sink), [self = shared_from_this()](auto ec, std::size_t) {
-            if (!ec) self->drain();
-        });
+        stream.async_read_some(net::buffer(sink),
+                               [self = shared_from_this()](auto ec, std::size_t) {
+                                   if (!ec) self->drain();
+                               });
     }
     boost::beast::tcp_stream stream;
     std::string answer;
@@ -189,11 +192,11 @@ void HttpServer::Impl::refuse(tcp::socket socket) {
         socket.close(ignored);
         return;
     }
-    const auto body = error_response(503, "too_many_connections",
-                                     "this node serves at most " +
-                                         std::to_string(settings.max_connections) +
-                                         " connections at once; try again later")
-                          .body;
+    const auto body =
+        error_response(503, "too_many_connections",
+                       "this node serves at most " + std::to_string(settings.max_connections) +
+                           " connections at once; try again later")
+            .body;
     std::make_shared<Refusal>(std::move(socket),
                               "HTTP/1.1 503 Service Unavailable\r\nServer: outboxd\r\n"
                               "Content-Type: application/json\r\nRetry-After: 1\r\n"

@@ -123,14 +123,16 @@ void WorkerSession<Stream>::handle(const std::string& text) {
 template <typename Stream>
 void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
     if (auto* hello = std::get_if<protocol::Hello>(&message)) {
-        if (greeted_) return reject(protocol::code::duplicate_hello, "hello was already accepted", false);
+        if (greeted_)
+            return reject(protocol::code::duplicate_hello, "hello was already accepted", false);
         return handle_hello(std::move(*hello));
     }
     if (!greeted_) {
         return reject(protocol::code::hello_required, "the first frame must be a hello", true);
     }
     auto* entry = server_.services.registry.find(session_id_);
-    if (!entry) return reject(protocol::code::draining, "this session is no longer registered", true);
+    if (!entry)
+        return reject(protocol::code::draining, "this session is no longer registered", true);
     auto& dispatcher = server_.services.dispatcher;
     std::optional<protocol::Error> refused;
     if (auto* complete = std::get_if<protocol::Complete>(&message)) {
@@ -149,9 +151,11 @@ void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
     greeted_ = true;
     hello_timer_.cancel();
     if (hello.batch) batch_max_bytes_ = protocol::batch_bytes_for(hello.max_frame_bytes);
-    spdlog::info("event=worker_joined session={} worker=\"{}\" namespaces={} task_queue=\"{}\" max_in_flight={}",
-                 session_id_, util::log_safe(hello.worker_id), hello.namespaces.size(),
-                 util::log_safe(hello.task_queue), hello.max_in_flight);
+    spdlog::info(
+        "event=worker_joined session={} worker=\"{}\" namespaces={} task_queue=\"{}\" "
+        "max_in_flight={}",
+        session_id_, util::log_safe(hello.worker_id), hello.namespaces.size(),
+        util::log_safe(hello.task_queue), hello.max_in_flight);
     protocol::Welcome welcome;
     welcome.node_id = server_.services.member.settings().node_id;
     welcome.session_id = session_id_;
@@ -161,7 +165,8 @@ void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
         if (!node.draining) welcome.cluster.push_back({node.node_id, node.advertise_url});
     }
     if (welcome.cluster.empty()) {
-        welcome.cluster.push_back({welcome.node_id, server_.services.member.settings().advertise_url});
+        welcome.cluster.push_back(
+            {welcome.node_id, server_.services.member.settings().advertise_url});
     }
     // Alone, never in a batch: the worker learns from it that batches may follow.
     enqueue(protocol::encode(welcome), /*alone=*/true);
@@ -178,7 +183,9 @@ void WorkerSession<Stream>::reject(std::string_view code, const std::string& mes
 }
 
 template <typename Stream>
-void WorkerSession<Stream>::send(std::string frame) { enqueue(std::move(frame), /*alone=*/false); }
+void WorkerSession<Stream>::send(std::string frame) {
+    enqueue(std::move(frame), /*alone=*/false);
+}
 
 template <typename Stream>
 void WorkerSession<Stream>::enqueue(std::string frame, bool alone) {
@@ -186,7 +193,8 @@ void WorkerSession<Stream>::enqueue(std::string frame, bool alone) {
     // One frame larger than the byte bound still goes, alone: the bound is on what piles up
     // behind a write, not on what a row may hold.
     if (queue_.size() >= server_.settings.max_write_queue ||
-        (!queue_.empty() && queue_.bytes() + frame.size() > server_.settings.max_write_queue_bytes)) {
+        (!queue_.empty() &&
+         queue_.bytes() + frame.size() > server_.settings.max_write_queue_bytes)) {
         server_.services.metrics.slow_consumers_closed_total.Increment();
         spdlog::warn("event=slow_consumer_closed session={} queued_frames={} queued_bytes={}",
                      session_id_, queue_.size(), queue_.bytes());
@@ -196,8 +204,9 @@ void WorkerSession<Stream>::enqueue(std::string frame, bool alone) {
         // Reported from a handler of its own, never from here: this runs inside the read
         // handler (no read pending to report the loss) or inside the dispatcher's loop over
         // the workers it pushes to, which must not see the worker vanish mid-loop.
-        boost::asio::post(ws_.get_executor(),
-                          [self = this->shared_from_this()] { self->finish("closed as too slow"); });
+        boost::asio::post(ws_.get_executor(), [self = this->shared_from_this()] {
+            self->finish("closed as too slow");
+        });
         return;
     }
     queue_.push(std::move(frame), alone);
@@ -210,7 +219,8 @@ template <typename Stream>
 void WorkerSession<Stream>::schedule_write() {
     if (writing_) return;
     writing_ = true;
-    boost::asio::post(ws_.get_executor(), [self = this->shared_from_this()] { self->write_next(); });
+    boost::asio::post(ws_.get_executor(),
+                      [self = this->shared_from_this()] { self->write_next(); });
 }
 
 template <typename Stream>
@@ -261,7 +271,8 @@ void WorkerSession<Stream>::finish(const std::string& why) {
     server_.workers.erase(session_id_);
     if (greeted_) {
         server_.services.metrics.workers_connected.Decrement();
-        spdlog::info("event=worker_left session={} reason=\"{}\"", session_id_, util::log_safe(why));
+        spdlog::info("event=worker_left session={} reason=\"{}\"", session_id_,
+                     util::log_safe(why));
         server_.services.dispatcher.on_worker_lost(session_id_);
     }
 }

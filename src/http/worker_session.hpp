@@ -67,14 +67,14 @@ private:
     boost::asio::steady_timer hello_timer_;
     boost::beast::flat_buffer buffer_;
     worker::protocol::FrameQueue queue_;
-    std::string in_write_;    // the text of the write in flight
+    std::string in_write_;  // the text of the write in flight
     HttpServer::Impl& server_;
     std::string session_id_;
-    bool writing_ = false;    // a write is in flight or scheduled
-    bool greeted_ = false;    // hello accepted
+    bool writing_ = false;             // a write is in flight or scheduled
+    bool greeted_ = false;             // hello accepted
     std::size_t batch_max_bytes_ = 0;  // the worker reads batch frames up to this; 0: none
-    bool closing_ = false;    // close requested: no more reads are handled
-    bool finished_ = false;   // loss reported to the dispatcher
+    bool closing_ = false;             // close requested: no more reads are handled
+    bool finished_ = false;            // loss reported to the dispatcher
     std::string close_reason_;
 };
 

@@ -5,9 +5,9 @@
 
 #include <stdexcept>
 
-#include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <spdlog/spdlog.h>
 
 namespace outboxd::sdk::detail {
 namespace {
@@ -38,7 +38,8 @@ NodeConnection::Settings connection_settings(const WorkerOptions& options) {
 
 }  // namespace
 
-std::unique_ptr<net::ssl::context> make_tls_client_context(const std::optional<std::string>& ca_file) {
+std::unique_ptr<net::ssl::context> make_tls_client_context(
+    const std::optional<std::string>& ca_file) {
     auto context = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
     context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
                          net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
@@ -47,8 +48,9 @@ std::unique_ptr<net::ssl::context> make_tls_client_context(const std::optional<s
     if (ca_file) {
         context->load_verify_file(*ca_file, ec);
         if (ec) {
-            throw std::invalid_argument("worker client: ca_file: cannot load PEM certificates from '" +
-                                        *ca_file + "': " + ec.message());
+            throw std::invalid_argument(
+                "worker client: ca_file: cannot load PEM certificates from '" + *ca_file +
+                "': " + ec.message());
         }
     } else {
         context->set_default_verify_paths(ec);  // the system's trust store, when it has one
@@ -129,7 +131,8 @@ NodeLink* ClientCore::add_link(const std::string& url, bool seed) {
     if (NodeLink* existing = find_link(url)) return existing;
     auto parsed = parse_ws_url(url);
     if (!parsed) {
-        spdlog::warn("worker client: ignoring node URL '{}': not ws:// or wss://host[:port]/path", url);
+        spdlog::warn("worker client: ignoring node URL '{}': not ws:// or wss://host[:port]/path",
+                     url);
         return nullptr;
     }
     // Seeded over TLS, the client never follows a node to plain ws:// (its token and its
@@ -138,7 +141,8 @@ NodeLink* ClientCore::add_link(const std::string& url, bool seed) {
         spdlog::warn("worker client: ignoring node URL '{}': the seeds are wss://, it is not", url);
         return nullptr;
     }
-    util::RetryBackoff backoff{options_.reconnect_min, options_.reconnect_max, std::random_device{}()};
+    util::RetryBackoff backoff{options_.reconnect_min, options_.reconnect_max,
+                               std::random_device{}()};
     links_.push_back(
         std::make_unique<NodeLink>(ioc_, url, std::move(*parsed), seed, std::move(backoff)));
     return links_.back().get();

@@ -8,7 +8,8 @@ ClusterPlan plan_cluster(const std::vector<KnownNode>& known,
                          const std::vector<worker::protocol::NodeInfo>& listed) {
     // The same node under another URL, reached right now.
     const auto same_node = [](const KnownNode& node, const worker::protocol::NodeInfo& info) {
-        return info.url == node.url || (node.connected && node.node_id && info.node_id == *node.node_id);
+        return info.url == node.url ||
+               (node.connected && node.node_id && info.node_id == *node.node_id);
     };
     const auto is_listed = [&](const KnownNode& node) {
         return std::any_of(listed.begin(), listed.end(),

@@ -2,22 +2,22 @@
 
 #include <type_traits>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <spdlog/spdlog.h>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/ssl.hpp>
-#include <boost/beast/websocket/ssl.hpp>
-#include <boost/beast/websocket/stream.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
+#include <boost/beast/websocket/stream.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
 
 #include "outboxd/worker/frame_queue.hpp"
 
@@ -90,10 +90,9 @@ websocket::stream<Stream> make_ws(net::io_context& ioc, net::ssl::context* tls) 
     }
 }
 
-
 template <typename Stream>
-WsConnection<Stream>::WsConnection(net::io_context& ioc, WsUrl url, Settings settings, Events events,
-                                   net::ssl::context* tls)
+WsConnection<Stream>::WsConnection(net::io_context& ioc, WsUrl url, Settings settings,
+                                   Events events, net::ssl::context* tls)
     : url_(std::move(url)),
       settings_(std::move(settings)),
       events_(std::move(events)),
@@ -110,7 +109,7 @@ void WsConnection<Stream>::start() {
 
 template <typename Stream>
 void WsConnection<Stream>::on_resolve(const error_code& ec,
-                                const net::ip::tcp::resolver::results_type& results) {
+                                      const net::ip::tcp::resolver::results_type& results) {
     if (ec || close_requested_) return finish(ec ? ec : net::error::operation_aborted);
     // The deadline set in start() bounds the connect; time spent resolving counts against it.
     beast::get_lowest_layer(ws_).async_connect(
@@ -127,14 +126,15 @@ void WsConnection<Stream>::on_connect(const error_code& ec, const net::ip::tcp::
         error_code address_ec;
         (void)net::ip::make_address(url_.host, address_ec);
         if (address_ec && !::SSL_set_tlsext_host_name(tls.native_handle(), url_.host.c_str())) {
-            return finish(error_code{static_cast<int>(::ERR_get_error()), net::error::get_ssl_category()});
+            return finish(
+                error_code{static_cast<int>(::ERR_get_error()), net::error::get_ssl_category()});
         }
         tls.set_verify_mode(net::ssl::verify_peer);
         tls.set_verify_callback(net::ssl::host_name_verification(url_.host));
         // Still under the connect deadline set in start().
-        tls.async_handshake(net::ssl::stream_base::client,
-                            beast::bind_front_handler(&WsConnection::on_tls_handshake,
-                                                      this->shared_from_this()));
+        tls.async_handshake(
+            net::ssl::stream_base::client,
+            beast::bind_front_handler(&WsConnection::on_tls_handshake, this->shared_from_this()));
     } else {
         upgrade();
     }
@@ -217,7 +217,9 @@ void WsConnection<Stream>::send(std::string frame) {
 }
 
 template <typename Stream>
-void WsConnection<Stream>::batch_writes(std::size_t max_bytes) { batch_max_bytes_ = max_bytes; }
+void WsConnection<Stream>::batch_writes(std::size_t max_bytes) {
+    batch_max_bytes_ = max_bytes;
+}
 
 // The write starts once the current handler is done: answers handed over meanwhile leave
 // in the same write.
@@ -301,8 +303,8 @@ std::shared_ptr<NodeConnection> make_node_connection(net::io_context& ioc, WsUrl
                                                      NodeConnection::Events events,
                                                      net::ssl::context* tls) {
     if (!url.tls) {
-        return std::make_shared<WsConnection<beast::tcp_stream>>(ioc, std::move(url), std::move(settings),
-                                                                 std::move(events), nullptr);
+        return std::make_shared<WsConnection<beast::tcp_stream>>(
+            ioc, std::move(url), std::move(settings), std::move(events), nullptr);
     }
     if (!tls) {
         // Reported like any failed connection: through `closed`, from the network thread.

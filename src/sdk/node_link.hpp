@@ -13,8 +13,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "outboxd/util/retry_backoff.hpp"
 #include "credit_split.hpp"
+#include "outboxd/util/retry_backoff.hpp"
 #include "responder_state.hpp"
 #include "ws_url.hpp"
 

@@ -43,7 +43,8 @@ void Responder::complete(std::string result_json) {
     auto frame = protocol::encode(protocol::Complete{state_->task_id(), std::move(result_json)});
     // The result is spliced into the frame verbatim; a node cannot parse a frame with a
     // broken result, and the task would only time out. Fail it visibly instead.
-    if (!plain && std::holds_alternative<protocol::ProtocolError>(protocol::parse_worker_message(frame))) {
+    if (!plain &&
+        std::holds_alternative<protocol::ProtocolError>(protocol::parse_worker_message(frame))) {
         spdlog::error("worker client: task {} completed with a result that is not valid JSON",
                       state_->task_id());
         frame = protocol::encode(protocol::Fail{

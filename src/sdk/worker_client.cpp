@@ -64,21 +64,13 @@ WorkerClient::WorkerClient(WorkerOptions options, TaskHandler handler) {
     impl_ = std::make_unique<Impl>(std::move(options), std::move(handler));
 }
 
-WorkerClient::~WorkerClient() {
-    stop(std::chrono::milliseconds{0});
-}
+WorkerClient::~WorkerClient() { stop(std::chrono::milliseconds{0}); }
 
-void WorkerClient::start() {
-    impl_->core().start();
-}
+void WorkerClient::start() { impl_->core().start(); }
 
-void WorkerClient::stop(std::chrono::milliseconds grace) {
-    impl_->core().stop(grace);
-}
+void WorkerClient::stop(std::chrono::milliseconds grace) { impl_->core().stop(grace); }
 
-WorkerStats WorkerClient::stats() const {
-    return impl_->core().stats();
-}
+WorkerStats WorkerClient::stats() const { return impl_->core().stats(); }
 
 std::vector<std::string> WorkerClient::connected_urls() const {
     return impl_->core().connected_urls();

@@ -20,7 +20,7 @@ UPDATE dispatcher_nodes SET heartbeat_at = now(), draining = $2
 WHERE incarnation = $1 RETURNING node_id)SQL"};
 
 constexpr Statement kDeregister{"cluster_deregister",
-    "DELETE FROM dispatcher_nodes WHERE incarnation = $1"};
+                                "DELETE FROM dispatcher_nodes WHERE incarnation = $1"};
 
 constexpr Statement kLiveNodes{"cluster_live_nodes", R"SQL(
 SELECT n.node_id, n.incarnation, n.advertise_url, n.draining,
@@ -47,12 +47,12 @@ constexpr Statement kReleaseShards{"cluster_release_shards", R"SQL(
 UPDATE shard_leases SET owner = NULL, expires_at = '-infinity'
 WHERE owner = $1 AND shard <@ $2::int4multirange)SQL"};
 
-constexpr Statement kHeldShards{"cluster_held_shards",
+constexpr Statement kHeldShards{
+    "cluster_held_shards",
     "SELECT shard FROM shard_leases WHERE owner = $1 AND expires_at > now()"};
 
-constexpr std::array kClusterStatements{kRegisterNode, kHeartbeat,     kDeregister,
-                                        kLiveNodes,    kAcquireShards, kRenewShards,
-                                        kReleaseShards, kHeldShards};
+constexpr std::array kClusterStatements{kRegisterNode,  kHeartbeat,   kDeregister,    kLiveNodes,
+                                        kAcquireShards, kRenewShards, kReleaseShards, kHeldShards};
 
 ShardRanges shards_of(const pqxx::result& result) {
     std::vector<std::int32_t> shards;
@@ -113,9 +113,8 @@ std::vector<NodeRecord> ClusterStore::live_nodes(std::chrono::milliseconds ttl) 
     return session_->transact(kLiveNodes, [&](pqxx::work& tx) {
         std::vector<NodeRecord> nodes;
         for (const auto& r : tx.exec_prepared(std::string{kLiveNodes.name}, millis(ttl))) {
-            nodes.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
-                             r[2].as<std::string>(), r[3].as<bool>(),
-                             shards_of_array(r[4].c_str())});
+            nodes.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
+                             r[3].as<bool>(), shards_of_array(r[4].c_str())});
         }
         return nodes;
     });
@@ -134,8 +133,8 @@ ShardRanges ClusterStore::acquire_shards(std::string_view incarnation, const Sha
 ShardRanges ClusterStore::renew_shards(std::string_view incarnation,
                                        std::chrono::milliseconds ttl) {
     return session_->transact(kRenewShards, [&](pqxx::work& tx) {
-        return shards_of(
-            tx.exec_prepared(std::string{kRenewShards.name}, std::string{incarnation}, millis(ttl)));
+        return shards_of(tx.exec_prepared(std::string{kRenewShards.name}, std::string{incarnation},
+                                          millis(ttl)));
     });
 }
 

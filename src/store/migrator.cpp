@@ -38,8 +38,8 @@ std::string label(const Migration& m) {
 // Throws unless `m` is recorded with the bundled checksum; returns whether it is recorded.
 bool check_recorded(pqxx::connection& conn, const Migration& m) {
     pqxx::nontransaction query{conn};
-    const auto result = query.exec_params(
-        "SELECT checksum FROM schema_migrations WHERE version = $1", m.version);
+    const auto result =
+        query.exec_params("SELECT checksum FROM schema_migrations WHERE version = $1", m.version);
     if (result.empty()) return false;
     if (result[0][0].as<std::string>() != checksum(m.sql)) {
         throw MigrationError("migration " + label(m) +
@@ -67,7 +67,8 @@ MigrationReport migrate(const std::string& database_url, std::span<const Migrati
                     pqxx::work tx{conn};
                     tx.exec(std::string{m.sql});
                     tx.exec_params(
-                        "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                        "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, "
+                        "$3)",
                         m.version, std::string{m.name}, checksum(m.sql));
                     tx.commit();
                 } catch (const pqxx::broken_connection&) {

@@ -8,11 +8,16 @@ namespace outboxd::store {
 
 std::string_view to_string(Status status) noexcept {
     switch (status) {
-        case Status::pending: return "pending";
-        case Status::claimed: return "claimed";
-        case Status::done: return "done";
-        case Status::failed: return "failed";
-        case Status::cancelled: return "cancelled";
+        case Status::pending:
+            return "pending";
+        case Status::claimed:
+            return "claimed";
+        case Status::done:
+            return "done";
+        case Status::failed:
+            return "failed";
+        case Status::cancelled:
+            return "cancelled";
     }
     return "pending";
 }
@@ -36,9 +41,8 @@ bool ClaimScope::admits(const OutboxRow& row) const {
     if (row.namespace_name != namespace_name || row.task_queue != task_queue) return false;
     // Unpinned rows are servable by any pool; a pinned row only by a pool with its label.
     if (row.node ? row.node != node : !include_unpinned) return false;
-    return activity_types.empty() ||
-           std::find(activity_types.begin(), activity_types.end(), row.activity_type) !=
-               activity_types.end();
+    return activity_types.empty() || std::find(activity_types.begin(), activity_types.end(),
+                                               row.activity_type) != activity_types.end();
 }
 
 }  // namespace outboxd::store

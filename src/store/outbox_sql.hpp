@@ -10,6 +10,9 @@
 
 namespace outboxd::store::sql {
 
+// The SQL is laid out by hand, as SQL reads; clang-format would reflow it as C++.
+// clang-format off
+
 // Columns read back for an OutboxRow, in decode_row's order.
 #define OUTBOXD_ROW_COLUMNS                                                         \
     "o.id, o.dispatch_key, o.workflow_id, o.ordinal, o.run_id, o.namespace,"       \
@@ -361,5 +364,7 @@ inline constexpr std::array kOutboxStatements{
     kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,
     kPutNamespace, kGetNamespace, kListNamespaces, kSettleCancelled,
 };
+
+// clang-format on
 
 }  // namespace outboxd::store::sql

@@ -102,10 +102,14 @@ void check_limit(std::int32_t limit) {
 
 std::string_view outcome_kind(Outcome::Kind kind) {
     switch (kind) {
-        case Outcome::Kind::done: return "done";
-        case Outcome::Kind::retry: return "retry";
-        case Outcome::Kind::fail: return "fail";
-        case Outcome::Kind::release: return "release";
+        case Outcome::Kind::done:
+            return "done";
+        case Outcome::Kind::retry:
+            return "retry";
+        case Outcome::Kind::fail:
+            return "fail";
+        case Outcome::Kind::release:
+            return "release";
     }
     return "done";
 }
@@ -269,13 +273,15 @@ std::vector<std::size_t> OutboxStore::routes_with_due_rows(const Owner& owner,
     if (scopes.empty() || owner.ranges.empty()) return out;
     RouteArrays routes;
     for (const auto& scope : scopes) routes.add(scope);
-    const auto result = session_->autocommit(sql::kRoutesWithDueRows, [&](pqxx::nontransaction& tx) {
-        return tx.exec_prepared(std::string{sql::kRoutesWithDueRows.name}, owner.incarnation,
-                                owner.ranges.to_multirange(), routes.namespaces.str(),
-                                routes.queues.str(), routes.nodes.str(), routes.unpinned.str(),
-                                routes.types.str());
-    });
-    for (const auto& r : result) out.push_back(static_cast<std::size_t>(r[0].as<std::int64_t>() - 1));
+    const auto result =
+        session_->autocommit(sql::kRoutesWithDueRows, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(std::string{sql::kRoutesWithDueRows.name}, owner.incarnation,
+                                    owner.ranges.to_multirange(), routes.namespaces.str(),
+                                    routes.queues.str(), routes.nodes.str(), routes.unpinned.str(),
+                                    routes.types.str());
+        });
+    for (const auto& r : result)
+        out.push_back(static_cast<std::size_t>(r[0].as<std::int64_t>() - 1));
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -344,9 +350,9 @@ std::vector<OutboxRow> OutboxStore::rearm_stale_claimed(const Owner& owner,
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->autocommit(sql::kRearmStaleClaimed, [&](pqxx::nontransaction& tx) {
-        return decode_rows_in_claim_order(tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name},
-                                               owner.incarnation, owner.ranges.to_multirange(),
-                                               millis(older_than), limit));
+        return decode_rows_in_claim_order(
+            tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name}, owner.incarnation,
+                             owner.ranges.to_multirange(), millis(older_than), limit));
     });
 }
 
@@ -356,9 +362,9 @@ std::vector<OutboxRow> OutboxStore::rearm_orphaned(const Owner& owner,
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_->autocommit(sql::kRearmOrphaned, [&](pqxx::nontransaction& tx) {
-        return decode_rows_in_claim_order(tx.exec_prepared(std::string{sql::kRearmOrphaned.name},
-                                               owner.incarnation, owner.ranges.to_multirange(),
-                                               millis(liveness), limit));
+        return decode_rows_in_claim_order(
+            tx.exec_prepared(std::string{sql::kRearmOrphaned.name}, owner.incarnation,
+                             owner.ranges.to_multirange(), millis(liveness), limit));
     });
 }
 
@@ -438,10 +444,11 @@ std::map<std::string, std::int64_t> OutboxStore::count_claimed_by_namespace(
     std::map<std::string, std::int64_t> counts;
     for (const auto& ns : namespaces) counts.emplace(ns, 0);
     if (namespaces.empty() || ranges.empty()) return counts;
-    const auto result = session_->autocommit(sql::kCountClaimedByNamespace, [&](pqxx::nontransaction& tx) {
-        return tx.exec_prepared(std::string{sql::kCountClaimedByNamespace.name},
-                                pg::text_array(namespaces), ranges.to_multirange());
-    });
+    const auto result =
+        session_->autocommit(sql::kCountClaimedByNamespace, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(std::string{sql::kCountClaimedByNamespace.name},
+                                    pg::text_array(namespaces), ranges.to_multirange());
+        });
     for (const auto& r : result) counts[r[0].as<std::string>()] = r[1].as<std::int64_t>();
     return counts;
 }
@@ -468,15 +475,16 @@ std::vector<ClaimScope> OutboxStore::pending_routes(const ShardRanges& ranges) {
     std::vector<ClaimScope> routes;
     routes.reserve(result.size());
     for (const auto& r : result) {
-        routes.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
-                          pg::optional_text(r[2]), {}});
+        routes.push_back(
+            {r[0].as<std::string>(), r[1].as<std::string>(), pg::optional_text(r[2]), {}});
     }
     return routes;
 }
 
 std::optional<OutboxRow> OutboxStore::find(std::string_view dispatch_key) {
     return session_->transact(sql::kFind, [&](pqxx::work& tx) -> std::optional<OutboxRow> {
-        const auto result = tx.exec_prepared(std::string{sql::kFind.name}, text_param(dispatch_key));
+        const auto result =
+            tx.exec_prepared(std::string{sql::kFind.name}, text_param(dispatch_key));
         if (result.empty()) return std::nullopt;
         return decode_row(result[0]);
     });
@@ -499,13 +507,12 @@ bool OutboxStore::resume_workflow(std::string_view workflow_id) {
 
 bool OutboxStore::is_paused(std::string_view workflow_id) {
     return session_->transact(sql::kIsPaused, [&](pqxx::work& tx) {
-        return !tx.exec_prepared(std::string{sql::kIsPaused.name}, text_param(workflow_id))
-                    .empty();
+        return !tx.exec_prepared(std::string{sql::kIsPaused.name}, text_param(workflow_id)).empty();
     });
 }
 
-std::vector<DeadLetter> OutboxStore::list_dead_letters(std::optional<std::string_view> namespace_name,
-                                                       std::int32_t limit) {
+std::vector<DeadLetter> OutboxStore::list_dead_letters(
+    std::optional<std::string_view> namespace_name, std::int32_t limit) {
     check_limit(limit);
     std::optional<std::string> ns;
     if (namespace_name) ns.emplace(text_param(*namespace_name));
@@ -516,9 +523,8 @@ std::vector<DeadLetter> OutboxStore::list_dead_letters(std::optional<std::string
     letters.reserve(result.size());
     for (const auto& r : result) {
         letters.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
-                           r[3].as<std::string>(), r[4].as<std::string>(),
-                           r[5].as<std::int32_t>(), pg::optional_text(r[6]),
-                           pg::optional_instant(r[7])});
+                           r[3].as<std::string>(), r[4].as<std::string>(), r[5].as<std::int32_t>(),
+                           pg::optional_text(r[6]), pg::optional_instant(r[7])});
     }
     return letters;
 }
@@ -564,7 +570,8 @@ void OutboxStore::put_namespace(const NamespaceSettings& settings) {
     }
     if (settings.weight < kMinWeight || settings.weight > kMaxWeight) {
         throw ValidationError("weight must be between " + std::to_string(kMinWeight) + " and " +
-                              std::to_string(kMaxWeight) + ", got " + std::to_string(settings.weight));
+                              std::to_string(kMaxWeight) + ", got " +
+                              std::to_string(settings.weight));
     }
     session_->transact(sql::kPutNamespace, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{sql::kPutNamespace.name}, text_param(settings.name),
@@ -574,12 +581,13 @@ void OutboxStore::put_namespace(const NamespaceSettings& settings) {
 }
 
 std::optional<NamespaceSettings> OutboxStore::get_namespace(std::string_view name) {
-    return session_->transact(sql::kGetNamespace,
-                              [&](pqxx::work& tx) -> std::optional<NamespaceSettings> {
-        const auto result = tx.exec_prepared(std::string{sql::kGetNamespace.name}, text_param(name));
-        if (result.empty()) return std::nullopt;
-        return decode_namespace(result[0]);
-    });
+    return session_->transact(
+        sql::kGetNamespace, [&](pqxx::work& tx) -> std::optional<NamespaceSettings> {
+            const auto result =
+                tx.exec_prepared(std::string{sql::kGetNamespace.name}, text_param(name));
+            if (result.empty()) return std::nullopt;
+            return decode_namespace(result[0]);
+        });
 }
 
 std::vector<NamespaceSettings> OutboxStore::list_namespaces() {

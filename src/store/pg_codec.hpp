@@ -46,8 +46,8 @@ std::string text_array(const Range& values) {
         .count();
 }
 [[nodiscard]] inline TimePoint from_micros(std::int64_t micros) {
-    return TimePoint{std::chrono::duration_cast<TimePoint::duration>(
-        std::chrono::microseconds{micros})};
+    return TimePoint{
+        std::chrono::duration_cast<TimePoint::duration>(std::chrono::microseconds{micros})};
 }
 
 [[nodiscard]] std::optional<std::string> optional_text(const pqxx::field& field);
@@ -61,6 +61,7 @@ std::string text_array(const Range& values) {
 #define OUTBOXD_SQL_MICROS(column) "(extract(epoch FROM " column ") * 1000000)::bigint"
 // And back, exactly: seconds and microseconds apart, since `µs * interval '1 microsecond'`
 // goes through a double and loses microseconds more than ~285 years from 1970.
-#define OUTBOXD_SQL_INSTANT(micros)                                                   \
-    "('epoch'::timestamptz + (" micros " / 1000000) * interval '1 second'"             \
+#define OUTBOXD_SQL_INSTANT(micros)     \
+    "('epoch'::timestamptz + (" micros  \
+    " / 1000000) * interval '1 second'" \
     " + (" micros " % 1000000) * interval '1 microsecond')"

@@ -128,8 +128,8 @@ namespace {
 // Seconds and milliseconds, as libpq takes them. A dead idle connection is noticed after
 // idle + interval·count = 11 s; unacknowledged data after 10 s.
 constexpr std::pair<std::string_view, std::string_view> kConnectionDefaults[] = {
-    {"connect_timeout", "5"},     {"keepalives", "1"},        {"keepalives_idle", "5"},
-    {"keepalives_interval", "2"}, {"keepalives_count", "3"},  {"tcp_user_timeout", "10000"},
+    {"connect_timeout", "5"},     {"keepalives", "1"},       {"keepalives_idle", "5"},
+    {"keepalives_interval", "2"}, {"keepalives_count", "3"}, {"tcp_user_timeout", "10000"},
 };
 
 bool is_uri(std::string_view url) {

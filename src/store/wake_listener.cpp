@@ -67,12 +67,15 @@ void WakeNotice::add(std::string_view payload) {
         return;
     }
     for (const auto& route : *named) {
-        if (!route.is_array() || route.size() != 2 || !route[0].is_string() || !route[1].is_string()) {
+        if (!route.is_array() || route.size() != 2 || !route[0].is_string() ||
+            !route[1].is_string()) {
             anywhere = true;
             continue;
         }
-        std::pair<std::string, std::string> key{route[0].get<std::string>(), route[1].get<std::string>()};
-        if (std::find(routes.begin(), routes.end(), key) == routes.end()) routes.push_back(std::move(key));
+        std::pair<std::string, std::string> key{route[0].get<std::string>(),
+                                                route[1].get<std::string>()};
+        if (std::find(routes.begin(), routes.end(), key) == routes.end())
+            routes.push_back(std::move(key));
     }
     if (routes.size() > kMaxWokenRoutes) {
         routes.clear();
@@ -128,9 +131,11 @@ void WakeListener::run() {
             const auto now = std::chrono::steady_clock::now();
             const auto delay = backoff.next();
             if (failures.failed(now)) {
-                spdlog::warn("event=wake_listener_down failed_attempts={} down_ms={} retry_in_ms={} error=\"{}\"",
-                             failures.failures(), failures.lasted(now).count(), delay.count(),
-                             util::log_safe(error.what()));
+                spdlog::warn(
+                    "event=wake_listener_down failed_attempts={} down_ms={} retry_in_ms={} "
+                    "error=\"{}\"",
+                    failures.failures(), failures.lasted(now).count(), delay.count(),
+                    util::log_safe(error.what()));
             }
             const auto until = now + delay;
             while (!stopping_ && std::chrono::steady_clock::now() < until) {

@@ -4,9 +4,12 @@ namespace outboxd::worker {
 
 std::string_view to_string(PlacementMode mode) noexcept {
     switch (mode) {
-        case PlacementMode::unplaced: return "unplaced";
-        case PlacementMode::prefer: return "prefer";
-        case PlacementMode::pinned: return "pinned";
+        case PlacementMode::unplaced:
+            return "unplaced";
+        case PlacementMode::prefer:
+            return "prefer";
+        case PlacementMode::pinned:
+            return "pinned";
     }
     return "unplaced";
 }

@@ -60,8 +60,10 @@ bool WorkerRegistry::labelled_worker_up(const std::string& ns, const std::string
 bool WorkerRegistry::takes_unpinned(const WorkerEntry& worker, const store::OutboxRow& row,
                                     const Placement& placement) const {
     switch (placement.mode) {
-        case PlacementMode::unplaced: return true;
-        case PlacementMode::pinned: return labelled_in(worker, placement.nodes);
+        case PlacementMode::unplaced:
+            return true;
+        case PlacementMode::pinned:
+            return labelled_in(worker, placement.nodes);
         case PlacementMode::prefer:
             // Soft: the preferred workers take unpinned rows while any of them is up and able
             // to run the row; the rest spill in only when none is.
@@ -141,8 +143,8 @@ WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const Placement& 
             continue;
         }
         // A row's own node always wins over the namespace's placement.
-        const bool eligible = row.node ? worker.hello.node == row.node
-                                       : takes_unpinned(worker, row, placement);
+        const bool eligible =
+            row.node ? worker.hello.node == row.node : takes_unpinned(worker, row, placement);
         if (!eligible) continue;
         // Least loaded relative to its window: outstanding/credit, compared exactly.
         if (!best || static_cast<std::int64_t>(worker.outstanding) * best->credit <

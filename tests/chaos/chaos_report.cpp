@@ -53,8 +53,7 @@ void print_report(std::ostream& out, const ChaosResult& result, std::int64_t run
     out << "\n"
         << padded("fault", 14) << padded("target", 13) << padded("at_s", 8) << padded("len_s", 7)
         << padded("pre/s", 8) << padded("min/s", 8) << padded("backlog", 9) << padded("recov_s", 9)
-        << padded("catchup_s", 11) << padded("redeliv", 9)
-        << padded("exits", 7) << "note\n";
+        << padded("catchup_s", 11) << padded("redeliv", 9) << padded("exits", 7) << "note\n";
     for (const auto& fault : result.faults) {
         const auto& r = fault.record;
         out << padded(std::string{name_of(r.kind)}, 14) << padded(r.target, 13)

@@ -16,9 +16,7 @@ namespace {
 
 std::atomic<bool> interrupt_requested{false};
 
-extern "C" void on_interrupt(int) {
-    interrupt_requested = true;
-}
+extern "C" void on_interrupt(int) { interrupt_requested = true; }
 
 constexpr std::chrono::milliseconds kWatchStep{100};
 

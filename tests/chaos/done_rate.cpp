@@ -26,7 +26,8 @@ double DoneRate::rate(std::int64_t from_ms, std::int64_t to_ms) const {
 std::int64_t DoneRate::sum_before(const std::map<std::int64_t, std::int64_t>& buckets,
                                   std::int64_t at_ms) {
     std::int64_t rows = 0;
-    for (auto it = buckets.begin(); it != buckets.end() && it->first < at_ms; ++it) rows += it->second;
+    for (auto it = buckets.begin(); it != buckets.end() && it->first < at_ms; ++it)
+        rows += it->second;
     return rows;
 }
 

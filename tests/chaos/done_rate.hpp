@@ -42,8 +42,8 @@ public:
                                     std::int64_t limit_ms, std::int64_t baseline_ms) const;
 
 private:
-    [[nodiscard]] static std::int64_t sum_before(const std::map<std::int64_t, std::int64_t>& buckets,
-                                                 std::int64_t at_ms);
+    [[nodiscard]] static std::int64_t sum_before(
+        const std::map<std::int64_t, std::int64_t>& buckets, std::int64_t at_ms);
 
     std::map<std::int64_t, std::int64_t> done_;
     std::map<std::int64_t, std::int64_t> staged_;

@@ -41,9 +41,7 @@ std::string deep_object(std::size_t depth) {
     return out;
 }
 
-std::string text(const std::string& payload) {
-    return ws_frame(payload);
-}
+std::string text(const std::string& payload) { return ws_frame(payload); }
 
 WsFrameShape shaped(std::uint8_t first_byte, bool masked = true) {
     return {first_byte, masked, std::nullopt};

@@ -34,9 +34,7 @@ constexpr const char* kStageBatch = R"SQL(
 
 LoadGenerator::LoadGenerator(LoadSettings settings) : settings_(std::move(settings)) {}
 
-LoadGenerator::~LoadGenerator() {
-    stop();
-}
+LoadGenerator::~LoadGenerator() { stop(); }
 
 void LoadGenerator::start() {
     thread_ = std::thread([this] { run(); });

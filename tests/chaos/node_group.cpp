@@ -145,13 +145,9 @@ void NodeGroup::resume(std::size_t i) {
     node.paused = false;
 }
 
-void NodeGroup::cut(std::size_t i) {
-    nodes_[i].proxy->cut();
-}
+void NodeGroup::cut(std::size_t i) { nodes_[i].proxy->cut(); }
 
-void NodeGroup::restore(std::size_t i) {
-    nodes_[i].proxy->restore();
-}
+void NodeGroup::restore(std::size_t i) { nodes_[i].proxy->restore(); }
 
 void NodeGroup::poll() {
     for (auto& node : nodes_) {

@@ -61,9 +61,7 @@ ScratchPostgres::ScratchPostgres(std::string pgtmp, std::string dir, std::string
     port_ = port_of(url_);
 }
 
-ScratchPostgres::~ScratchPostgres() {
-    stop();
-}
+ScratchPostgres::~ScratchPostgres() { stop(); }
 
 std::string ScratchPostgres::url_via(std::uint16_t port) const {
     const auto colon = url_.rfind(':');

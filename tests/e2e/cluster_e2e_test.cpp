@@ -55,7 +55,8 @@ bool balanced_over(const test::NodeHandle& node, std::size_t members) {
         const auto sizes = partition_of(cluster_view(node));
         if (sizes.size() != members) return false;
         for (const auto& [id, size] : sizes) {
-            if (size < 1024 / static_cast<int>(members) - 1 || size > 1024 / static_cast<int>(members) + 1) {
+            if (size < 1024 / static_cast<int>(members) - 1 ||
+                size > 1024 / static_cast<int>(members) + 1) {
                 return false;
             }
         }
@@ -79,9 +80,11 @@ std::map<std::string, int> deliveries(const std::vector<std::string>& logs) {
 }
 
 void stage(E2eCluster& cluster, int from, int count, const std::string& input) {
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT 'wf-' || g, 0, "
-                    "'sleep', '" + input + "' FROM generate_series(" + std::to_string(from) + ", " +
-                    std::to_string(from + count - 1) + ") g");
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT 'wf-' || g, 0, "
+        "'sleep', '" +
+        input + "' FROM generate_series(" + std::to_string(from) + ", " +
+        std::to_string(from + count - 1) + ") g");
 }
 
 std::vector<std::string> start_workers(E2eCluster& cluster, const test::NodeHandle& seed, int count,
@@ -99,11 +102,11 @@ std::vector<std::string> start_workers(E2eCluster& cluster, const test::NodeHand
 
 }  // namespace
 
-TEST_CASE("three nodes started together migrate once and partition the shards",
-          "[e2e][cluster]") {
+TEST_CASE("three nodes started together migrate once and partition the shards", "[e2e][cluster]") {
     E2eCluster cluster{"together", /*migrated=*/false};
     std::vector<test::NodeHandle*> nodes;
-    for (int i = 1; i <= 3; ++i) nodes.push_back(&cluster.launch_node("node-" + std::to_string(i), node_env()));
+    for (int i = 1; i <= 3; ++i)
+        nodes.push_back(&cluster.launch_node("node-" + std::to_string(i), node_env()));
     for (auto* node : nodes) cluster.await_ready(*node);
 
     const auto migrations = static_cast<int>(store::bundled_migrations().size());
@@ -130,7 +133,8 @@ TEST_CASE("three nodes started together migrate once and partition the shards",
         CHECK(view["nodes"].size() == 3);
         for (const auto& member : view["nodes"]) CHECK(member["shards"].size() == 1);  // contiguous
     }
-    CHECK(cluster.db.exec("SELECT count(DISTINCT owner) FROM shard_leases WHERE expires_at > now()")[0][0]
+    CHECK(cluster.db
+              .exec("SELECT count(DISTINCT owner) FROM shard_leases WHERE expires_at > now()")[0][0]
               .as<int>() == 3);
 }
 
@@ -158,11 +162,15 @@ TEST_CASE("a fourth node joins under load: ranges rebalance and every row is del
     for (const auto& [key, count] : delivered) duplicates += count > 1 ? 1 : 0;
     CHECK(duplicates == 0);
     // The newcomer took its share of the work.
-    CHECK(cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE 'node-4/%'")[0][0]
+    CHECK(cluster.db
+              .exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE "
+                    "'node-4/%'")[0][0]
               .as<int>() > 0);
     // No row was ever claimed while a claim of it was open (claimed_by history).
     CHECK(cluster.overlapping_claims() == 0);
-    CHECK(cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim'")[0][0].as<int>() >= 9000);
+    CHECK(
+        cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim'")[0][0].as<int>() >=
+        9000);
 }
 
 TEST_CASE("kill -9 of one of three nodes under load: nothing is lost, failover is fast",
@@ -176,18 +184,28 @@ TEST_CASE("kill -9 of one of three nodes under load: nothing is lost, failover i
     cluster.start_node("node-3", node_env(kTtlMs));
     REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 15s));
     const auto logs = start_workers(cluster, first, 2);
-    REQUIRE(E2eCluster::await([&] {
-        return test::http_call(victim.port, "GET", "/metrics").body.find("outboxd_workers_connected 2") !=
-               std::string::npos;
-    }, 15s));
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return test::http_call(victim.port, "GET", "/metrics")
+                       .body.find("outboxd_workers_connected 2") != std::string::npos;
+        },
+        15s));
 
     stage(cluster, 0, kRows, R"({"ms": 20})");
-    REQUIRE(E2eCluster::await([&] {
-        return cluster.db.exec("SELECT count(*) FROM outbox WHERE status = 'done' AND claimed_by IS NULL")[0][0]
-                   .as<int>() > kRows / 4 &&
-               cluster.db.exec("SELECT count(*) FROM outbox WHERE status = 'claimed' AND claimed_by LIKE 'node-2/%'")[0][0]
-                   .as<int>() > 0;
-    }, 60s));
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return cluster.db
+                           .exec(
+                               "SELECT count(*) FROM outbox WHERE status = 'done' AND claimed_by "
+                               "IS NULL")[0][0]
+                           .as<int>() > kRows / 4 &&
+                   cluster.db
+                           .exec(
+                               "SELECT count(*) FROM outbox WHERE status = 'claimed' AND "
+                               "claimed_by LIKE 'node-2/%'")[0][0]
+                           .as<int>() > 0;
+        },
+        60s));
     victim.process->signal(SIGKILL);
     const auto killed_at = cluster.db_now();
     REQUIRE(victim.process->wait(10s));
@@ -210,24 +228,30 @@ TEST_CASE("kill -9 of one of three nodes under load: nothing is lost, failover i
         }
     }
     // Time from the kill to the first re-dispatch of a stranded row.
-    const auto failover = cluster.db.exec(
-        "SELECT extract(epoch FROM min(a.at) - '" + killed_at + "'::timestamptz) FROM claim_audit a "
-        "WHERE a.kind = 'claim' AND a.at > '" + killed_at + "'::timestamptz AND a.row_id IN "
-        "(SELECT row_id FROM claim_audit WHERE claimed_by LIKE 'node-2/%') AND a.claimed_by NOT LIKE 'node-2/%'");
+    const auto failover = cluster.db.exec("SELECT extract(epoch FROM min(a.at) - '" + killed_at +
+                                          "'::timestamptz) FROM claim_audit a "
+                                          "WHERE a.kind = 'claim' AND a.at > '" +
+                                          killed_at +
+                                          "'::timestamptz AND a.row_id IN "
+                                          "(SELECT row_id FROM claim_audit WHERE claimed_by LIKE "
+                                          "'node-2/%') AND a.claimed_by NOT LIKE 'node-2/%'");
     REQUIRE_FALSE(failover[0][0].is_null());
     const double seconds = failover[0][0].as<double>();
     const auto timeline = cluster.db.exec(
-        "SELECT claimed_by, min(at)::text, max(at)::text, count(*) FROM claim_audit WHERE kind = 'claim' AND row_id IN "
-        "(SELECT row_id FROM claim_audit WHERE claimed_by LIKE 'node-2/%' GROUP BY row_id HAVING count(*) >= 1) "
-        "AND at > '" + killed_at + "'::timestamptz GROUP BY 1");
+        "SELECT claimed_by, min(at)::text, max(at)::text, count(*) FROM claim_audit WHERE kind = "
+        "'claim' AND row_id IN "
+        "(SELECT row_id FROM claim_audit WHERE claimed_by LIKE 'node-2/%' GROUP BY row_id HAVING "
+        "count(*) >= 1) "
+        "AND at > '" +
+        killed_at + "'::timestamptz GROUP BY 1");
     for (const auto& r : timeline) {
-        UNSCOPED_INFO("after kill at " << killed_at << ": " << r[0].c_str() << " first " << r[1].c_str()
-                                       << " last " << r[2].c_str() << " claims " << r[3].c_str());
+        UNSCOPED_INFO("after kill at " << killed_at << ": " << r[0].c_str() << " first "
+                                       << r[1].c_str() << " last " << r[2].c_str() << " claims "
+                                       << r[3].c_str());
     }
     WARN("kill -9 under load: " << stranded.size() << " rows in flight on the killed node, "
-                                << duplicates << " delivered twice; first re-dispatch "
-                                << seconds << " s after the kill (lease TTL " << kTtlMs / 1000.0
-                                << " s)");
+                                << duplicates << " delivered twice; first re-dispatch " << seconds
+                                << " s after the kill (lease TTL " << kTtlMs / 1000.0 << " s)");
     // Bounded by the lease TTL plus one cluster tick (TTL/3), one reconcile and one sweep.
     CHECK(seconds < kTtlMs / 1000.0 + kTtlMs / 3000.0 + 1.0);
     CHECK(duplicates <= static_cast<int>(stranded.size()));
@@ -258,8 +282,7 @@ TEST_CASE("SIGTERM drain under load delivers nothing twice", "[e2e][cluster]") {
     CHECK(cluster.count("attempt <> 0") == 0);
 }
 
-TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
-          "[e2e][cluster]") {
+TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly", "[e2e][cluster]") {
     E2eCluster cluster{"partition"};
     cluster.audit_claims();
     test::TcpProxy proxy{E2eCluster::pg_port()};
@@ -282,9 +305,12 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
     stage(cluster, 1000, 1000, R"({"ms": 1})");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 2000; }, 60s));
     // Cut off, it claimed nothing after its lease lapsed.
-    CHECK(cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE 'node-3/%' AND at > '" +
-                          cut_at + "'::timestamptz + interval '" + std::to_string(kLeaseTtlMs) +
-                          " milliseconds'")[0][0].as<int>() == 0);
+    CHECK(cluster.db
+              .exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE "
+                    "'node-3/%' AND at > '" +
+                    cut_at + "'::timestamptz + interval '" + std::to_string(kLeaseTtlMs) +
+                    " milliseconds'")[0][0]
+              .as<int>() == 0);
     CHECK(island.process->running());  // it waits for the database, it does not die
 
     proxy.restore();
@@ -292,8 +318,12 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
     stage(cluster, 2000, 1000, R"({"ms": 1})");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 3000; }, 60s));
     // Back in the cluster, it dispatches its share of the new rows.
-    CHECK(cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE 'node-3/%' "
-                          "AND at > '" + cut_at + "'::timestamptz")[0][0].as<int>() > 0);
+    CHECK(cluster.db
+              .exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim' AND claimed_by LIKE "
+                    "'node-3/%' "
+                    "AND at > '" +
+                    cut_at + "'::timestamptz")[0][0]
+              .as<int>() > 0);
     CHECK(cluster.overlapping_claims() == 0);
     const auto delivered = deliveries(logs);
     CHECK(delivered.size() == 3000);
@@ -301,10 +331,15 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
     for (const auto& [key, count] : delivered) duplicates += count > 1 ? 1 : 0;
     CHECK(duplicates == 0);  // nothing was in flight on it when it was cut
     // After rejoining it claims again, under a new lease.
-    CHECK(E2eCluster::await([&] {
-        return cluster.db.exec("SELECT count(*) FROM shard_leases WHERE owner LIKE 'node-3/%' AND expires_at > now()")[0][0]
-                   .as<int>() > 300;
-    }, 10s));
+    CHECK(E2eCluster::await(
+        [&] {
+            return cluster.db
+                       .exec(
+                           "SELECT count(*) FROM shard_leases WHERE owner LIKE 'node-3/%' AND "
+                           "expires_at > now()")[0][0]
+                       .as<int>() > 300;
+        },
+        10s));
 }
 
 TEST_CASE("workers follow a node that restarts on another port", "[e2e][cluster]") {
@@ -318,9 +353,8 @@ TEST_CASE("workers follow a node that restarts on another port", "[e2e][cluster]
         cluster.start_worker(name, {first.worker_url(), second.worker_url()},
                              {"--activity-types", "sleep", "--max-in-flight", "64"});
     }
-    REQUIRE(E2eCluster::await([&] {
-        return E2eCluster::metric(first, "outboxd_workers_connected") == 2.0;
-    }, 10s));
+    REQUIRE(E2eCluster::await(
+        [&] { return E2eCluster::metric(first, "outboxd_workers_connected") == 2.0; }, 10s));
 
     first.process->signal(SIGKILL);
     REQUIRE(first.process->wait(5s));
@@ -331,12 +365,12 @@ TEST_CASE("workers follow a node that restarts on another port", "[e2e][cluster]
     auto& again = cluster.start_node("node-1-again", env);
     REQUIRE(again.port != first.port);
     REQUIRE(E2eCluster::await([&] { return balanced_over(second, 2); }, 15s));
-    CHECK(E2eCluster::await([&] {
-        return E2eCluster::metric(again, "outboxd_workers_connected") == 2.0;
-    }, 15s));
+    CHECK(E2eCluster::await(
+        [&] { return E2eCluster::metric(again, "outboxd_workers_connected") == 2.0; }, 15s));
     // Rows on the restarted node's shards are delivered there.
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT 'np-' || g, 0, "
-                    "'sleep', '{\"ms\": 1}' FROM generate_series(1, 400) g");
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT 'np-' || g, 0, "
+        "'sleep', '{\"ms\": 1}' FROM generate_series(1, 400) g");
     CHECK(E2eCluster::await([&] { return cluster.count("status = 'done'") == 400; }, 30s));
 }
 
@@ -351,34 +385,43 @@ TEST_CASE("a node taking over a dead node's shards settles rows of cancelled wor
     std::vector<std::pair<int, int>> first_ranges;
     for (const auto& node : view["nodes"]) {
         if (node["node_id"] != "node-1") continue;
-        for (const auto& range : node["shards"]) first_ranges.emplace_back(range[0].get<int>(), range[1].get<int>());
+        for (const auto& range : node["shards"])
+            first_ranges.emplace_back(range[0].get<int>(), range[1].get<int>());
     }
     std::string workflow;
     for (int i = 0; workflow.empty() && i < 10000; ++i) {
         const auto candidate = "cancelled-" + std::to_string(i);
-        const auto shard = cluster.db.exec("SELECT outbox_shard('" + candidate + "')")[0][0].as<int>();
+        const auto shard =
+            cluster.db.exec("SELECT outbox_shard('" + candidate + "')")[0][0].as<int>();
         for (const auto& [lo, hi] : first_ranges) {
             if (shard >= lo && shard <= hi) workflow = candidate;
         }
     }
     REQUIRE_FALSE(workflow.empty());
-    REQUIRE(test::http_call(second.port, "POST", "/v1/workflows/" + workflow + "/cancel").status == 200);
+    REQUIRE(test::http_call(second.port, "POST", "/v1/workflows/" + workflow + "/cancel").status ==
+            200);
 
     first.process->signal(SIGKILL);
     REQUIRE(first.process->wait(5s));
     // Staged after the cancel, while their shard has no live owner.
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT '" + workflow +
-                    "', g, 'sleep', '{\"ms\": 1}' FROM generate_series(0, 9) g");
+    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT '" +
+                    workflow + "', g, 'sleep', '{\"ms\": 1}' FROM generate_series(0, 9) g");
     const auto log = cluster.dir() + "/w1.received";
     cluster.start_worker("w1", {second.worker_url()},
                          {"--activity-types", "sleep", "--received-log", log});
     REQUIRE(E2eCluster::await([&] { return balanced_over(second, 1); }, 15s));
-    CHECK(E2eCluster::await([&] {
-        return cluster.count("workflow_id = '" + workflow + "' AND status = 'cancelled'") == 10;
-    }, 10s));
+    CHECK(E2eCluster::await(
+        [&] {
+            return cluster.count("workflow_id = '" + workflow + "' AND status = 'cancelled'") == 10;
+        },
+        10s));
     for (const auto& line : test::received(log)) CHECK(line.rfind(workflow + ":", 0) != 0);
-    CHECK(E2eCluster::await([&] {
-        return E2eCluster::metric(second, "outboxd_outcomes_total{namespace=\"default\",outcome=\"cancelled\"}")
-                   .value_or(0) >= 10.0;
-    }, 10s));
+    CHECK(E2eCluster::await(
+        [&] {
+            return E2eCluster::metric(
+                       second,
+                       "outboxd_outcomes_total{namespace=\"default\",outcome=\"cancelled\"}")
+                       .value_or(0) >= 10.0;
+        },
+        10s));
 }

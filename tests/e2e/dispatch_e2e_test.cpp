@@ -28,8 +28,9 @@ TEST_CASE("rows staged by plain SQL in an application transaction reach a worker
         app.exec("CREATE TABLE orders (id int PRIMARY KEY, total numeric)");
         for (int i = 0; i < 20; ++i) {
             app.exec("INSERT INTO orders VALUES (" + std::to_string(i) + ", 9.99)");
-            app.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) VALUES ('order-" +
-                     std::to_string(i) + "', 0, 'echo', '{\"order\": " + std::to_string(i) + "}')");
+            app.exec(
+                "INSERT INTO outbox (workflow_id, ordinal, activity_type, input) VALUES ('order-" +
+                std::to_string(i) + "', 0, 'echo', '{\"order\": " + std::to_string(i) + "}')");
         }
         app.commit();
     }
@@ -41,16 +42,15 @@ TEST_CASE("rows staged by plain SQL in an application transaction reach a worker
 TEST_CASE("a worker killed mid-task: its rows go to another worker and end done", "[e2e]") {
     E2eCluster cluster{"worker-killed"};
     auto& node = cluster.start_node("node-1");
-    auto& doomed = cluster.start_worker(
-        "doomed", {node.worker_url()},
-        {"--activity-types", "sleep", "--max-in-flight", "4", "--received-log",
-         cluster.dir() + "/doomed.received"});
+    auto& doomed = cluster.start_worker("doomed", {node.worker_url()},
+                                        {"--activity-types", "sleep", "--max-in-flight", "4",
+                                         "--received-log", cluster.dir() + "/doomed.received"});
     cluster.db.exec(
         "INSERT INTO outbox (workflow_id, ordinal, activity_type, input) "
         "SELECT 'wf-' || g, 0, 'sleep', '{\"ms\": 60000}' FROM generate_series(1, 4) g");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'claimed'") == 4; }, 30s));
-    REQUIRE(E2eCluster::await([&] { return received(cluster.dir() + "/doomed.received").size() == 4; },
-                              10s));
+    REQUIRE(E2eCluster::await(
+        [&] { return received(cluster.dir() + "/doomed.received").size() == 4; }, 10s));
     doomed.signal(SIGKILL);
     REQUIRE(doomed.wait(10s));
 
@@ -66,8 +66,7 @@ TEST_CASE("a worker killed mid-task: its rows go to another worker and end done"
     CHECK(cluster.count("attempt = 1") == 4);
 }
 
-TEST_CASE("ten thousand rows flow through outboxd and outboxd-worker processes to done",
-          "[e2e]") {
+TEST_CASE("ten thousand rows flow through outboxd and outboxd-worker processes to done", "[e2e]") {
     E2eCluster cluster{"ten-thousand"};
     auto& node = cluster.start_node("node-1", {{"OUTBOXD_BATCH_SIZE", "512"}});
     cluster.start_worker("w1", {node.worker_url()},
@@ -83,8 +82,8 @@ TEST_CASE("ten thousand rows flow through outboxd and outboxd-worker processes t
                             {"activity_type", "noop"},
                             {"input", {{"n", i}}}});
         }
-        const auto result = test::http_call(node.port, "POST", "/v1/outbox",
-                                            nlohmann::json{{"rows", rows}}.dump());
+        const auto result =
+            test::http_call(node.port, "POST", "/v1/outbox", nlohmann::json{{"rows", rows}}.dump());
         REQUIRE(result.status == 200);
         CHECK(nlohmann::json::parse(result.body)["staged"] == 1000);
     }
@@ -113,11 +112,11 @@ TEST_CASE("SIGTERM drains: in-flight tasks are answered, leases released, exit 0
     const auto code = node.process->wait(30s);
     REQUIRE(code);
     CHECK(*code == 0);
-    CHECK(cluster.count("status = 'done'") == 3);      // the in-flight ones were answered
-    CHECK(cluster.count("status = 'claimed'") == 0);   // nothing left dangling
-    CHECK(cluster.count("status = 'pending'") == 5);   // nothing new was claimed while draining
+    CHECK(cluster.count("status = 'done'") == 3);     // the in-flight ones were answered
+    CHECK(cluster.count("status = 'claimed'") == 0);  // nothing left dangling
+    CHECK(cluster.count("status = 'pending'") == 5);  // nothing new was claimed while draining
     CHECK(cluster.db.exec("SELECT count(*) FROM dispatcher_nodes")[0][0].as<int>() == 0);
-    CHECK(cluster.db.exec("SELECT count(*) FROM shard_leases WHERE owner IS NOT NULL")[0][0].as<int>() ==
-          0);
+    CHECK(cluster.db.exec("SELECT count(*) FROM shard_leases WHERE owner IS NOT NULL")[0][0]
+              .as<int>() == 0);
     CHECK(node.process->log().find("event=drained") != std::string::npos);
 }

@@ -88,11 +88,14 @@ TEST_CASE("a URL that is not UTF-8 is refused and never takes the node down", "[
         for (const std::string request :
              {"GET /\xc3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
               "GET /v1/\xff\xfe/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-              "POST /v1/workflows/x/%ff HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+              "POST /v1/workflows/x/%ff HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: "
+              "close\r\n\r\n",
               "GET /v1/outbox/%c3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
               "GET /v1/outbox/a%00b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-              "GET /v1/dead-letters?namespace=%ff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"}) {
-            INFO(node->name << ": " << json(request).dump(-1, ' ', true, json::error_handler_t::replace));
+              "GET /v1/dead-letters?namespace=%ff HTTP/1.1\r\nHost: x\r\nConnection: "
+              "close\r\n\r\n"}) {
+            INFO(node->name << ": "
+                            << json(request).dump(-1, ' ', true, json::error_handler_t::replace));
             const auto answer = test::raw_http(node->port, request);
             const int status = status_of(answer);
             CHECK(status >= 400);
@@ -106,8 +109,11 @@ TEST_CASE("a URL that is not UTF-8 is refused and never takes the node down", "[
         CHECK(node->process->running());
     }
     // The guarded node asks for its token before it looks at the route.
-    CHECK(status_of(test::raw_http(guarded.port, "POST /v1/workflows/x/%ff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == 401);
-    CHECK(test::http_call(guarded.port, "POST", "/v1/workflows/x/%ff", "", std::string{kAdminToken}).status == 400);
+    CHECK(status_of(test::raw_http(
+              guarded.port,
+              "POST /v1/workflows/x/%ff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == 401);
+    CHECK(test::http_call(guarded.port, "POST", "/v1/workflows/x/%ff", "", std::string{kAdminToken})
+              .status == 400);
 }
 
 TEST_CASE("deeply nested JSON is refused with a clear error and never overflows the stack",
@@ -116,22 +122,26 @@ TEST_CASE("deeply nested JSON is refused with a clear error and never overflows 
     auto& node = cluster.start_node("node-1");
 
     const std::string deep_row =
-        R"({"rows":[{"workflow_id":"w","ordinal":0,"activity_type":"a","input":)" + nested(30000) + "}]}";
+        R"({"rows":[{"workflow_id":"w","ordinal":0,"activity_type":"a","input":)" + nested(30000) +
+        "}]}";
     const auto staged = test::http_call(node.port, "POST", "/v1/outbox", deep_row);
     CHECK(staged.status == 400);
     CHECK(staged.body.find("nest") != std::string::npos);
     CHECK(test::http_call(node.port, "PUT", "/v1/namespaces/deep", nested(30000)).status == 400);
     // Just within the limit is fine.
     const std::string fine_row =
-        R"({"rows":[{"workflow_id":"w","ordinal":0,"activity_type":"a","input":)" + nested(100) + "}]}";
+        R"({"rows":[{"workflow_id":"w","ordinal":0,"activity_type":"a","input":)" + nested(100) +
+        "}]}";
     CHECK(test::http_call(node.port, "POST", "/v1/outbox", fine_row).status == 200);
     CHECK(node.process->running());
 
     // A row inserted by plain SQL may nest deeper than any frame may: reading it back over
     // the API must not recurse through it, and dispatching it dead-letters it with a reason
     // instead of sending a frame no worker reads.
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) VALUES "
-                    "('deep-sql', 0, 'echo', '" + nested(5000) + "')");
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, input) VALUES "
+        "('deep-sql', 0, 'echo', '" +
+        nested(5000) + "')");
     const auto found = test::http_call(node.port, "GET", "/v1/outbox/deep-sql:0");
     CHECK(found.status == 200);
     CHECK(found.body.find(nested(5000)) != std::string::npos);
@@ -151,9 +161,11 @@ TEST_CASE("a hello with a NUL in an activity type is refused and dispatch goes o
 
     // Invalid UTF-8 cannot even be put into a json value: that hello is written by hand.
     for (const std::string& text :
-         {hello("hostile", json{std::string{"b\0", 2}}), hello("hostile", json{"ok", std::string(2000, 'x')}),
+         {hello("hostile", json{std::string{"b\0", 2}}),
+          hello("hostile", json{"ok", std::string(2000, 'x')}),
           hello(std::string{"w\0", 2}, json{"ok"}),
-          std::string{"{\"type\":\"hello\",\"worker_id\":\"h\",\"activity_types\":[\"bad\xc3\"]}"}}) {
+          std::string{
+              "{\"type\":\"hello\",\"worker_id\":\"h\",\"activity_types\":[\"bad\xc3\"]}"}}) {
         WsClient hostile{node.port, "/v1/workers"};
         hostile.send(text);
         // An error frame naming the field, then the close (a text frame that is not UTF-8
@@ -171,7 +183,8 @@ TEST_CASE("a hello with a NUL in an activity type is refused and dispatch goes o
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 200; }, 15s));
     std::this_thread::sleep_for(1s);
     // Idle: the rounds ran for the wakes and the poll, not thousands a second.
-    CHECK(E2eCluster::metric(node, "outboxd_claim_seconds_count").value_or(0) - claims_before < 200);
+    CHECK(E2eCluster::metric(node, "outboxd_claim_seconds_count").value_or(0) - claims_before <
+          200);
     CHECK(node.process->running());
 }
 
@@ -187,16 +200,18 @@ TEST_CASE("a fail whose error text holds a NUL is recorded and never wedges the 
 
     stage(cluster, "nul", "nul", 1);
     auto task = next_task(worker);
-    worker.send(json{{"type", "fail"},
-                     {"task_id", task["task_id"]},
-                     {"error", std::string{"card\0declined", 13}},
-                     {"retryable", true}}
-                    .dump());
+    worker.send(json{
+        {"type", "fail"},
+        {"task_id", task["task_id"]},
+        {"error", std::string{"card\0declined", 13}},
+        {"retryable",
+         true}}.dump());
     // Retried, with the error kept legibly, and delivered again.
     task = next_task(worker);
     CHECK(task["attempt"] == 2);
-    const auto error = cluster.db.exec("SELECT last_error FROM outbox WHERE workflow_id = 'nul-1'")[0][0]
-                           .as<std::string>();
+    const auto error =
+        cluster.db.exec("SELECT last_error FROM outbox WHERE workflow_id = 'nul-1'")[0][0]
+            .as<std::string>();
     CHECK(error.find("card") != std::string::npos);
     CHECK(error.find("declined") != std::string::npos);
     worker.send(json{{"type", "complete"}, {"task_id", task["task_id"]}}.dump());
@@ -204,14 +219,15 @@ TEST_CASE("a fail whose error text holds a NUL is recorded and never wedges the 
 
     // A row staged by plain SQL on its last possible attempt: the failure saturates instead
     // of overflowing, and the row dead-letters.
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, attempt) "
-                    "VALUES ('max-attempt', 0, 'nul', 2147483647)");
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, attempt) "
+        "VALUES ('max-attempt', 0, 'nul', 2147483647)");
     task = next_task(worker);
     CHECK(task["attempt"].get<std::int64_t>() >= 2147483647);
     worker.send(json{{"type", "fail"}, {"task_id", task["task_id"]}, {"error", "no"}}.dump());
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 1; }, 10s));
-    CHECK(cluster.db.exec("SELECT attempt FROM outbox WHERE workflow_id = 'max-attempt'")[0][0].as<std::int64_t>() ==
-          2147483647);
+    CHECK(cluster.db.exec("SELECT attempt FROM outbox WHERE workflow_id = 'max-attempt'")[0][0]
+              .as<std::int64_t>() == 2147483647);
 
     // The writer is healthy: new work flows, and SIGTERM drains and exits cleanly.
     stage(cluster, "after", "nul", 1);
@@ -271,7 +287,8 @@ TEST_CASE("a client that never reads cannot make the node hold more than its que
     } catch (const std::exception&) {
     }
     std::this_thread::sleep_for(500ms);
-    const auto grown = static_cast<double>(node.process->rss_bytes()) - static_cast<double>(rss_before);
+    const auto grown =
+        static_cast<double>(node.process->rss_bytes()) - static_cast<double>(rss_before);
     INFO("node RSS grew by " << grown / 1e6 << " MB after 400 MB of answers");
     CHECK(grown < 64e6);
     CHECK(serves(node));
@@ -280,7 +297,8 @@ TEST_CASE("a client that never reads cannot make the node hold more than its que
 TEST_CASE("an unreachable database is retried with backoff, not in a spin", "[e2e][hostile]") {
     E2eCluster cluster{"hostile-outage"};
     test::TcpProxy proxy{E2eCluster::pg_port()};
-    auto& node = cluster.start_node("node-1", {{"OUTBOXD_DATABASE_URL", cluster.url_via(proxy.port())}});
+    auto& node =
+        cluster.start_node("node-1", {{"OUTBOXD_DATABASE_URL", cluster.url_via(proxy.port())}});
     WsClient worker{node.port, "/v1/workers"};
     worker.send(hello("idle", json{"idle"}));
     REQUIRE(next_frame(worker)["type"] == "welcome");
@@ -292,7 +310,8 @@ TEST_CASE("an unreachable database is retried with backoff, not in a spin", "[e2
     const auto wake_logs_before = node.process->log_count("event=wake_listener_down");
     const auto cpu_before = node.process->cpu_seconds();
     std::this_thread::sleep_for(3s);
-    const auto claims = E2eCluster::metric(node, "outboxd_claim_seconds_count").value_or(0) - claims_before;
+    const auto claims =
+        E2eCluster::metric(node, "outboxd_claim_seconds_count").value_or(0) - claims_before;
     const auto wake_logs = node.process->log_count("event=wake_listener_down") - wake_logs_before;
     const auto cpu = node.process->cpu_seconds() - cpu_before;
     INFO("in 3 s of outage: " << claims << " claim rounds, " << wake_logs
@@ -308,8 +327,10 @@ TEST_CASE("an unreachable database is retried with backoff, not in a spin", "[e2
     CHECK(task["dispatch_key"] == "after-1:0");
 }
 
-TEST_CASE("running out of file descriptors backs the accept loop off, and a connection cap "
-          "refuses the excess with 503", "[e2e][hostile]") {
+TEST_CASE(
+    "running out of file descriptors backs the accept loop off, and a connection cap "
+    "refuses the excess with 503",
+    "[e2e][hostile]") {
     E2eCluster cluster{"hostile-fds"};
     SECTION("file descriptors run out") {
         // prlimit execs the node with its own descriptor limit.
@@ -317,8 +338,9 @@ TEST_CASE("running out of file descriptors backs the accept loop off, and a conn
                                                {"OUTBOXD_LISTEN", "127.0.0.1:0"},
                                                {"OUTBOXD_NODE_ID", "fd-node"},
                                                {"OUTBOXD_MAX_CONNECTIONS", "100000"}};
-        test::Process limited({"/usr/bin/prlimit", "--nofile=128:128", test::bin_dir() + "/outboxd"}, env,
-                              cluster.dir() + "/fd-node.log");
+        test::Process limited(
+            {"/usr/bin/prlimit", "--nofile=128:128", test::bin_dir() + "/outboxd"}, env,
+            cluster.dir() + "/fd-node.log");
         REQUIRE(limited.await_log("event=listening", 30s));
         const auto port = *test::listening_port(limited.log());
         std::this_thread::sleep_for(1s);
@@ -340,20 +362,24 @@ TEST_CASE("running out of file descriptors backs the accept loop off, and a conn
         CHECK(cpu < 0.5);
         CHECK(logged < 4096);
         held.clear();
-        CHECK(E2eCluster::await([&] {
-            try {
-                return test::http_call(port, "GET", "/healthz").status == 200;
-            } catch (const std::exception&) {
-                return false;
-            }
-        }, 10s));
+        CHECK(E2eCluster::await(
+            [&] {
+                try {
+                    return test::http_call(port, "GET", "/healthz").status == 200;
+                } catch (const std::exception&) {
+                    return false;
+                }
+            },
+            10s));
         CHECK(limited.running());
     }
     SECTION("a connection cap") {
         auto& node = cluster.start_node("node-1", {{"OUTBOXD_MAX_CONNECTIONS", "10"}});
         std::vector<std::unique_ptr<WsClient>> held;
-        for (int i = 0; i < 10; ++i) held.push_back(std::make_unique<WsClient>(node.port, "/v1/workers"));
-        const auto refused = test::raw_http(node.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        for (int i = 0; i < 10; ++i)
+            held.push_back(std::make_unique<WsClient>(node.port, "/v1/workers"));
+        const auto refused = test::raw_http(
+            node.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
         CHECK(status_of(refused) == 503);
         CHECK(body_of(refused).find("connection") != std::string::npos);
         held.pop_back();
@@ -373,14 +399,16 @@ TEST_CASE("a database that accepts but never answers is given up on within the c
                            "postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/x"},
                           {}, test::scratch_dir("hostile-silent") + "/migrate.log");
     const auto code = migrate.wait(30s);
-    const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const auto took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     INFO(migrate.log());
     REQUIRE(code);
     CHECK(*code != 0);
     CHECK(took < 20);
 }
 
-TEST_CASE("a client without the admin token is refused before it sends its body", "[e2e][hostile]") {
+TEST_CASE("a client without the admin token is refused before it sends its body",
+          "[e2e][hostile]") {
     E2eCluster cluster{"hostile-early-401"};
     auto& node = cluster.start_node("node-1", {{"OUTBOXD_ADMIN_TOKEN", kAdminToken},
                                                {"OUTBOXD_WORKER_TOKEN", "worker-s3cret"}});
@@ -395,14 +423,16 @@ TEST_CASE("a client without the admin token is refused before it sends its body"
     for (const std::string head : {"POST /v1/workers", "GET /v1/workers", "POST /v1/cluster"}) {
         INFO(head);
         const auto quick = std::chrono::steady_clock::now();
-        CHECK(status_of(test::raw_http(node.port, head + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")) ==
+        CHECK(status_of(test::raw_http(
+                  node.port, head + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")) ==
               401);
         CHECK(std::chrono::steady_clock::now() - quick < 3s);
     }
     // With the token, the same header is read on (and refused for its size).
-    const auto sized = test::raw_http(node.port, std::string{"POST /v1/outbox HTTP/1.1\r\nHost: x\r\n"} +
-                                                     "Authorization: Bearer " + kAdminToken +
-                                                     "\r\nContent-Length: 100000000\r\n\r\n");
+    const auto sized =
+        test::raw_http(node.port, std::string{"POST /v1/outbox HTTP/1.1\r\nHost: x\r\n"} +
+                                      "Authorization: Bearer " + kAdminToken +
+                                      "\r\nContent-Length: 100000000\r\n\r\n");
     CHECK(status_of(sized) == 413);
     CHECK(serves(node));
 }
@@ -412,12 +442,14 @@ TEST_CASE("a WebSocket that never says hello is closed, and its slot freed", "[e
     auto& node = cluster.start_node("node-1");
     WsClient silent{node.port, "/v1/workers"};
     REQUIRE(E2eCluster::await(
-        [&] { return E2eCluster::metric(node, "outboxd_connections_open").value_or(0) >= 1.0; }, 5s));
+        [&] { return E2eCluster::metric(node, "outboxd_connections_open").value_or(0) >= 1.0; },
+        5s));
     const auto refusal = silent.read(15s);
     REQUIRE(refusal);
     CHECK(json::parse(*refusal)["code"] == "hello_required");
     CHECK(silent.await_close(5s) != 0);
     // Only the scrape's own connection is left.
     CHECK(E2eCluster::await(
-        [&] { return E2eCluster::metric(node, "outboxd_connections_open").value_or(99) <= 1.0; }, 5s));
+        [&] { return E2eCluster::metric(node, "outboxd_connections_open").value_or(99) <= 1.0; },
+        5s));
 }

@@ -24,8 +24,7 @@ json error_of(const test::HttpResult& result) { return json::parse(result.body)[
 
 }  // namespace
 
-TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configures",
-          "[e2e][api]") {
+TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configures", "[e2e][api]") {
     E2eCluster cluster{"api"};
     auto& node = cluster.start_node("node-1", {{"OUTBOXD_ADMIN_TOKEN", kAdmin},
                                                {"OUTBOXD_MAX_ATTEMPTS", "1"},
@@ -75,12 +74,13 @@ TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configure
         CHECK(error_of(bad)["row"] == 1);
         CHECK_THAT(error_of(bad)["message"].get<std::string>(), Catch::Contains("ordinal"));
         CHECK(call(port, "GET", "/v1/outbox/ok:0").status == 404);
-        for (const auto* body_text :
-             {"not json", "[]", R"({"rows":[]})", R"({"rows":{}})",
-              R"({"rows":[{"workflow_id":"x","ordinal":0}]})",
-              R"({"rows":[{"workflow_id":"x","ordinal":0,"activity_type":"a","typo":1}]})",
-              R"({"rows":[{"workflow_id":"x","ordinal":"0","activity_type":"a"}]})",
-              R"({"rows":[{"workflow_id":"x","ordinal":0,"activity_type":"a","visible_after":"soon"}]})"}) {
+        for (
+            const auto* body_text :
+            {"not json", "[]", R"({"rows":[]})", R"({"rows":{}})",
+             R"({"rows":[{"workflow_id":"x","ordinal":0}]})",
+             R"({"rows":[{"workflow_id":"x","ordinal":0,"activity_type":"a","typo":1}]})",
+             R"({"rows":[{"workflow_id":"x","ordinal":"0","activity_type":"a"}]})",
+             R"({"rows":[{"workflow_id":"x","ordinal":0,"activity_type":"a","visible_after":"soon"}]})"}) {
             const auto refused = call(port, "POST", "/v1/outbox", body_text);
             CHECK(refused.status == 400);
             CHECK_FALSE(error_of(refused)["message"].get<std::string>().empty());
@@ -111,11 +111,14 @@ TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configure
              R"({"rows":[{"workflow_id":"wf","ordinal":0,"activity_type":"fail-sometimes",
                           "input":{"p":1.0}}]})");
         REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 1; }, 30s));
-        const auto letters = json::parse(call(port, "GET", "/v1/dead-letters?namespace=default&limit=10").body);
+        const auto letters =
+            json::parse(call(port, "GET", "/v1/dead-letters?namespace=default&limit=10").body);
         REQUIRE(letters["dead_letters"].size() == 1);
         CHECK(letters["dead_letters"][0]["dispatch_key"] == "wf:0");
         CHECK_FALSE(letters["dead_letters"][0]["last_error"].is_null());
-        CHECK(json::parse(call(port, "GET", "/v1/dead-letters?namespace=other").body)["dead_letters"].empty());
+        CHECK(
+            json::parse(call(port, "GET", "/v1/dead-letters?namespace=other").body)["dead_letters"]
+                .empty());
         CHECK(call(port, "GET", "/v1/dead-letters?limit=0").status == 400);
         CHECK(call(port, "GET", "/v1/dead-letters?limit=abc").status == 400);
 
@@ -130,8 +133,9 @@ TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configure
         CHECK(fresh["configured"] == false);
         CHECK(fresh["effective_max_in_flight"] == 10000);
         CHECK(fresh["weight"] == 1);
-        const auto put = call(port, "PUT", "/v1/namespaces/tenant-a",
-                              R"({"max_in_flight":50,"weight":4,"placement":{"mode":"prefer","nodes":["box-1"]}})");
+        const auto put = call(
+            port, "PUT", "/v1/namespaces/tenant-a",
+            R"({"max_in_flight":50,"weight":4,"placement":{"mode":"prefer","nodes":["box-1"]}})");
         REQUIRE(put.status == 200);
         const auto read = json::parse(call(port, "GET", "/v1/namespaces/tenant-a").body);
         CHECK(read["max_in_flight"] == 50);
@@ -150,7 +154,8 @@ TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configure
             }
         }
         CHECK(json::parse(call(port, "GET", "/v1/namespaces/tenant-a").body)["weight"] == 4);
-        CHECK(json::parse(call(port, "GET", "/v1/namespaces/tenant-a").body)["max_in_flight"] == 50);
+        CHECK(json::parse(call(port, "GET", "/v1/namespaces/tenant-a").body)["max_in_flight"] ==
+              50);
     }
 
     SECTION("the cluster view lists this node, its URL and its shards") {

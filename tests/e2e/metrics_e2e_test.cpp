@@ -24,13 +24,18 @@ std::string metrics_of(const test::NodeHandle& node) {
 
 void stage_paused_and_live(E2eCluster& cluster) {
     // 'held' rows stay pending (paused); 'busy' rows are claimed by a slow worker.
-    cluster.db.exec("INSERT INTO paused_workflows (workflow_id) SELECT 'held-' || g FROM generate_series(1, 7) g");
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) "
-                    "SELECT 'held-' || g, 0, 'sleep', 'alpha' FROM generate_series(1, 7) g");
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace, input) "
-                    "SELECT 'busy-' || g, 0, 'sleep', 'beta', '{\"ms\": 60000}' FROM generate_series(1, 3) g");
-    cluster.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace, input) "
-                    "SELECT 'quick-' || g, 0, 'sleep', 'alpha', '{\"ms\": 1}' FROM generate_series(1, 20) g");
+    cluster.db.exec(
+        "INSERT INTO paused_workflows (workflow_id) SELECT 'held-' || g FROM generate_series(1, 7) "
+        "g");
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) "
+        "SELECT 'held-' || g, 0, 'sleep', 'alpha' FROM generate_series(1, 7) g");
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace, input) "
+        "SELECT 'busy-' || g, 0, 'sleep', 'beta', '{\"ms\": 60000}' FROM generate_series(1, 3) g");
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace, input) "
+        "SELECT 'quick-' || g, 0, 'sleep', 'alpha', '{\"ms\": 1}' FROM generate_series(1, 20) g");
 }
 
 }  // namespace
@@ -39,29 +44,39 @@ TEST_CASE("/metrics carries every contract name and its gauges agree with the da
           "[e2e][metrics]") {
     E2eCluster cluster{"metrics"};
     auto& node = cluster.start_node("node-1");
-    cluster.start_worker("w1", {node.worker_url()},
-                         {"--activity-types", "sleep", "--namespaces", "alpha,beta", "--max-in-flight", "8"});
+    cluster.start_worker(
+        "w1", {node.worker_url()},
+        {"--activity-types", "sleep", "--namespaces", "alpha,beta", "--max-in-flight", "8"});
     stage_paused_and_live(cluster);
-    REQUIRE(E2eCluster::await([&] {
-        return cluster.count("status = 'done'") == 20 && cluster.count("status = 'claimed'") == 3;
-    }, 30s));
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return cluster.count("status = 'done'") == 20 &&
+                   cluster.count("status = 'claimed'") == 3;
+        },
+        30s));
 
     // Gauges are refreshed from one grouped query every second.
-    REQUIRE(E2eCluster::await([&] {
-        const auto text = metrics_of(node);
-        return test::metric_sample(text, R"(outboxd_outbox_inflight_rows{namespace="alpha"})") == 7.0 &&
-               test::metric_sample(text, R"(outboxd_outbox_claimed_rows{namespace="beta"})") == 3.0;
-    }, 10s));
+    REQUIRE(E2eCluster::await(
+        [&] {
+            const auto text = metrics_of(node);
+            return test::metric_sample(
+                       text, R"(outboxd_outbox_inflight_rows{namespace="alpha"})") == 7.0 &&
+                   test::metric_sample(text, R"(outboxd_outbox_claimed_rows{namespace="beta"})") ==
+                       3.0;
+        },
+        10s));
     const auto text = metrics_of(node);
     for (const char* name :
-         {"outboxd_outbox_inflight_rows", "outboxd_outbox_claimed_rows", "outboxd_tasks_outstanding",
-          "outboxd_rows_claimed_total", "outboxd_outcomes_total", "outboxd_dispatch_latency_seconds",
-          "outboxd_claim_seconds", "outboxd_owned_shards", "outboxd_cluster_nodes_live",
-          "outboxd_workers_connected"}) {
+         {"outboxd_outbox_inflight_rows", "outboxd_outbox_claimed_rows",
+          "outboxd_tasks_outstanding", "outboxd_rows_claimed_total", "outboxd_outcomes_total",
+          "outboxd_dispatch_latency_seconds", "outboxd_claim_seconds", "outboxd_owned_shards",
+          "outboxd_cluster_nodes_live", "outboxd_workers_connected"}) {
         INFO(name);
         CHECK(text.find(std::string{"\n"} + name) != std::string::npos);
     }
-    const auto db_count = [&](const std::string& where) { return static_cast<double>(cluster.count(where)); };
+    const auto db_count = [&](const std::string& where) {
+        return static_cast<double>(cluster.count(where));
+    };
     CHECK(test::metric_sample(text, R"(outboxd_outbox_inflight_rows{namespace="alpha"})") ==
           db_count("namespace = 'alpha' AND status IN ('pending', 'claimed')"));
     CHECK(test::metric_sample(text, R"(outboxd_outbox_inflight_rows{namespace="beta"})") ==
@@ -70,7 +85,8 @@ TEST_CASE("/metrics carries every contract name and its gauges agree with the da
           db_count("namespace = 'alpha' AND status = 'claimed'"));
     CHECK(test::metric_sample(text, R"(outboxd_tasks_outstanding{namespace="beta"})") == 3.0);
     CHECK(test::metric_sample(text, R"(outboxd_rows_claimed_total{namespace="alpha"})") == 20.0);
-    CHECK(test::metric_sample(text, R"(outboxd_outcomes_total{namespace="alpha",outcome="done"})") == 20.0);
+    CHECK(test::metric_sample(
+              text, R"(outboxd_outcomes_total{namespace="alpha",outcome="done"})") == 20.0);
     CHECK(test::metric_sample(text, "outboxd_owned_shards") == 1024.0);
     CHECK(test::metric_sample(text, "outboxd_cluster_nodes_live") == 1.0);
     CHECK(test::metric_sample(text, "outboxd_workers_connected") == 1.0);
@@ -90,12 +106,16 @@ TEST_CASE("a real Prometheus scrapes a two-node cluster and serves its series",
     E2eCluster cluster{"prometheus"};
     auto& first = cluster.start_node("node-1", {{"OUTBOXD_LEASE_TTL_MS", "1000"}});
     auto& second = cluster.start_node("node-2", {{"OUTBOXD_LEASE_TTL_MS", "1000"}});
-    cluster.start_worker("w1", {first.worker_url()},
-                         {"--activity-types", "sleep", "--namespaces", "alpha,beta", "--max-in-flight", "8"});
+    cluster.start_worker(
+        "w1", {first.worker_url()},
+        {"--activity-types", "sleep", "--namespaces", "alpha,beta", "--max-in-flight", "8"});
     stage_paused_and_live(cluster);
-    REQUIRE(E2eCluster::await([&] {
-        return cluster.count("status = 'done'") == 20 && cluster.count("status = 'claimed'") == 3;
-    }, 30s));
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return cluster.count("status = 'done'") == 20 &&
+                   cluster.count("status = 'claimed'") == 3;
+        },
+        30s));
 
     const auto dir = cluster.dir();
     {
@@ -107,19 +127,22 @@ TEST_CASE("a real Prometheus scrapes a two-node cluster and serves its series",
     }
     std::uint16_t port = 0;
     std::unique_ptr<test::Process> prometheus;
-    for (std::uint16_t candidate = static_cast<std::uint16_t>(19190 + ::getpid() % 500);; ++candidate) {
+    for (std::uint16_t candidate = static_cast<std::uint16_t>(19190 + ::getpid() % 500);;
+         ++candidate) {
         prometheus = std::make_unique<test::Process>(
             std::vector<std::string>{binary, "--config.file=" + dir + "/prometheus.yml",
                                      "--storage.tsdb.path=" + dir + "/prometheus-data",
                                      "--web.listen-address=127.0.0.1:" + std::to_string(candidate)},
             std::map<std::string, std::string>{}, dir + "/prometheus.log");
-        if (E2eCluster::await([&] {
-                try {
-                    return test::http_call(candidate, "GET", "/-/ready").status == 200;
-                } catch (const std::exception&) {
-                    return false;
-                }
-            }, 20s)) {
+        if (E2eCluster::await(
+                [&] {
+                    try {
+                        return test::http_call(candidate, "GET", "/-/ready").status == 200;
+                    } catch (const std::exception&) {
+                        return false;
+                    }
+                },
+                20s)) {
             port = candidate;
             break;
         }
@@ -147,10 +170,12 @@ TEST_CASE("a real Prometheus scrapes a two-node cluster and serves its series",
 
     // Both nodes are scraped, the shards sum to 1024, and the durable gauges summed over the
     // nodes equal the database's totals.
-    REQUIRE(E2eCluster::await([&] { return scalar("count(up{job=\"outboxd\"} == 1)") == 2.0; }, 30s));
+    REQUIRE(
+        E2eCluster::await([&] { return scalar("count(up{job=\"outboxd\"} == 1)") == 2.0; }, 30s));
     REQUIRE(E2eCluster::await([&] { return scalar("sum(outboxd_owned_shards)") == 1024.0; }, 30s));
     const double live = static_cast<double>(cluster.count("status IN ('pending', 'claimed')"));
-    REQUIRE(E2eCluster::await([&] { return scalar("sum(outboxd_outbox_inflight_rows)") == live; }, 30s));
+    REQUIRE(E2eCluster::await([&] { return scalar("sum(outboxd_outbox_inflight_rows)") == live; },
+                              30s));
     CHECK(scalar("sum(outboxd_outbox_claimed_rows)") == 3.0);
     CHECK(scalar("sum(outboxd_outbox_inflight_rows{namespace=\"alpha\"})") == 7.0);
     CHECK(scalar("sum(outboxd_outcomes_total{outcome=\"done\"})") == 20.0);

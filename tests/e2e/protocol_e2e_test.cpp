@@ -63,7 +63,6 @@ TEST_CASE("protocol abuse is refused clearly and never disturbs a well-behaved w
     // Work flows before, during and after the abuse.
     stage(cluster, "before", "echo", 50);
 
-
     // Missing and wrong tokens are refused before the upgrade.
     CHECK_THROWS_WITH(WsClient(node.port, "/v1/workers"), Catch::Contains("401"));
     CHECK_THROWS_WITH(WsClient(node.port, "/v1/workers", std::string{"wrong"}),
@@ -144,8 +143,10 @@ TEST_CASE("protocol abuse is refused clearly and never disturbs a well-behaved w
     CHECK(cluster.count("attempt <> 0") == 0);
     // The node counted what it refused.
     const auto metrics = test::http_call(node.port, "GET", "/metrics").body;
-    CHECK(metrics.find("outboxd_protocol_errors_total{code=\"unknown_task\"}") != std::string::npos);
-    CHECK(metrics.find("outboxd_protocol_errors_total{code=\"frame_too_large\"}") != std::string::npos);
+    CHECK(metrics.find("outboxd_protocol_errors_total{code=\"unknown_task\"}") !=
+          std::string::npos);
+    CHECK(metrics.find("outboxd_protocol_errors_total{code=\"frame_too_large\"}") !=
+          std::string::npos);
 }
 
 namespace {
@@ -202,8 +203,7 @@ TEST_CASE("batch frames: negotiated in hello and welcome, checked whole, applied
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'claimed'") == 20; }, 5s));
 
     // One bad member refuses the whole batch: the good answer in it is not applied either.
-    client.send(json{{"type", "batch"},
-                     {"frames", {complete_of(tasks[0]), {{"type", "complete"}}}}}
+    client.send(json{{"type", "batch"}, {"frames", {complete_of(tasks[0]), {{"type", "complete"}}}}}
                     .dump());
     const auto refused = next_frame(client);
     CHECK(refused["type"] == "error");

@@ -1,5 +1,5 @@
-// Tenant controls (README, "Tenant controls") through real outboxd and outboxd-worker processes and the
-// HTTP API: a namespace quota, pinned placement, pause/resume, cancel and dead-letter requeue.
+// Tenant controls (README, "Tenant controls") through real outboxd and outboxd-worker processes and
+// the HTTP API: a namespace quota, pinned placement, pause/resume, cancel and dead-letter requeue.
 
 #include <algorithm>
 #include <fstream>
@@ -14,11 +14,10 @@ using namespace outboxd;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using test::E2eCluster;
-using test::received;
 using test::http_call;
+using test::received;
 
 namespace {
-
 
 // The worker's --stats-file, or an empty object before its first write.
 json stats(const std::string& path) {

@@ -17,10 +17,10 @@ std::map<std::string, std::string> tls_env(const test::TlsFiles& tls) {
 }
 
 // curl against the node over HTTPS, trusting the test CA: the body, or "" on failure.
-test::CommandResult https_get(const test::TlsFiles& tls, std::uint16_t port, const std::string& path,
-                              const std::string& host = "127.0.0.1") {
-    return test::run_command("curl -sS --fail --max-time 5 --cacert " + tls.ca_file + " https://" + host +
-                             ":" + std::to_string(port) + path);
+test::CommandResult https_get(const test::TlsFiles& tls, std::uint16_t port,
+                              const std::string& path, const std::string& host = "127.0.0.1") {
+    return test::run_command("curl -sS --fail --max-time 5 --cacert " + tls.ca_file + " https://" +
+                             host + ":" + std::to_string(port) + path);
 }
 
 void stage(E2eCluster& cluster, const std::string& prefix, int count) {
@@ -43,15 +43,17 @@ TEST_CASE("a node with a certificate serves HTTPS and wss://, and only those", "
     CHECK(health.output.find("\"ok\"") != std::string::npos);
     CHECK(https_get(tls, node.port, "/healthz", "localhost").exit_code == 0);  // the DNS name
     // Workers learn wss:// URLs: the default advertised URL follows the transport.
-    const auto cluster_json = nlohmann::json::parse(https_get(tls, node.port, "/v1/cluster").output);
+    const auto cluster_json =
+        nlohmann::json::parse(https_get(tls, node.port, "/v1/cluster").output);
     CHECK(cluster_json["nodes"][0]["url"].get<std::string>().rfind("wss://127.0.0.1:", 0) == 0);
 
     // Plain HTTP gets no HTTP answer, and the node goes on.
-    const auto plain = test::raw_http(node.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const auto plain =
+        test::raw_http(node.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     CHECK(plain.rfind("HTTP/1.1 200", 0) != 0);
     // An untrusted client certificate check fails on the client, not the node.
-    CHECK(test::run_command("curl -sS --fail --max-time 5 https://127.0.0.1:" + std::to_string(node.port) +
-                            "/healthz")
+    CHECK(test::run_command("curl -sS --fail --max-time 5 https://127.0.0.1:" +
+                            std::to_string(node.port) + "/healthz")
               .exit_code != 0);
     CHECK(https_get(tls, node.port, "/healthz").exit_code == 0);
 
@@ -85,12 +87,14 @@ TEST_CASE("TLS settings that cannot be used stop the node at start, naming the s
     CHECK(lone_code == 2);
     CHECK(lone_log.find("OUTBOXD_TLS_KEY_FILE") != std::string::npos);
     const auto [missing_code, missing_log] =
-        run({{"OUTBOXD_TLS_CERT_FILE", cluster.dir() + "/nope.pem"}, {"OUTBOXD_TLS_KEY_FILE", tls.key_file}});
+        run({{"OUTBOXD_TLS_CERT_FILE", cluster.dir() + "/nope.pem"},
+             {"OUTBOXD_TLS_KEY_FILE", tls.key_file}});
     CHECK(missing_code == 2);
     CHECK(missing_log.find("OUTBOXD_TLS_CERT_FILE") != std::string::npos);
     // A certificate and key that do not belong together.
     const auto [swapped_code, swapped_log] =
-        run({{"OUTBOXD_TLS_CERT_FILE", tls.cert_file}, {"OUTBOXD_TLS_KEY_FILE", cluster.dir() + "/ca.key"}});
+        run({{"OUTBOXD_TLS_CERT_FILE", tls.cert_file},
+             {"OUTBOXD_TLS_KEY_FILE", cluster.dir() + "/ca.key"}});
     CHECK(swapped_code == 1);
     CHECK(swapped_log.find("OUTBOXD_TLS_KEY_FILE") != std::string::npos);
 }

@@ -134,9 +134,7 @@ struct FakeNode::Impl {
     std::thread thread;
 };
 
-std::mutex& FakeNode::impl_mutex() const {
-    return impl_->mutex;
-}
+std::mutex& FakeNode::impl_mutex() const { return impl_->mutex; }
 
 FakeNode::FakeNode(std::string node_id)
     : node_id_(std::move(node_id)), impl_(std::make_unique<Impl>()) {

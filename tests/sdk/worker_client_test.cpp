@@ -375,9 +375,8 @@ TEST_CASE("batch_frames = false asks for no batches and answers one frame each",
     node.set_welcome_batch(4096);
     auto options = test_options({node.url()});
     options.batch_frames = false;
-    WorkerClient client{options, [](const protocol::Task&, Responder responder) {
-                            responder.complete();
-                        }};
+    WorkerClient client{options,
+                        [](const protocol::Task&, Responder responder) { responder.complete(); }};
     client.start();
     REQUIRE(eventually([&] { return has_hello(node, 0); }));
     CHECK_FALSE(node.frames_of_type(0, "hello").at(0).contains("batch"));

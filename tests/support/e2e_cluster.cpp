@@ -16,13 +16,15 @@ std::vector<std::string> received(const std::string& path) {
     return lines;
 }
 
-NodeHandle& E2eCluster::start_node(const std::string& name, std::map<std::string, std::string> env) {
+NodeHandle& E2eCluster::start_node(const std::string& name,
+                                   std::map<std::string, std::string> env) {
     auto& node = launch_node(name, std::move(env));
     await_ready(node);
     return node;
 }
 
-NodeHandle& E2eCluster::launch_node(const std::string& name, std::map<std::string, std::string> env) {
+NodeHandle& E2eCluster::launch_node(const std::string& name,
+                                    std::map<std::string, std::string> env) {
     env.emplace("OUTBOXD_DATABASE_URL", db.url());
     env.emplace("OUTBOXD_LISTEN", "127.0.0.1:0");
     env.emplace("OUTBOXD_NODE_ID", name);
@@ -58,7 +60,8 @@ void E2eCluster::await_ready(NodeHandle& node, const std::function<bool(std::uin
     }
 }
 
-NodeHandle& E2eCluster::start_node_with(const std::string& name, std::map<std::string, std::string> env,
+NodeHandle& E2eCluster::start_node_with(const std::string& name,
+                                        std::map<std::string, std::string> env,
                                         const std::function<bool(std::uint16_t)>& ready) {
     auto& node = launch_node(name, std::move(env));
     await_ready(node, ready);
@@ -89,11 +92,13 @@ void E2eCluster::audit_claims() {
 
 std::int64_t E2eCluster::overlapping_claims() const {
     // A claim that follows another claim of the same row with no end in between.
-    return db.exec(R"SQL(
+    return db
+        .exec(R"SQL(
         SELECT count(*) FROM (
             SELECT kind, lag(kind) OVER (PARTITION BY row_id ORDER BY seq) AS previous
             FROM claim_audit) x
-        WHERE kind = 'claim' AND previous = 'claim')SQL")[0][0].as<std::int64_t>();
+        WHERE kind = 'claim' AND previous = 'claim')SQL")[0][0]
+        .as<std::int64_t>();
 }
 
 std::string E2eCluster::db_now() const {
@@ -141,7 +146,8 @@ std::optional<double> E2eCluster::metric(const NodeHandle& node, const std::stri
 std::uint16_t E2eCluster::pg_port() {
     const auto admin = TestDatabase::admin_url();
     const auto colon = admin.rfind(':');
-    return static_cast<std::uint16_t>(std::stoi(admin.substr(colon + 1, admin.rfind('/') - colon - 1)));
+    return static_cast<std::uint16_t>(
+        std::stoi(admin.substr(colon + 1, admin.rfind('/') - colon - 1)));
 }
 
 std::string E2eCluster::url_via(std::uint16_t port) const {

@@ -28,7 +28,8 @@ struct NodeHandle {
 };
 
 // Value of the sample `series` (name and labels, as printed) in Prometheus text.
-[[nodiscard]] std::optional<double> metric_sample(const std::string& text, const std::string& series);
+[[nodiscard]] std::optional<double> metric_sample(const std::string& text,
+                                                  const std::string& series);
 
 // The `dispatch_key:attempt` lines outboxd-worker --received-log appended, in order.
 [[nodiscard]] std::vector<std::string> received(const std::string& path);

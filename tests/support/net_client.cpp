@@ -50,7 +50,8 @@ std::string raw_http(std::uint16_t port, const std::string& bytes) {
     // keeps the connection open.
     std::string answer;
     std::array<char, 4096> chunk{};
-    std::function<void(beast::error_code, std::size_t)> on_read = [&](beast::error_code ec, std::size_t n) {
+    std::function<void(beast::error_code, std::size_t)> on_read = [&](beast::error_code ec,
+                                                                      std::size_t n) {
         answer.append(chunk.data(), n);
         if (!ec) stream.async_read_some(net::buffer(chunk), on_read);
     };
@@ -110,7 +111,8 @@ std::optional<std::string> WsClient::read(std::chrono::milliseconds timeout) {
     // wait by running the context for at most `timeout`.
     impl_->buffer.consume(impl_->buffer.size());
     std::optional<beast::error_code> result;
-    impl_->ws.async_read(impl_->buffer, [&result](beast::error_code ec, std::size_t) { result = ec; });
+    impl_->ws.async_read(impl_->buffer,
+                         [&result](beast::error_code ec, std::size_t) { result = ec; });
     impl_->ioc.restart();
     impl_->ioc.run_for(timeout);
     if (!result) {

@@ -51,7 +51,8 @@ Process::Process(std::vector<std::string> argv, std::map<std::string, std::strin
         ::dup2(null_fd, STDIN_FILENO);
         // Nothing else of the test process leaks into the child (sockets of a proxy or a
         // database connection would otherwise stay open as long as the child lives).
-        for (int fd = 3, last = static_cast<int>(::sysconf(_SC_OPEN_MAX)); fd < last && fd < 65536; ++fd) {
+        for (int fd = 3, last = static_cast<int>(::sysconf(_SC_OPEN_MAX)); fd < last && fd < 65536;
+             ++fd) {
             ::close(fd);
         }
         ::execve(c_argv[0], c_argv.data(), c_env.data());
@@ -147,7 +148,8 @@ std::string bin_dir() {
 
 std::string scratch_dir(const std::string& name) {
     const char* base = std::getenv("OUTBOXD_TEST_SCRATCH");
-    const std::filesystem::path root = base && *base ? base : std::filesystem::temp_directory_path();
+    const std::filesystem::path root =
+        base && *base ? base : std::filesystem::temp_directory_path();
     auto dir = root / ("outboxd-" + name + "-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);

@@ -24,14 +24,15 @@ struct Pipe : std::enable_shared_from_this<Pipe> {
     Pipe(std::shared_ptr<tcp::socket> from, std::shared_ptr<tcp::socket> to)
         : from(std::move(from)), to(std::move(to)) {}
     void run() {
-        from->async_read_some(net::buffer(buffer), [self = shared_from_this()](auto ec, std::size_t n) {
-            if (ec) return self->stop();
-            net::async_write(*self->to, net::buffer(self->buffer, n),
-                             [self](auto ec2, std::size_t) {
-                                 if (ec2) return self->stop();
-                                 self->run();
-                             });
-        });
+        from->async_read_some(net::buffer(buffer),
+                              [self = shared_from_this()](auto ec, std::size_t n) {
+                                  if (ec) return self->stop();
+                                  net::async_write(*self->to, net::buffer(self->buffer, n),
+                                                   [self](auto ec2, std::size_t) {
+                                                       if (ec2) return self->stop();
+                                                       self->run();
+                                                   });
+                              });
     }
     void stop() {
         boost::system::error_code ignored;
@@ -65,14 +66,15 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
             if (ec || acceptor != self->acceptor.get()) return;
             auto client = std::make_shared<tcp::socket>(std::move(socket));
             auto server = std::make_shared<tcp::socket>(self->ioc);
-            server->async_connect(tcp::endpoint{net::ip::make_address("127.0.0.1"), self->target_port},
-                                  [self, client, server](boost::system::error_code ec2) {
-                                      if (ec2) return;
-                                      self->sockets.insert(client);
-                                      self->sockets.insert(server);
-                                      std::make_shared<Pipe>(client, server)->run();
-                                      std::make_shared<Pipe>(server, client)->run();
-                                  });
+            server->async_connect(
+                tcp::endpoint{net::ip::make_address("127.0.0.1"), self->target_port},
+                [self, client, server](boost::system::error_code ec2) {
+                    if (ec2) return;
+                    self->sockets.insert(client);
+                    self->sockets.insert(server);
+                    std::make_shared<Pipe>(client, server)->run();
+                    std::make_shared<Pipe>(server, client)->run();
+                });
             self->accept();
         });
     }

@@ -24,7 +24,8 @@ CommandResult run_command(const std::string& command) {
     FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
     if (!pipe) return result;
     std::array<char, 4096> chunk{};
-    while (const auto n = std::fread(chunk.data(), 1, chunk.size(), pipe)) result.output.append(chunk.data(), n);
+    while (const auto n = std::fread(chunk.data(), 1, chunk.size(), pipe))
+        result.output.append(chunk.data(), n);
     const int status = ::pclose(pipe);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
@@ -43,7 +44,8 @@ TlsFiles make_test_certificates(const std::string& dir) {
     const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
     openssl("req -x509" + key + " -keyout " + ca_key + " -out " + files.ca_file +
             " -days 2 -subj '/CN=outboxd test CA'");
-    openssl("req" + key + " -keyout " + files.key_file + " -out " + request + " -subj '/CN=localhost'");
+    openssl("req" + key + " -keyout " + files.key_file + " -out " + request +
+            " -subj '/CN=localhost'");
     openssl("x509 -req -in " + request + " -CA " + files.ca_file + " -CAkey " + ca_key +
             " -CAcreateserial -out " + files.cert_file + " -days 2 -extfile " + extensions);
     return files;

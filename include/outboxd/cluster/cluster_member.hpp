@@ -21,10 +21,10 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "outboxd/dispatch/db_lane.hpp"
-#include "outboxd/util/failure_run.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/store/cluster_store.hpp"
 #include "outboxd/store/outbox_store.hpp"
+#include "outboxd/util/failure_run.hpp"
 
 namespace outboxd::cluster {
 

@@ -32,10 +32,10 @@ struct PlannedClaim {
 using NamespaceNumber = std::function<std::int64_t(const std::string&)>;
 
 struct PlanInput {
-    std::vector<worker::Route> routes;             // scopes with due rows and free capacity
-    std::map<std::string, std::int64_t> claimed;   // durable claimed rows per namespace
-    NamespaceNumber quota;                         // cluster-wide max in flight
-    NamespaceNumber weight;                        // share weight (empty: 1 for all)
+    std::vector<worker::Route> routes;            // scopes with due rows and free capacity
+    std::map<std::string, std::int64_t> claimed;  // durable claimed rows per namespace
+    NamespaceNumber quota;                        // cluster-wide max in flight
+    NamespaceNumber weight;                       // share weight (empty: 1 for all)
     std::int32_t owned_shards = 0;
     std::int32_t batch_size = 0;
 };

@@ -57,7 +57,7 @@ struct ClaimRequest {
     std::vector<worker::Route> routes;  // believed to have due rows: claimed
     std::vector<worker::Route> probe;   // may have: probed first, claimed if they do
     NamespaceNumber quota;
-    NamespaceNumber weight;             // empty: 1 for all
+    NamespaceNumber weight;  // empty: 1 for all
     std::int32_t batch_size = 0;
     ClaimGenerations generations;
     // Rows per namespace that the claimer's own outcome writes took out of `claimed` since
@@ -88,6 +88,7 @@ struct ClaimRoundResult {
 // A lost connection or contention (store::UnavailableError, store::ConflictError) fails the
 // round (rethrown); any other failure of a route's claim is that route's alone: it is
 // reported in `refused` and the round goes on.
-ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& request, ClaimerState& state);
+ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& request,
+                             ClaimerState& state);
 
 }  // namespace outboxd::dispatch

@@ -25,11 +25,11 @@
 
 #include "outboxd/dispatch/backoff.hpp"
 #include "outboxd/dispatch/claim_faults.hpp"
-#include "outboxd/dispatch/route_activity.hpp"
 #include "outboxd/dispatch/claim_round.hpp"
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/dispatch/namespace_cache.hpp"
 #include "outboxd/dispatch/outcome_writer.hpp"
+#include "outboxd/dispatch/route_activity.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/worker/worker_registry.hpp"

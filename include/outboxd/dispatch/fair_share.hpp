@@ -29,7 +29,8 @@ public:
     };
 
     // Rows for each demand (same order), in total at most `budget`, each at most its room.
-    [[nodiscard]] std::vector<std::int64_t> deal(const std::vector<Demand>& demands, std::int64_t budget);
+    [[nodiscard]] std::vector<std::int64_t> deal(const std::vector<Demand>& demands,
+                                                 std::int64_t budget);
 
     // What a namespace is owed from earlier rounds (for tests and the curious).
     [[nodiscard]] double owed(const std::string& namespace_name) const;

@@ -96,7 +96,7 @@ private:
     std::deque<Pending> buffer_;
     bool writing_ = false;
     bool retry_pending_ = false;  // a failed write waits for its backoff: nothing starts meanwhile
-    util::FailureRun failures_;  // writes failed and kept for a retry, since the last success
+    util::FailureRun failures_;   // writes failed and kept for a retry, since the last success
     util::RetryBackoff retry_backoff_;
     std::uint32_t unexplained_ = 0;  // unexplained failures in a row
     Isolation isolation_;

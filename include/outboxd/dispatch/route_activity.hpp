@@ -52,7 +52,9 @@ public:
     void settled(const std::vector<store::ClaimScope>& found,
                  const std::vector<store::ClaimScope>& came_back_short, Clock::time_point now);
 
-    [[nodiscard]] bool active(const store::ClaimScope& scope) const { return active_.contains(scope); }
+    [[nodiscard]] bool active(const store::ClaimScope& scope) const {
+        return active_.contains(scope);
+    }
     [[nodiscard]] std::size_t active_count() const { return active_.size(); }
 
     // Wakes for a queue no worker could take rows of (no credit free) are kept this long,

@@ -38,9 +38,9 @@ struct ServerSettings {
     std::optional<std::string> admin_token;
     std::size_t max_frame_bytes = 1 << 20;
     std::size_t max_body_bytes = 8 << 20;
-    std::size_t max_write_queue = 4096;            // frames per worker connection
-    std::size_t max_write_queue_bytes = 16 << 20;  // bytes per worker connection
-    std::size_t max_connections = 4096;            // HTTP + WebSocket; more get a 503
+    std::size_t max_write_queue = 4096;               // frames per worker connection
+    std::size_t max_write_queue_bytes = 16 << 20;     // bytes per worker connection
+    std::size_t max_connections = 4096;               // HTTP + WebSocket; more get a 503
     std::chrono::seconds websocket_idle_timeout{20};  // pings at half of it
     std::chrono::milliseconds hello_timeout{10000};   // from the upgrade to the hello
     std::chrono::milliseconds http_idle_timeout{60000};

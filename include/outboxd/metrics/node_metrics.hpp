@@ -1,7 +1,7 @@
 #pragma once
 
-// Every metric a node exports (their names, in README "Metrics", are a public contract), declared in one
-// place. Families live in the registry passed in; the registry must outlive this object.
+// Every metric a node exports (their names, in README "Metrics", are a public contract), declared
+// in one place. Families live in the registry passed in; the registry must outlive this object.
 // Prometheus types are thread-safe; the label caches here are used from the loop thread.
 
 #include <map>
@@ -21,13 +21,13 @@ public:
     explicit NodeMetrics(prometheus::Registry& registry);
 
     // Contract names.
-    prometheus::Family<prometheus::Gauge>& inflight_rows;        // {namespace}
-    prometheus::Family<prometheus::Gauge>& claimed_rows;         // {namespace}
-    prometheus::Family<prometheus::Gauge>& tasks_outstanding;    // {namespace}
-    prometheus::Family<prometheus::Counter>& rows_claimed_total; // {namespace}
-    prometheus::Family<prometheus::Counter>& outcomes_total;     // {namespace, outcome}
-    prometheus::Histogram& dispatch_latency;                     // due -> pushed, seconds
-    prometheus::Histogram& claim_seconds;                        // one claim round trip
+    prometheus::Family<prometheus::Gauge>& inflight_rows;         // {namespace}
+    prometheus::Family<prometheus::Gauge>& claimed_rows;          // {namespace}
+    prometheus::Family<prometheus::Gauge>& tasks_outstanding;     // {namespace}
+    prometheus::Family<prometheus::Counter>& rows_claimed_total;  // {namespace}
+    prometheus::Family<prometheus::Counter>& outcomes_total;      // {namespace, outcome}
+    prometheus::Histogram& dispatch_latency;                      // due -> pushed, seconds
+    prometheus::Histogram& claim_seconds;                         // one claim round trip
     prometheus::Gauge& owned_shards;
     prometheus::Gauge& cluster_nodes_live;
     prometheus::Gauge& workers_connected;
@@ -39,13 +39,13 @@ public:
     prometheus::Counter& rows_released_total;  // claimed but no worker left to take them
     prometheus::Counter& rows_rearmed_total;   // stale or orphaned claims re-armed
     prometheus::Family<prometheus::Counter>& faults_total;  // {where}: contained exceptions
-    prometheus::Gauge& connections_open;                  // HTTP + WebSocket
-    prometheus::Counter& connections_refused_total;       // 503 at the connection cap
+    prometheus::Gauge& connections_open;                    // HTTP + WebSocket
+    prometheus::Counter& connections_refused_total;         // 503 at the connection cap
     prometheus::Counter& accept_errors_total;
     prometheus::Family<prometheus::Counter>& db_lane_rejected_total;  // {lane}
-    prometheus::Counter& outcomes_refused_total;          // poison outcomes isolated
-    prometheus::Counter& outcomes_abandoned_total;        // ... whose dead letter failed too
-    prometheus::Counter& claim_route_errors_total;        // a route's claim refused as data
+    prometheus::Counter& outcomes_refused_total;                      // poison outcomes isolated
+    prometheus::Counter& outcomes_abandoned_total;  // ... whose dead letter failed too
+    prometheus::Counter& claim_route_errors_total;  // a route's claim refused as data
 
     // A fault contained at `where` (http, websocket, loop, …); loop thread only.
     prometheus::Counter& fault(const std::string& where);

@@ -35,7 +35,7 @@ struct WorkerOptions {
     // PEM CA certificates that wss:// nodes' certificates must chain to; unset: the
     // system's trust store. A node's certificate must also name the host of its URL.
     std::optional<std::string> ca_file;
-    bool follow_cluster = true;        // also connect to nodes named in welcome/cluster
+    bool follow_cluster = true;  // also connect to nodes named in welcome/cluster
     std::chrono::milliseconds reconnect_min{100};
     std::chrono::milliseconds reconnect_max{5000};
     std::size_t max_frame_bytes = 1 << 20;

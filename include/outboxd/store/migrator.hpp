@@ -23,8 +23,8 @@ struct Migration {
 [[nodiscard]] std::span<const Migration> bundled_migrations();
 
 struct MigrationReport {
-    std::vector<std::int32_t> applied;   // versions applied by this call
-    std::int32_t current_version = 0;    // highest version recorded afterwards
+    std::vector<std::int32_t> applied;  // versions applied by this call
+    std::int32_t current_version = 0;   // highest version recorded afterwards
 };
 
 // Applies every migration not yet recorded. Throws MigrationError naming the migration

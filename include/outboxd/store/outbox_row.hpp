@@ -17,7 +17,9 @@ using Clock = std::chrono::system_clock;
 // Microseconds, as PostgreSQL keeps them: every timestamptz it can hold (4713 BC to
 // 294276 AD) fits, where nanoseconds overflow outside 1677..2262.
 using TimePoint = std::chrono::time_point<Clock, std::chrono::microseconds>;
-[[nodiscard]] inline TimePoint now() { return std::chrono::time_point_cast<std::chrono::microseconds>(Clock::now()); }
+[[nodiscard]] inline TimePoint now() {
+    return std::chrono::time_point_cast<std::chrono::microseconds>(Clock::now());
+}
 
 // Routing identity a row gets when the writer names none.
 inline constexpr std::string_view kDefaultRoute = "default";
@@ -37,7 +39,7 @@ struct NewRow {
     std::string workflow_id;
     std::int64_t ordinal = 0;
     std::string activity_type;
-    std::string input_json = "null";  // JSON text, handed to workers verbatim
+    std::string input_json = "null";          // JSON text, handed to workers verbatim
     std::optional<std::string> dispatch_key;  // default: dispatch_key_for(workflow_id, ordinal)
     std::optional<std::string> run_id;
     std::string namespace_name{kDefaultRoute};
@@ -83,7 +85,6 @@ struct ClaimPosition {
 [[nodiscard]] inline ClaimPosition position_of(const OutboxRow& row) {
     return {row.visible_after, row.id};
 }
-
 
 // Restricts a claim to the rows one worker pool can run.
 //

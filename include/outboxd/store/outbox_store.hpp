@@ -81,7 +81,8 @@ public:
     // `statement_timeout` bounds every statement on the server (a request must not hold its
     // lane for minutes).
     explicit OutboxStore(std::string database_url, Commits commits = Commits::durable,
-                         std::chrono::milliseconds statement_timeout = std::chrono::milliseconds{0});
+                         std::chrono::milliseconds statement_timeout = std::chrono::milliseconds{
+                             0});
     ~OutboxStore();
     OutboxStore(const OutboxStore&) = delete;
     OutboxStore& operator=(const OutboxStore&) = delete;
@@ -153,7 +154,7 @@ public:
     // cancel, so rows staged for it later are cancelled too; returns the settled keys.
     std::vector<std::string> cancel_workflow(std::string_view workflow_id);
     struct Cancelled {
-        std::vector<std::string> keys;                 // sorted
+        std::vector<std::string> keys;  // sorted
         std::map<std::string, std::int64_t> by_namespace;
     };
     Cancelled cancel_workflow_counted(std::string_view workflow_id);

@@ -16,10 +16,10 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
-#include <string_view>
 
 namespace outboxd::store {
 

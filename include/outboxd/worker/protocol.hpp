@@ -1,9 +1,9 @@
 #pragma once
 
-// The worker WebSocket protocol (README, "Worker protocol"; a public contract): one JSON object per text
-// frame, each with a "type". Parsing never throws: a frame that is not a valid message
-// yields a ProtocolError whose code and message name what is wrong. Used by the node and
-// by the worker SDK.
+// The worker WebSocket protocol (README, "Worker protocol"; a public contract): one JSON object per
+// text frame, each with a "type". Parsing never throws: a frame that is not a valid message yields
+// a ProtocolError whose code and message name what is wrong. Used by the node and by the worker
+// SDK.
 //
 // Batch frames (a compatible extension): {"type":"batch","frames":[<message>, …]} carries
 // several messages in one frame, in order. A worker that says "batch":true in its hello may
@@ -78,7 +78,7 @@ struct Hello {
     std::optional<std::string> node;
     std::vector<std::string> activity_types;
     std::int32_t max_in_flight = 1;
-    bool batch = false;  // accepts batch frames from the node
+    bool batch = false;               // accepts batch frames from the node
     std::size_t max_frame_bytes = 0;  // the largest frame the worker reads; 0: not stated
 };
 
@@ -99,7 +99,8 @@ struct Credit {
 
 using WorkerMessage = std::variant<Hello, Complete, Fail, Credit>;
 
-[[nodiscard]] std::variant<WorkerMessage, ProtocolError> parse_worker_message(std::string_view text);
+[[nodiscard]] std::variant<WorkerMessage, ProtocolError> parse_worker_message(
+    std::string_view text);
 // One frame as the messages it carries: one, or the contents of a batch (never a hello).
 [[nodiscard]] std::variant<std::vector<WorkerMessage>, ProtocolError> parse_worker_frame(
     std::string_view text);
@@ -120,8 +121,8 @@ struct Welcome {
     std::string node_id;
     std::string session_id;
     std::vector<NodeInfo> cluster;
-    bool batch = false;                // accepts batch frames from the worker
-    std::size_t max_frame_bytes = 0;   // the largest frame the node reads; 0: not stated
+    bool batch = false;               // accepts batch frames from the worker
+    std::size_t max_frame_bytes = 0;  // the largest frame the node reads; 0: not stated
 };
 
 struct Task {

@@ -204,7 +204,8 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
 std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::string_view type) {
     const auto it = object.find(name);
     if (it == object.end() || it->is_null()) return {};
-    if (!it->is_array()) reject(code::invalid_field, "'" + std::string{name} + "' must be an array");
+    if (!it->is_array())
+        reject(code::invalid_field, "'" + std::string{name} + "' must be an array");
     std::vector<NodeInfo> nodes;
     for (const auto& element : *it) {
         if (!element.is_object()) reject(code::invalid_field, "cluster entries must be objects");
@@ -217,7 +218,8 @@ std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::str
 NodeMessage parse_node(const json& object, const std::string& type) {
     const Fields f{object, type, std::numeric_limits<std::size_t>::max()};
     if (type == "welcome") {
-        return Welcome{f.text("node_id"), f.text("session_id"), parse_nodes(object, "cluster", type),
+        return Welcome{f.text("node_id"), f.text("session_id"),
+                       parse_nodes(object, "cluster", type),
                        f.optional_boolean("batch").value_or(false),
                        static_cast<std::size_t>(
                            f.optional_integer("max_frame_bytes", 0, INT64_MAX).value_or(0))};
@@ -362,8 +364,8 @@ std::string encode(const Hello& hello) {
 
 std::string encode(const Complete& complete) {
     // The result travels as the worker gave it; it must be valid JSON.
-    return R"({"type":"complete","task_id":)" + dump(complete.task_id) +
-           R"(,"result":)" + (complete.result_json.empty() ? "null" : complete.result_json) + "}";
+    return R"({"type":"complete","task_id":)" + dump(complete.task_id) + R"(,"result":)" +
+           (complete.result_json.empty() ? "null" : complete.result_json) + "}";
 }
 
 std::string encode(const Fail& fail) {

@@ -57,7 +57,8 @@ std::function<std::int64_t(const std::string&)> quotas_of(store::OutboxStore& st
 }
 
 dispatch::ClaimRequest request(const store::Owner& owner, const std::vector<worker::Route>& routes,
-                               std::function<std::int64_t(const std::string&)> quota, std::int32_t batch_size) {
+                               std::function<std::int64_t(const std::string&)> quota,
+                               std::int32_t batch_size) {
     dispatch::ClaimRequest r;
     r.owner = owner;
     r.routes = routes;
@@ -70,9 +71,11 @@ dispatch::ClaimRequest request(const store::Owner& owner, const std::vector<work
 // cases also claim outside claim_round, which a carried tally may not see (the node never
 // does).
 std::vector<store::OutboxRow> sweep(store::OutboxStore& store, const store::Owner& owner,
-                                    const std::vector<worker::Route>& routes, std::int32_t batch_size) {
+                                    const std::vector<worker::Route>& routes,
+                                    std::int32_t batch_size) {
     dispatch::ClaimerState state{std::chrono::milliseconds{0}};
-    return dispatch::claim_round(store, request(owner, routes, quotas_of(store), batch_size), state).rows;
+    return dispatch::claim_round(store, request(owner, routes, quotas_of(store), batch_size), state)
+        .rows;
 }
 
 std::vector<store::OutboxRow> sweep(test::StoreFixture& f, const std::vector<worker::Route>& routes,
@@ -413,7 +416,8 @@ TEST_CASE("a carried tally skips the count far below the ceiling and counts agai
     dispatch::ClaimerState state{std::chrono::milliseconds{0}};
     auto& tally = state.tally;
     const auto round = [&](std::int32_t batch) {
-        return dispatch::claim_round(f.store, request(f.owner, {route("t")}, quotas_of(f.store), batch), state);
+        return dispatch::claim_round(
+            f.store, request(f.owner, {route("t")}, quotas_of(f.store), batch), state);
     };
 
     auto first = round(4);  // nothing known yet: counts
@@ -454,5 +458,6 @@ TEST_CASE("a carried tally skips the count far below the ceiling and counts agai
     // New ranges make the bound unknown again.
     auto fewer = f.owner;
     fewer.ranges = ShardRanges{{{0, 511}}};
-    CHECK(dispatch::claim_round(f.store, request(fewer, {route("t")}, quotas_of(f.store), 1), state).counted);
+    CHECK(dispatch::claim_round(f.store, request(fewer, {route("t")}, quotas_of(f.store), 1), state)
+              .counted);
 }

@@ -2,8 +2,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "dispatch_harness.hpp"
 #include <boost/asio/post.hpp>
+#include "dispatch_harness.hpp"
 
 #include "outboxd/store/wake_listener.hpp"
 
@@ -26,15 +26,15 @@ protocol::Fail fail_of(const nlohmann::json& task, bool retryable = true) {
 
 double visible_in_seconds(DispatchHarness& h, const std::string& key) {
     return h.db
-        .exec("SELECT extract(epoch FROM visible_after - now()) FROM outbox WHERE dispatch_key = '" +
-              key + "'")[0][0]
+        .exec(
+            "SELECT extract(epoch FROM visible_after - now()) FROM outbox WHERE dispatch_key = '" +
+            key + "'")[0][0]
         .as<double>();
 }
 
 }  // namespace
 
-TEST_CASE("a sweep pushes due rows to a worker and its answers mark them done",
-          "[pg][dispatch]") {
+TEST_CASE("a sweep pushes due rows to a worker and its answers mark them done", "[pg][dispatch]") {
     DispatchHarness h;
     h.store.append(std::vector{new_row("wf", 0), new_row("wf", 1)});
     auto worker = h.connect("s1");
@@ -163,12 +163,15 @@ TEST_CASE("the wake dispatches a staged row far under a 10 s poll", "[pg][dispat
     h.dispatcher.start();  // the first sweep finds nothing
     h.run_for(100ms);
     store::WakeListener wake{h.db.url(), [&h](const store::WakeNotice& notice) {
-        boost::asio::post(h.ioc, [&h, notice] { h.dispatcher.woken(notice.routes, notice.anywhere); });
-    }};
+                                 boost::asio::post(h.ioc, [&h, notice] {
+                                     h.dispatcher.woken(notice.routes, notice.anywhere);
+                                 });
+                             }};
     REQUIRE(h.run_until([&] { return wake.listening(); }));
     h.run_for(50ms);
     const auto started = std::chrono::steady_clock::now();
-    h.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, 'charge')");
+    h.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, 'charge')");
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }, 1s));
     CHECK(std::chrono::steady_clock::now() - started < 1s);
 }
@@ -178,7 +181,8 @@ TEST_CASE("the poll dispatches a staged row when no wake ever fires", "[pg][disp
     auto worker = h.connect("s1");
     h.dispatcher.start();
     h.run_for(100ms);
-    h.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, 'charge')");
+    h.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, 'charge')");
     CHECK(h.run_until([&] { return worker->tasks().size() == 1; }, 5s));
 }
 
@@ -192,7 +196,7 @@ TEST_CASE("drain stops claiming, waits for answers, then reports done", "[pg][di
     h.dispatcher.drain([&] { drained = true; });
     h.store.append(std::vector{new_row("wf", 1)});
     h.run_for(200ms);
-    CHECK_FALSE(drained);  // a task is still out
+    CHECK_FALSE(drained);                           // a task is still out
     CHECK(h.status_of("wf:1") == Status::pending);  // nothing new is claimed
     CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[0])));
     CHECK(h.run_until([&] { return drained; }));
@@ -241,12 +245,12 @@ TEST_CASE("a worker never holds more tasks than its credit window", "[pg][dispat
         const auto tasks = worker->tasks();
         REQUIRE(h.run_until([&] { return worker->tasks().size() > answered; }));
         CHECK(h.dispatcher.outstanding() <= 2);
-        CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[answered])));
+        CHECK_FALSE(
+            h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[answered])));
         ++answered;
     }
-    CHECK(h.run_until([&] {
-        return h.store.count_inflight("default", store::ShardRanges::all()) == 0;
-    }));
+    CHECK(h.run_until(
+        [&] { return h.store.count_inflight("default", store::ShardRanges::all()) == 0; }));
 }
 
 TEST_CASE("with no worker able to run them, rows are never claimed", "[pg][dispatch]") {
@@ -281,8 +285,7 @@ TEST_CASE("a task that times out is retried with backoff and its late answer is 
     CHECK(h.entry("s1").outstanding == 0);  // the timed-out slot is free again
 }
 
-TEST_CASE("answers for unknown tasks or another worker's tasks change nothing",
-          "[pg][dispatch]") {
+TEST_CASE("answers for unknown tasks or another worker's tasks change nothing", "[pg][dispatch]") {
     DispatchHarness h;
     h.store.append(std::vector{new_row("wf", 0)});
     auto worker = h.connect("s1");
@@ -312,9 +315,10 @@ TEST_CASE("a paused workflow's row is held pending, then dispatches after resume
     CHECK(h.await_status("wf:0", Status::done));
 }
 
-TEST_CASE("a resume made anywhere wakes the dispatcher to claim from the front, far under "
-          "a 10 s poll",
-          "[pg][dispatch]") {
+TEST_CASE(
+    "a resume made anywhere wakes the dispatcher to claim from the front, far under "
+    "a 10 s poll",
+    "[pg][dispatch]") {
     auto settings = test::fast_settings();
     settings.poll_interval = 10s;
     DispatchHarness h{settings};
@@ -323,11 +327,11 @@ TEST_CASE("a resume made anywhere wakes the dispatcher to claim from the front, 
     auto worker = h.connect("s1");
     // Wired as a node wires it (src/app/node.cpp).
     store::WakeListener wake{h.db.url(), [&h](const store::WakeNotice& notice) {
-        boost::asio::post(h.ioc, [&h, notice] {
-            if (notice.from_front) h.dispatcher.claim_from_front();
-            h.dispatcher.woken(notice.routes, notice.anywhere);
-        });
-    }};
+                                 boost::asio::post(h.ioc, [&h, notice] {
+                                     if (notice.from_front) h.dispatcher.claim_from_front();
+                                     h.dispatcher.woken(notice.routes, notice.anywhere);
+                                 });
+                             }};
     REQUIRE(h.run_until([&] { return wake.listening(); }));
     h.dispatcher.start();
     // The first claims read past the held row; the cursors move on beyond it.

@@ -1,7 +1,7 @@
-// Tenant controls through the dispatcher (README, "Tenant controls") on a real PostgreSQL, with in-memory
-// workers carrying node labels: namespace placement (unplaced, prefer with spill, pinned),
-// a row's own node winning over placement, the pause hold under a quota, cancel with a late
-// answer, and a requeued dead letter.
+// Tenant controls through the dispatcher (README, "Tenant controls") on a real PostgreSQL, with
+// in-memory workers carrying node labels: namespace placement (unplaced, prefer with spill,
+// pinned), a row's own node winning over placement, the pause hold under a quota, cancel with a
+// late answer, and a requeued dead letter.
 
 #include <algorithm>
 
@@ -313,14 +313,11 @@ TEST_CASE("a requeued dead letter goes back through the dispatcher to done",
 
 // A preferred-label worker counts as "up" only for the task queue and activity types it
 // runs: rows it can never run spill instead of waiting as if pinned.
-TEST_CASE("prefer spills when the preferred workers cannot run the row",
-          "[pg][dispatch][tenant]") {
+TEST_CASE("prefer spills when the preferred workers cannot run the row", "[pg][dispatch][tenant]") {
     DispatchHarness h;
     h.namespaces.set("t", kQuota, placement(worker::PlacementMode::prefer, {"n1"}));
     auto preferred = worker_of("n1");
-    SECTION("the preferred worker serves another task queue") {
-        preferred.task_queue = "gpu";
-    }
+    SECTION("the preferred worker serves another task queue") { preferred.task_queue = "gpu"; }
     SECTION("the preferred worker runs other activity types") {
         preferred.activity_types = {"email"};
     }

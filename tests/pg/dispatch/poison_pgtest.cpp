@@ -17,11 +17,12 @@ namespace {
 // A trigger that refuses, as data (SQLSTATE 22000), updates of the row `key` to any status
 // in `statuses`.
 void refuse_updates(DispatchHarness& h, const std::string& key, const std::string& statuses) {
-    h.db.exec("CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-              "RAISE EXCEPTION USING ERRCODE = 'data_exception', MESSAGE = 'poison refused'; END $$; "
-              "CREATE TRIGGER refuse_poison BEFORE UPDATE ON outbox FOR EACH ROW WHEN "
-              "(NEW.dispatch_key = '" + key + "' AND NEW.status IN (" + statuses +
-              ")) EXECUTE FUNCTION refuse_poison();");
+    h.db.exec(
+        "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "RAISE EXCEPTION USING ERRCODE = 'data_exception', MESSAGE = 'poison refused'; END $$; "
+        "CREATE TRIGGER refuse_poison BEFORE UPDATE ON outbox FOR EACH ROW WHEN "
+        "(NEW.dispatch_key = '" +
+        key + "' AND NEW.status IN (" + statuses + ")) EXECUTE FUNCTION refuse_poison();");
 }
 
 // Stages `count` rows of workflow `wf`, lets one worker take them all and answers every one
@@ -33,7 +34,8 @@ void complete_all(DispatchHarness& h, int count) {
     auto worker = h.connect("s1");
     REQUIRE(h.run_until([&] { return static_cast<int>(worker->tasks().size()) == count; }));
     for (const auto& task : worker->tasks()) {
-        CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), {task["task_id"].get<std::string>(), "null"}));
+        CHECK_FALSE(
+            h.dispatcher.on_complete(h.entry("s1"), {task["task_id"].get<std::string>(), "null"}));
     }
 }
 
@@ -61,12 +63,15 @@ TEST_CASE("an outcome the database refuses as data is isolated and dead-lettered
     h.wake();
     auto& worker = dynamic_cast<test::FakeChannel&>(*h.entry("s1").channel);
     REQUIRE(h.run_until([&] { return worker.tasks().size() == 9; }));
-    CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), {worker.tasks()[8]["task_id"].get<std::string>(), "null"}));
+    CHECK_FALSE(h.dispatcher.on_complete(
+        h.entry("s1"), {worker.tasks()[8]["task_id"].get<std::string>(), "null"}));
     CHECK(h.await_status("next:0", Status::done));
 }
 
-TEST_CASE("an outcome refused even as a dead letter is given up, and its row stays claimed "
-          "for the backstop", "[pg][dispatch][hostile]") {
+TEST_CASE(
+    "an outcome refused even as a dead letter is given up, and its row stays claimed "
+    "for the backstop",
+    "[pg][dispatch][hostile]") {
     DispatchHarness h;
     refuse_updates(h, "wf:1", "'done', 'failed'");
     complete_all(h, 4);
@@ -80,29 +85,35 @@ TEST_CASE("an outcome refused even as a dead letter is given up, and its row sta
     CHECK(h.metrics.outcomes_abandoned_total.Value() == 1.0);
 }
 
-TEST_CASE("an outcome a trigger keeps refusing is isolated once it fails alone while others "
-          "land", "[pg][dispatch][hostile]") {
+TEST_CASE(
+    "an outcome a trigger keeps refusing is isolated once it fails alone while others "
+    "land",
+    "[pg][dispatch][hostile]") {
     DispatchHarness h;
     // Not a data error (P0001, raise_exception): retried a few times as a whole first.
-    h.db.exec("CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-              "RAISE EXCEPTION 'wf:2 may not finish'; END $$; "
-              "CREATE TRIGGER refuse_one BEFORE UPDATE ON outbox FOR EACH ROW WHEN "
-              "(NEW.dispatch_key = 'wf:2' AND NEW.status = 'done') EXECUTE FUNCTION refuse_one();");
+    h.db.exec(
+        "CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "RAISE EXCEPTION 'wf:2 may not finish'; END $$; "
+        "CREATE TRIGGER refuse_one BEFORE UPDATE ON outbox FOR EACH ROW WHEN "
+        "(NEW.dispatch_key = 'wf:2' AND NEW.status = 'done') EXECUTE FUNCTION refuse_one();");
     complete_all(h, 6);
     REQUIRE(h.await_status("wf:2", Status::failed, 20s));
-    for (const int i : {0, 1, 3, 4, 5}) CHECK(h.await_status("wf:" + std::to_string(i), Status::done));
+    for (const int i : {0, 1, 3, 4, 5})
+        CHECK(h.await_status("wf:" + std::to_string(i), Status::done));
     CHECK(h.store.find("wf:2")->last_error->find("wf:2 may not finish") != std::string::npos);
-    CHECK(h.run_until([&] { return h.dispatcher.outcomes().healthy() && h.dispatcher.outcomes().idle(); }));
+    CHECK(h.run_until(
+        [&] { return h.dispatcher.outcomes().healthy() && h.dispatcher.outcomes().idle(); }));
 }
 
 TEST_CASE("a route whose claim the database refuses rests while the other routes are claimed",
           "[pg][dispatch][hostile]") {
     DispatchHarness h;
     // Claiming any row of namespace 'poisoned' fails as data.
-    h.db.exec("CREATE FUNCTION refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-              "RAISE EXCEPTION USING ERRCODE = 'invalid_text_representation', MESSAGE = 'no'; END $$; "
-              "CREATE TRIGGER refuse_claim BEFORE UPDATE ON outbox FOR EACH ROW WHEN "
-              "(NEW.namespace = 'poisoned' AND NEW.status = 'claimed') EXECUTE FUNCTION refuse_claim();");
+    h.db.exec(
+        "CREATE FUNCTION refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "RAISE EXCEPTION USING ERRCODE = 'invalid_text_representation', MESSAGE = 'no'; END $$; "
+        "CREATE TRIGGER refuse_claim BEFORE UPDATE ON outbox FOR EACH ROW WHEN "
+        "(NEW.namespace = 'poisoned' AND NEW.status = 'claimed') EXECUTE FUNCTION refuse_claim();");
     auto poisoned_row = new_row("p", 0);
     poisoned_row.namespace_name = "poisoned";
     h.store.append(std::vector{poisoned_row, new_row("good", 0), new_row("good", 1)});

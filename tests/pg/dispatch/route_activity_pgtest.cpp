@@ -26,7 +26,8 @@ void answer_all(DispatchHarness& h, const std::string& session, test::FakeChanne
                 std::size_t& answered) {
     const auto tasks = channel.tasks();
     for (; answered < tasks.size(); ++answered) {
-        (void)h.dispatcher.on_complete(h.entry(session), {tasks[answered]["task_id"].get<std::string>(), "null"});
+        (void)h.dispatcher.on_complete(h.entry(session),
+                                       {tasks[answered]["task_id"].get<std::string>(), "null"});
     }
 }
 
@@ -36,7 +37,8 @@ TEST_CASE("hundreds of idle routes cost a busy one nothing", "[pg][dispatch][ten
     auto settings = test::fast_settings();
     settings.batch_size = 16;
     DispatchHarness h{settings};
-    for (int i = 0; i < 300; ++i) (void)h.connect("idle-" + std::to_string(i), hello_for("idle-" + std::to_string(i)));
+    for (int i = 0; i < 300; ++i)
+        (void)h.connect("idle-" + std::to_string(i), hello_for("idle-" + std::to_string(i)));
     auto busy = h.connect("busy", hello_for("default", 64));
     std::vector<store::NewRow> rows;
     for (int i = 0; i < 2000; ++i) rows.push_back(new_row("busy-" + std::to_string(i), 0));
@@ -44,10 +46,12 @@ TEST_CASE("hundreds of idle routes cost a busy one nothing", "[pg][dispatch][ten
     h.wake();
     h.dispatcher.start();
     std::size_t answered = 0;
-    REQUIRE(h.run_until([&] {
-        answer_all(h, "busy", *busy, answered);
-        return answered == 2000;
-    }, 30s));
+    REQUIRE(h.run_until(
+        [&] {
+            answer_all(h, "busy", *busy, answered);
+            return answered == 2000;
+        },
+        30s));
     // Shared round robin over 301 namespaces with credit took ~37,000 rounds of 16 for this;
     // rounds that claim only the route with work take 2000 / 16 = 125, and a few to probe.
     const auto rounds = h.metrics.claim_seconds.Collect().histogram.sample_count;
@@ -60,9 +64,9 @@ TEST_CASE("a wake names the routes its statement staged into", "[pg][dispatch][t
     std::mutex mutex;
     std::vector<store::WakeNotice> notices;
     store::WakeListener listener{db.url(), [&](const store::WakeNotice& notice) {
-        std::lock_guard lock{mutex};
-        notices.push_back(notice);
-    }};
+                                     std::lock_guard lock{mutex};
+                                     notices.push_back(notice);
+                                 }};
     for (int i = 0; i < 200 && !listener.listening(); ++i) std::this_thread::sleep_for(10ms);
     REQUIRE(listener.listening());
     std::this_thread::sleep_for(100ms);
@@ -70,9 +74,10 @@ TEST_CASE("a wake names the routes its statement staged into", "[pg][dispatch][t
         std::lock_guard lock{mutex};
         notices.clear();  // the one for (re)connecting, which looks everywhere
     }
-    db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace, task_queue) VALUES "
-            "('w1', 0, 'a', 'billing', 'default'), ('w2', 0, 'a', 'billing', 'slow'), "
-            "('w3', 0, 'a', 'billing', 'default'), ('w4', 0, 'a', 'mail', 'default')");
+    db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace, task_queue) VALUES "
+        "('w1', 0, 'a', 'billing', 'default'), ('w2', 0, 'a', 'billing', 'slow'), "
+        "('w3', 0, 'a', 'billing', 'default'), ('w4', 0, 'a', 'mail', 'default')");
     std::vector<std::pair<std::string, std::string>> named;
     for (int i = 0; i < 200 && named.size() < 3; ++i) {
         std::this_thread::sleep_for(10ms);
@@ -80,7 +85,8 @@ TEST_CASE("a wake names the routes its statement staged into", "[pg][dispatch][t
         for (const auto& notice : notices) {
             CHECK_FALSE(notice.anywhere);
             for (const auto& route : notice.routes) {
-                if (std::find(named.begin(), named.end(), route) == named.end()) named.push_back(route);
+                if (std::find(named.begin(), named.end(), route) == named.end())
+                    named.push_back(route);
             }
         }
     }
@@ -108,7 +114,8 @@ TEST_CASE("namespace weights share the rounds of busy namespaces", "[pg][dispatc
     auto settings = test::fast_settings();
     settings.batch_size = 70;
     DispatchHarness h{settings};
-    for (const auto& [ns, weight] : std::vector<std::pair<std::string, int>>{{"one", 1}, {"two", 2}, {"four", 4}}) {
+    for (const auto& [ns, weight] :
+         std::vector<std::pair<std::string, int>>{{"one", 1}, {"two", 2}, {"four", 4}}) {
         store::NamespaceSettings s;
         s.name = ns;
         s.weight = weight;
@@ -122,7 +129,8 @@ TEST_CASE("namespace weights share the rounds of busy namespaces", "[pg][dispatc
     // A worker each with more credit than the rows, never answering: the rounds' claims are
     // what the shares gave, while all three have a backlog.
     std::vector<std::shared_ptr<test::FakeChannel>> workers;
-    for (const auto* ns : {"one", "two", "four"}) workers.push_back(h.connect(ns, hello_for(ns, 5000)));
+    for (const auto* ns : {"one", "two", "four"})
+        workers.push_back(h.connect(ns, hello_for(ns, 5000)));
     const auto total = [&] {
         std::size_t n = 0;
         for (const auto& w : workers) n += w->tasks().size();
@@ -130,7 +138,8 @@ TEST_CASE("namespace weights share the rounds of busy namespaces", "[pg][dispatc
     };
     REQUIRE(h.run_until([&] { return total() >= 1400; }));
     const double all = static_cast<double>(total());
-    INFO(workers[0]->tasks().size() << " : " << workers[1]->tasks().size() << " : " << workers[2]->tasks().size());
+    INFO(workers[0]->tasks().size()
+         << " : " << workers[1]->tasks().size() << " : " << workers[2]->tasks().size());
     CHECK(static_cast<double>(workers[0]->tasks().size()) / all == Approx(1.0 / 7).epsilon(0.1));
     CHECK(static_cast<double>(workers[1]->tasks().size()) / all == Approx(2.0 / 7).epsilon(0.1));
     CHECK(static_cast<double>(workers[2]->tasks().size()) / all == Approx(4.0 / 7).epsilon(0.1));
@@ -164,7 +173,8 @@ TEST_CASE("rows the reconcile sweep settles for a cancelled workflow count as ca
     h.dispatcher.reconcile();
     REQUIRE(h.run_until([&] { return h.status_of("gone:1") == store::Status::cancelled; }));
     CHECK(h.run_until([&] {
-        return h.metrics.outcomes_total.Add({{"namespace", "billing"}, {"outcome", "cancelled"}}).Value() == 2.0;
+        return h.metrics.outcomes_total.Add({{"namespace", "billing"}, {"outcome", "cancelled"}})
+                   .Value() == 2.0;
     }));
 }
 

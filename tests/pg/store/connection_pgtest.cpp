@@ -20,7 +20,8 @@ TEST_CASE("connection defaults are added to both URL forms, never over the user'
     const auto uri = with_connection_defaults("postgresql://u@h:5432/db");
     CHECK(uri.starts_with("postgresql://u@h:5432/db?connect_timeout=5&keepalives=1"));
     CHECK(uri.find("tcp_user_timeout=10000") != std::string::npos);
-    const auto with_query = with_connection_defaults("postgres://h/db?sslmode=require&connect_timeout=30");
+    const auto with_query =
+        with_connection_defaults("postgres://h/db?sslmode=require&connect_timeout=30");
     CHECK(with_query.find("connect_timeout=30") != std::string::npos);
     CHECK(with_query.find("connect_timeout=5") == std::string::npos);
     CHECK(with_query.find("&keepalives=1") != std::string::npos);
@@ -28,12 +29,14 @@ TEST_CASE("connection defaults are added to both URL forms, never over the user'
     CHECK(keywords.starts_with("host=h dbname=db keepalives_idle = 60 connect_timeout=5"));
     CHECK(keywords.find("keepalives_idle=5") == std::string::npos);
     CHECK(with_connection_defaults("").starts_with("connect_timeout=5 "));
-    CHECK(with_connection_defaults("postgresql://h/db?").starts_with("postgresql://h/db?connect_timeout=5&"));
+    CHECK(with_connection_defaults("postgresql://h/db?")
+              .starts_with("postgresql://h/db?connect_timeout=5&"));
     CHECK(with_connection_defaults("postgresql://h/db?sslmode=disable&")
               .starts_with("postgresql://h/db?sslmode=disable&connect_timeout=5&"));
     // Every form libpq must still accept.
-    for (const auto& url : {std::string{"postgresql://h/db?"}, std::string{"postgresql://h/db?sslmode=disable&"},
-                            std::string{"host=h dbname=db"}}) {
+    for (const auto& url :
+         {std::string{"postgresql://h/db?"}, std::string{"postgresql://h/db?sslmode=disable&"},
+          std::string{"host=h dbname=db"}}) {
         INFO(url);
         char* error = nullptr;
         PQconninfoOption* options = PQconninfoParse(with_connection_defaults(url).c_str(), &error);
@@ -43,8 +46,10 @@ TEST_CASE("connection defaults are added to both URL forms, never over the user'
     }
 }
 
-TEST_CASE("a store with a statement timeout gives up on a blocked statement and keeps its "
-          "connection", "[pg][store]") {
+TEST_CASE(
+    "a store with a statement timeout gives up on a blocked statement and keeps its "
+    "connection",
+    "[pg][store]") {
     test::TestDatabase db;
     store::OutboxStore api{db.url(), store::OutboxStore::Commits::durable, 200ms};
     CHECK(api.pause_workflow("warm-up"));  // connects

@@ -71,18 +71,23 @@ TEST_CASE("instants that are not finite are made due by the migration and refuse
     const auto all = store::bundled_migrations();
     // The schema before 0005 let a plain SQL insert stage '-infinity', which failed every
     // claim of its node.
-    const auto before = std::find_if(all.begin(), all.end(), [](const auto& m) { return m.version == 5; });
+    const auto before =
+        std::find_if(all.begin(), all.end(), [](const auto& m) { return m.version == 5; });
     REQUIRE(before != all.end());
     store::migrate(db.url(), std::span{all.begin(), before});
-    db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, visible_after) "
-            "VALUES ('inf', 0, 'a', '-infinity'), ('inf', 1, 'a', 'infinity')");
+    db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, visible_after) "
+        "VALUES ('inf', 0, 'a', '-infinity'), ('inf', 1, 'a', 'infinity')");
     store::migrate(db.url());
-    CHECK(db.exec("SELECT count(*) FROM outbox WHERE isfinite(visible_after) AND visible_after <= now()")[0][0]
+    CHECK(db.exec("SELECT count(*) FROM outbox WHERE isfinite(visible_after) AND visible_after <= "
+                  "now()")[0][0]
               .as<int>() == 2);
-    CHECK_THROWS_WITH(db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, visible_after) "
-                              "VALUES ('inf', 2, 'a', '-infinity')"),
-                      Catch::Contains("outbox_visible_after_finite"));
-    CHECK_THROWS_WITH(db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, created_at) "
-                              "VALUES ('inf', 3, 'a', 'infinity')"),
-                      Catch::Contains("outbox_created_at_finite"));
+    CHECK_THROWS_WITH(
+        db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, visible_after) "
+                "VALUES ('inf', 2, 'a', '-infinity')"),
+        Catch::Contains("outbox_visible_after_finite"));
+    CHECK_THROWS_WITH(
+        db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, created_at) "
+                "VALUES ('inf', 3, 'a', 'infinity')"),
+        Catch::Contains("outbox_created_at_finite"));
 }

@@ -38,8 +38,7 @@ TEST_CASE("append stages a batch and reads every field back", "[pg][store]") {
     CHECK(read->claim_token == 0);
     CHECK(read->shard >= 0);
     CHECK(read->shard < store::kShardCount);
-    const auto expected_shard =
-        f.db.exec("SELECT outbox_shard('wf-1')")[0][0].as<std::int32_t>();
+    const auto expected_shard = f.db.exec("SELECT outbox_shard('wf-1')")[0][0].as<std::int32_t>();
     CHECK(read->shard == expected_shard);
     CHECK_FALSE(f.store.find("wf-1:99"));
 }
@@ -101,19 +100,22 @@ TEST_CASE("rows inserted by plain SQL in an application transaction get key and 
     CHECK(second->input_json == "null");
 
     // The writer never supplies the shard.
-    CHECK_THROWS(f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, shard) "
-                           "VALUES ('x', 0, 'charge', 5)"));
+    CHECK_THROWS(
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, shard) "
+                  "VALUES ('x', 0, 'charge', 5)"));
     // A rolled-back application transaction stages nothing.
     {
         auto conn = f.db.connect();
         pqxx::work app{conn};
-        app.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('gone', 0, 'a')");
+        app.exec(
+            "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('gone', 0, 'a')");
         app.abort();
     }
     CHECK_FALSE(f.store.find("gone:0"));
     // ON CONFLICT DO NOTHING makes a re-issued application insert harmless.
-    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('order-1', 0, "
-              "'charge') ON CONFLICT (dispatch_key) DO NOTHING");
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('order-1', 0, "
+        "'charge') ON CONFLICT (dispatch_key) DO NOTHING");
     CHECK(f.count("workflow_id = 'order-1'") == 2);
 }
 
@@ -170,14 +172,17 @@ TEST_CASE("the schema refuses malformed rows written by plain SQL", "[pg][store]
     test::StoreFixture f;
     CHECK_THROWS(f.db.exec(
         "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', -1, 'a')"));
-    CHECK_THROWS(f.db.exec(
-        "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, '')"));
-    CHECK_THROWS(f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) "
-                           "VALUES ('wf', 0, 'a', '{bad')"));
-    CHECK_THROWS(f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, status) "
-                           "VALUES ('wf', 0, 'a', 'bogus')"));
-    CHECK_THROWS(f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, status) "
-                           "VALUES ('wf', 0, 'a', 'claimed')"));  // no claim fields
+    CHECK_THROWS(
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, '')"));
+    CHECK_THROWS(
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, input) "
+                  "VALUES ('wf', 0, 'a', '{bad')"));
+    CHECK_THROWS(
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, status) "
+                  "VALUES ('wf', 0, 'a', 'bogus')"));
+    CHECK_THROWS(
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, status) "
+                  "VALUES ('wf', 0, 'a', 'claimed')"));  // no claim fields
     CHECK_THROWS(f.db.exec(
         "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES (NULL, 0, 'a')"));
     CHECK(f.count("true") == 0);
@@ -215,7 +220,8 @@ struct WakeCounter final : pqxx::notification_receiver {
 };
 
 const std::string kStageSql =
-    "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type) VALUES ($1, $1, 0, 'noop')";
+    "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type) VALUES ($1, $1, 0, "
+    "'noop')";
 
 }  // namespace
 
@@ -241,8 +247,9 @@ TEST_CASE("a resume wakes listeners to claim from the front, a requeue with a pl
     test::StoreFixture f;
     f.store.append(std::vector{new_row("wf", 0)});
     f.store.pause_workflow("wf");
-    f.db.exec("UPDATE outbox SET status = 'failed', attempt = 3, finished_at = now(),"
-              " last_error = 'boom' WHERE dispatch_key = 'wf:0'");
+    f.db.exec(
+        "UPDATE outbox SET status = 'failed', attempt = 3, finished_at = now(),"
+        " last_error = 'boom' WHERE dispatch_key = 'wf:0'");
     auto listener = f.db.connect();
     WakeCounter wakes{listener};
 
@@ -266,11 +273,13 @@ TEST_CASE("instants far from now are kept and read back exactly", "[pg][store]")
     test::StoreFixture f;
     // 9999 and the year 1000: both outside what a nanosecond clock holds (1677..2262).
     auto far = new_row("far", 0);
-    far.visible_after = store::TimePoint{std::chrono::microseconds{253402300799999999}};  // 9999-12-31
+    far.visible_after =
+        store::TimePoint{std::chrono::microseconds{253402300799999999}};  // 9999-12-31
     f.store.append(std::vector{far});
     CHECK(f.store.find("far:0")->visible_after == *far.visible_after);
-    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, visible_after) "
-              "VALUES ('ancient', 0, 'charge', '1000-01-01T00:00:00Z')");
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, visible_after) "
+        "VALUES ('ancient', 0, 'charge', '1000-01-01T00:00:00Z')");
     const auto claimed = f.store.claim(f.owner, 10);
     REQUIRE(claimed.size() == 1);  // due long ago; the other one not yet
     CHECK(claimed[0].dispatch_key == "ancient:0");

@@ -56,11 +56,10 @@ TEST_CASE("a scoped claim admits its namespace, queue, node label and activity t
     test::StoreFixture f;
     auto email = new_row("wf-e", 0, "remote", "gpu");
     email.activity_type = "email";
-    f.store.append(std::vector{new_row("wf-1", 0, "remote", "gpu", "box-7"),
-                               new_row("wf-2", 0, "remote", "gpu"),
-                               new_row("wf-3", 0, "remote", "gpu", "box-9"),
-                               new_row("wf-4", 0, "default", "gpu"),
-                               new_row("wf-5", 0, "remote", "cpu"), email});
+    f.store.append(std::vector{
+        new_row("wf-1", 0, "remote", "gpu", "box-7"), new_row("wf-2", 0, "remote", "gpu"),
+        new_row("wf-3", 0, "remote", "gpu", "box-9"), new_row("wf-4", 0, "default", "gpu"),
+        new_row("wf-5", 0, "remote", "cpu"), email});
 
     const auto keys = [](const std::vector<store::OutboxRow>& rows) {
         std::set<std::string> out;
@@ -143,21 +142,19 @@ TEST_CASE("claims outside the owned ranges see nothing", "[pg][store]") {
     CHECK(f.store.claim(store::Owner{f.owner.incarnation, ShardRanges::none()}, 1000).empty());
 }
 
-TEST_CASE("a claim needs an unexpired lease on the shard, by the database clock",
-          "[pg][store]") {
+TEST_CASE("a claim needs an unexpired lease on the shard, by the database clock", "[pg][store]") {
     test::StoreFixture f;
     f.store.append(std::vector{new_row("wf", 0)});
     const store::Owner stranger{"node-b/boot-1", ShardRanges::all()};
     CHECK(f.store.claim(stranger, 10).empty());  // leased to node-a
 
     store::ClusterStore cluster{f.db.url()};
-    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all(),
-                                 std::chrono::hours{1})
+    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all(), std::chrono::hours{1})
               .empty());  // node-a's lease is valid
     f.db.exec("UPDATE shard_leases SET expires_at = now() - interval '1 second'");
     CHECK(f.store.claim(f.owner, 10).empty());  // node-a's lease lapsed
-    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all(),
-                                 std::chrono::hours{1}) == ShardRanges::all());
+    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all(), std::chrono::hours{1}) ==
+          ShardRanges::all());
     CHECK(f.store.claim(f.owner, 10).empty());
     CHECK(f.store.claim(stranger, 10).size() == 1);
 }
@@ -178,9 +175,9 @@ TEST_CASE("eight concurrent claimers never share a row and together claim every 
             store::OutboxStore own{f.db.url()};  // a connection per thread
             const bool scoped = t % 2 == 0;
             while (true) {
-                const auto batch = scoped
-                    ? own.claim_scoped(f.owner, {"default", "default", {}, {}}, 37)
-                    : own.claim(f.owner, 37);
+                const auto batch =
+                    scoped ? own.claim_scoped(f.owner, {"default", "default", {}, {}}, 37)
+                           : own.claim(f.owner, 37);
                 if (batch.empty()) break;
                 std::lock_guard lock{mutex};
                 for (const auto& row : batch) seen.push_back(row.id);
@@ -194,8 +191,7 @@ TEST_CASE("eight concurrent claimers never share a row and together claim every 
     CHECK(f.count("status = 'claimed'") == kRows);
 }
 
-TEST_CASE("a scoped claim after a position reads only rows past it in claim order",
-          "[pg][store]") {
+TEST_CASE("a scoped claim after a position reads only rows past it in claim order", "[pg][store]") {
     test::StoreFixture f;
     const auto base = store::now() - std::chrono::minutes{10};
     std::vector<store::NewRow> rows;
@@ -241,9 +237,12 @@ TEST_CASE("a claimer releases its own claims above a token, and only those", "[p
     REQUIRE(unseen.size() == 2);
     // Another claimer's claim, under a later token.
     const auto foreign_key = f.db.exec(
-        "UPDATE outbox SET status = 'claimed', claimed_at = now(), claimed_by = 'node-b/boot-1',"
-        " claim_token = nextval('outbox_claim_token_seq') WHERE id = (SELECT min(id) FROM outbox"
-        " WHERE status = 'pending') RETURNING dispatch_key")[0][0].as<std::string>();
+                                     "UPDATE outbox SET status = 'claimed', claimed_at = now(), "
+                                     "claimed_by = 'node-b/boot-1',"
+                                     " claim_token = nextval('outbox_claim_token_seq') WHERE id = "
+                                     "(SELECT min(id) FROM outbox"
+                                     " WHERE status = 'pending') RETURNING dispatch_key")[0][0]
+                                 .as<std::string>();
 
     CHECK(f.store.release_claims_after(f.owner, seen[0].claim_token) == 2);
     for (const auto& row : unseen) {

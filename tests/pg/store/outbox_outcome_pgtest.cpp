@@ -26,8 +26,9 @@ store::OutboxRow claim_one(test::StoreFixture& f) {
 // Seconds between the row's visible_after and the database's now().
 double visible_in_seconds(test::StoreFixture& f, const std::string& key) {
     return f.db
-        .exec("SELECT extract(epoch FROM visible_after - now()) FROM outbox WHERE dispatch_key = '" +
-              key + "'")[0][0]
+        .exec(
+            "SELECT extract(epoch FROM visible_after - now()) FROM outbox WHERE dispatch_key = '" +
+            key + "'")[0][0]
         .as<double>();
 }
 
@@ -79,8 +80,7 @@ TEST_CASE("a zero-delay retry re-arms for immediate re-claim and still consumes 
     CHECK(again[0].attempt == 1);
 }
 
-TEST_CASE("fail dead-letters the row with its error and it is never claimed again",
-          "[pg][store]") {
+TEST_CASE("fail dead-letters the row with its error and it is never claimed again", "[pg][store]") {
     test::StoreFixture f;
     auto row = new_row("wf", 0);
     row.attempt = 2;
@@ -209,8 +209,7 @@ TEST_CASE("stale claims are listed read-only and re-armed with the attempt prese
     CHECK(f.store.rearm_stale_claimed({"node-z/boot", ShardRanges::all()}, 60s, 10).empty());
 }
 
-TEST_CASE("claims of incarnations without a live heartbeat are re-armed at once",
-          "[pg][store]") {
+TEST_CASE("claims of incarnations without a live heartbeat are re-armed at once", "[pg][store]") {
     test::StoreFixture f;
     store::ClusterStore cluster{f.db.url()};
     cluster.register_node("node-a", f.owner.incarnation, "ws://a/v1/workers");
@@ -230,8 +229,9 @@ TEST_CASE("claims of incarnations without a live heartbeat are re-armed at once"
     CHECK(f.status_of("wf:2") == Status::claimed);
 
     // node-b's heartbeat goes stale: its claim is orphaned too.
-    f.db.exec("UPDATE dispatcher_nodes SET heartbeat_at = now() - interval '1 minute' "
-              "WHERE node_id = 'node-b'");
+    f.db.exec(
+        "UPDATE dispatcher_nodes SET heartbeat_at = now() - interval '1 minute' "
+        "WHERE node_id = 'node-b'");
     CHECK(f.store.rearm_orphaned(f.owner, 5s, 100).size() == 1);
     CHECK(f.status_of("wf:0") == Status::pending);
     CHECK(f.status_of("wf:2") == Status::claimed);
@@ -239,8 +239,8 @@ TEST_CASE("claims of incarnations without a live heartbeat are re-armed at once"
 
 TEST_CASE("cancel settles a workflow's live rows and returns their keys", "[pg][store]") {
     test::StoreFixture f;
-    f.store.append(std::vector{new_row("wf", 0), new_row("wf", 1), new_row("wf", 2),
-                               new_row("other", 0)});
+    f.store.append(
+        std::vector{new_row("wf", 0), new_row("wf", 1), new_row("wf", 2), new_row("other", 0)});
     const auto claimed = f.store.claim_scoped(f.owner, {}, 1);  // wf:0 or similar
     REQUIRE(claimed.size() == 1);
     // Finish one row of wf first, so cancel meets a terminal row too.
@@ -269,8 +269,7 @@ TEST_CASE("cancel settles a workflow's live rows and returns their keys", "[pg][
     CHECK(f.store.claim(f.owner, 10).empty() == (f.status_of("other:0") != Status::pending));
 }
 
-TEST_CASE("counts: in-flight is pending plus claimed, claimed is claimed only",
-          "[pg][store]") {
+TEST_CASE("counts: in-flight is pending plus claimed, claimed is claimed only", "[pg][store]") {
     test::StoreFixture f;
     std::vector<store::NewRow> rows;
     for (int i = 0; i < 5; ++i) rows.push_back(new_row("a-" + std::to_string(i), 0, "alpha"));
@@ -300,8 +299,7 @@ TEST_CASE("counts: in-flight is pending plus claimed, claimed is claimed only",
     CHECK(live.at("beta").inflight == 3);
 }
 
-TEST_CASE("pending routes name each route with claimable rows, and only those",
-          "[pg][store]") {
+TEST_CASE("pending routes name each route with claimable rows, and only those", "[pg][store]") {
     test::StoreFixture f;
     auto fenced = new_row("wf-f", 0, "fenced", "q");
     fenced.visible_after = store::now() + std::chrono::hours{1};
@@ -319,18 +317,18 @@ TEST_CASE("pending routes name each route with claimable rows, and only those",
     CHECK(f.store.pending_routes(ShardRanges::all()).size() == 2);
 }
 
-TEST_CASE("retention deletes old done and cancelled rows and keeps dead letters",
-          "[pg][store]") {
+TEST_CASE("retention deletes old done and cancelled rows and keeps dead letters", "[pg][store]") {
     test::StoreFixture f;
-    f.store.append(std::vector{new_row("wf", 0), new_row("wf", 1), new_row("wf", 2),
-                               new_row("wf", 3)});
+    f.store.append(
+        std::vector{new_row("wf", 0), new_row("wf", 1), new_row("wf", 2), new_row("wf", 3)});
     const auto claimed = f.store.claim(f.owner, 10);
     REQUIRE(claimed.size() == 4);
     CHECK(f.store.complete(ref_of(claimed[0])));
     CHECK(f.store.fail(ref_of(claimed[1]), "x"));
     CHECK(f.store.complete(ref_of(claimed[2])));
     CHECK(f.store.delete_finished(1h, 100) == 0);  // too young
-    f.db.exec("UPDATE outbox SET finished_at = now() - interval '2 hours' WHERE finished_at IS NOT NULL");
+    f.db.exec(
+        "UPDATE outbox SET finished_at = now() - interval '2 hours' WHERE finished_at IS NOT NULL");
     CHECK(f.store.delete_finished(1h, 1) == 1);
     CHECK(f.store.delete_finished(1h, 100) == 1);
     CHECK(f.count("true") == 2);
@@ -344,8 +342,9 @@ TEST_CASE("a cancel is remembered: rows staged later are never claimed and get s
     f.store.append(std::vector{new_row("wf", 0)});
     CHECK(f.store.cancel_workflow("wf") == std::vector<std::string>{"wf:0"});
     // The application stages more rows for the cancelled workflow.
-    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 1, 'charge'), "
-              "('other', 0, 'charge')");
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 1, 'charge'), "
+        "('other', 0, 'charge')");
     const auto claimed = f.store.claim(f.owner, 10);
     REQUIRE(claimed.size() == 1);
     CHECK(claimed[0].dispatch_key == "other:0");

@@ -69,9 +69,10 @@ void check_planning(store::PgSession& session, Plan now, const std::string& cach
 
 }  // namespace
 
-TEST_CASE("a session plans generic statements once, of plain index scans, and the rest "
-          "per execution",
-          "[pg][store]") {
+TEST_CASE(
+    "a session plans generic statements once, of plain index scans, and the rest "
+    "per execution",
+    "[pg][store]") {
     test::TestDatabase db;
     store::PgSession session{db.url(), kStatements};
 
@@ -126,14 +127,16 @@ TEST_CASE("the hot statements' generic plans probe indexes, even planned on an e
     const std::string outcome_args = "('{1,2}', '{7,7}', '{done,done}', '{0,0}', '{\"\",\"\"}')";
     // Executed once each (libpqxx prepares on first use), then explained.
     session.autocommit(store::sql::kClaimScopedAfter, [&](pqxx::nontransaction& tx) {
-        return tx.exec_prepared(std::string{store::sql::kClaimScopedAfter.name}, "node-a/boot-1",
-                                "{[0,1024)}", "default", "default", std::optional<std::string>{},
-                                "{}", 10, true, 0, 0)
+        return tx
+            .exec_prepared(std::string{store::sql::kClaimScopedAfter.name}, "node-a/boot-1",
+                           "{[0,1024)}", "default", "default", std::optional<std::string>{}, "{}",
+                           10, true, 0, 0)
             .size();
     });
     session.autocommit(store::sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
-        return tx.exec_prepared(std::string{store::sql::kRecordOutcomes.name}, "{1,2}", "{7,7}",
-                                "{done,done}", "{0,0}", R"({"",""})")
+        return tx
+            .exec_prepared(std::string{store::sql::kRecordOutcomes.name}, "{1,2}", "{7,7}",
+                           "{done,done}", "{0,0}", R"({"",""})")
             .size();
     });
     pqxx::nontransaction tx{session.connection(Plan::generic)};

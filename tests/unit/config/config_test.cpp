@@ -77,9 +77,7 @@ std::string env_of(const std::string& flag) {
     return env;
 }
 
-std::string label_of(const std::string& flag) {
-    return flag + " (" + env_of(flag) + ")";
-}
+std::string label_of(const std::string& flag) { return flag + " (" + env_of(flag) + ")"; }
 
 // A config that validate() accepts: the defaults plus the two derived fields.
 Config valid_config() {
@@ -531,11 +529,13 @@ TEST_CASE("TLS files come in pairs, must be readable, and keep the advertised UR
     const std::string file = "/proc/self/cmdline";  // readable everywhere
     CHECK_THROWS_WITH(resolve_args({"--tls-cert-file", file}), Contains("--tls-key-file"));
     CHECK_THROWS_WITH(resolve_args({"--tls-key-file", file}), Contains("--tls-cert-file"));
-    CHECK_THROWS_WITH(resolve_args({"--tls-cert-file", "/nonexistent/cert.pem", "--tls-key-file", file}),
-                      Contains("cannot read '/nonexistent/cert.pem'"));
-    const auto tls = resolve_args({"--tls-cert-file", file, "--tls-key-file", file, "--listen", "10.0.0.1:8443"});
+    CHECK_THROWS_WITH(
+        resolve_args({"--tls-cert-file", "/nonexistent/cert.pem", "--tls-key-file", file}),
+        Contains("cannot read '/nonexistent/cert.pem'"));
+    const auto tls = resolve_args(
+        {"--tls-cert-file", file, "--tls-key-file", file, "--listen", "10.0.0.1:8443"});
     CHECK(tls.advertise_url == "wss://10.0.0.1:8443/v1/workers");
-    CHECK_THROWS_WITH(resolve_args({"--tls-cert-file", file, "--tls-key-file", file, "--advertise-url",
-                                    "ws://10.0.0.1:8443/v1/workers"}),
+    CHECK_THROWS_WITH(resolve_args({"--tls-cert-file", file, "--tls-key-file", file,
+                                    "--advertise-url", "ws://10.0.0.1:8443/v1/workers"}),
                       Contains("must be a wss:// URL when TLS is on"));
 }

@@ -38,7 +38,8 @@ TEST_CASE("equal weights share a batch equally, across rounds", "[unit][dispatch
 
 TEST_CASE("shares follow weights", "[unit][dispatch]") {
     FairShare share;
-    const std::vector<Demand> demands{{"a", 1, 1'000'000}, {"b", 2, 1'000'000}, {"c", 4, 1'000'000}};
+    const std::vector<Demand> demands{
+        {"a", 1, 1'000'000}, {"b", 2, 1'000'000}, {"c", 4, 1'000'000}};
     const auto got = totals(share, demands, 256, 100);
     const double total = static_cast<double>(got.at("a") + got.at("b") + got.at("c"));
     CHECK(total == 25600);
@@ -84,7 +85,8 @@ TEST_CASE("nobody with work is left out for long when there are more namespaces 
         for (std::size_t i = 0; i < rows.size(); ++i) {
             if (rows[i] == 0) continue;
             const auto& ns = demands[i].namespace_name;
-            longest_wait = std::max(longest_wait, r - (last_served.contains(ns) ? last_served[ns] : -1));
+            longest_wait =
+                std::max(longest_wait, r - (last_served.contains(ns) ? last_served[ns] : -1));
             last_served[ns] = r;
         }
     }

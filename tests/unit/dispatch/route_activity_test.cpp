@@ -30,7 +30,8 @@ TEST_CASE("a new claimer probes every route once, then claims only those with ro
     std::vector routes{route("busy"), route("idle-1"), route("idle-2")};
     auto split = activity.split(routes, t0);
     CHECK(split.claim.empty());
-    CHECK(names(split.probe) == std::vector<std::string>{"busy/default", "idle-1/default", "idle-2/default"});
+    CHECK(names(split.probe) ==
+          std::vector<std::string>{"busy/default", "idle-1/default", "idle-2/default"});
     activity.settled({route("busy").scope}, {}, t0);
 
     split = activity.split(routes, t0 + 1ms);

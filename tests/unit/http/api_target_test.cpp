@@ -2,9 +2,9 @@
 
 #include "http/api_types.hpp"
 
+using outboxd::http::parse_target;
 using outboxd::http::ParsedTarget;
 using outboxd::http::TargetError;
-using outboxd::http::parse_target;
 
 namespace {
 

@@ -18,7 +18,8 @@ TEST_CASE("RFC 3339 instants round trip across every year PostgreSQL and the for
         CHECK(format_rfc3339(*parsed) == text);
     }
     CHECK(parse_rfc3339("9999-12-31T23:59:59Z") > parse_rfc3339("2262-04-11T23:47:17Z"));
-    CHECK(format_rfc3339(*parse_rfc3339("2030-01-01T02:00:00+02:00")) == "2030-01-01T00:00:00.000000Z");
+    CHECK(format_rfc3339(*parse_rfc3339("2030-01-01T02:00:00+02:00")) ==
+          "2030-01-01T00:00:00.000000Z");
     CHECK_FALSE(parse_rfc3339("2030-13-01T00:00:00Z"));
     CHECK_FALSE(parse_rfc3339("tomorrow"));
 }

@@ -58,8 +58,7 @@ TEST_CASE("a scope without a node admits only unpinned rows", "[unit][store]") {
     CHECK_FALSE(scope.admits(row_in("remote", "gpu", "box-7")));
 }
 
-TEST_CASE("a scope without unpinned rows admits only rows pinned to its node",
-          "[unit][store]") {
+TEST_CASE("a scope without unpinned rows admits only rows pinned to its node", "[unit][store]") {
     ClaimScope scope{"remote", "gpu", "box-7", {}};
     scope.include_unpinned = false;
     CHECK(scope.admits(row_in("remote", "gpu", "box-7")));

@@ -10,13 +10,13 @@ TEST_CASE("UTF-8 validation refuses what PostgreSQL and JSON would refuse", "[un
     CHECK(is_valid_utf8(""));
     CHECK(is_valid_utf8("plain ascii"));
     CHECK(is_valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));  // é € 😀
-    CHECK_FALSE(is_valid_utf8("\xc3"));                 // truncated
-    CHECK_FALSE(is_valid_utf8("\xff\xfe"));             // never UTF-8
-    CHECK_FALSE(is_valid_utf8("\xc0\xaf"));             // overlong '/'
-    CHECK_FALSE(is_valid_utf8("\xe0\x80\xaf"));         // overlong
-    CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));         // a surrogate
-    CHECK_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));     // past U+10FFFF
-    CHECK(is_valid_utf8(std::string{"a\0b", 3}));       // NUL is UTF-8; identifiers refuse it
+    CHECK_FALSE(is_valid_utf8("\xc3"));                                 // truncated
+    CHECK_FALSE(is_valid_utf8("\xff\xfe"));                             // never UTF-8
+    CHECK_FALSE(is_valid_utf8("\xc0\xaf"));                             // overlong '/'
+    CHECK_FALSE(is_valid_utf8("\xe0\x80\xaf"));                         // overlong
+    CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));                         // a surrogate
+    CHECK_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));                     // past U+10FFFF
+    CHECK(is_valid_utf8(std::string{"a\0b", 3}));  // NUL is UTF-8; identifiers refuse it
 }
 
 TEST_CASE("identifier problems are named", "[unit][util]") {
@@ -29,8 +29,14 @@ TEST_CASE("identifier problems are named", "[unit][util]") {
 
 TEST_CASE("free text is made safe to store, and cut at a character boundary", "[unit][util]") {
     CHECK(sanitize_text("card declined", 100) == "card declined");
-    CHECK(sanitize_text(std::string{"card\0declined", 13}, 100) == "card\xef\xbf\xbd" "declined");
-    CHECK(sanitize_text("a\xff" "b", 100) == "a\xef\xbf\xbd" "b");
+    CHECK(sanitize_text(std::string{"card\0declined", 13}, 100) ==
+          "card\xef\xbf\xbd"
+          "declined");
+    CHECK(sanitize_text("a\xff"
+                        "b",
+                        100) ==
+          "a\xef\xbf\xbd"
+          "b");
     const auto cut = sanitize_text(std::string(10000, 'x'), 100);
     CHECK(cut.size() <= 100);
     CHECK(cut.ends_with("\xe2\x80\xa6"));
@@ -50,9 +56,10 @@ TEST_CASE("log text cannot forge a line or a field", "[unit][util]") {
     CHECK(log_safe(std::string{"\x01\0\x7f", 3}) == "\\x01\\x00\\x7f");
     CHECK(log_safe("\xff") == "\\xff");
     CHECK(log_safe("\xc3\xa9") == "\xc3\xa9");
-    CHECK(log_safe("a\xe2\x80\xa8" "b") == "a\\u2028b");        // line separator
-    CHECK(log_safe("x\xe2\x80\xaey") == "x\\u202ey");           // right-to-left override
-    CHECK(log_safe("\xc2\x85") == "\\u0085");                    // NEL, a C1 control
+    CHECK(log_safe("a\xe2\x80\xa8"
+                   "b") == "a\\u2028b");               // line separator
+    CHECK(log_safe("x\xe2\x80\xaey") == "x\\u202ey");  // right-to-left override
+    CHECK(log_safe("\xc2\x85") == "\\u0085");          // NEL, a C1 control
     const auto cut = log_safe(std::string(1000, 'y'), 50);
     CHECK(cut.size() <= 50 + 3);
 }

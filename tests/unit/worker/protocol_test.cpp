@@ -17,9 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string describe(const ProtocolError& error) {
-    return error.code + ": " + error.message;
-}
+std::string describe(const ProtocolError& error) { return error.code + ": " + error.message; }
 
 template <typename Frame>
 Frame worker_frame(std::string_view text) {
@@ -518,7 +516,8 @@ TEST_CASE("hello and welcome carry the batch handshake, off unless stated", "[un
     CHECK(worker_frame<Hello>(encode(hello)).batch);
     CHECK(worker_frame<Hello>(encode(hello)).max_frame_bytes == 4096);
     CHECK(worker_frame<Hello>(hello_with(R"("batch":true)")).max_frame_bytes == 0);
-    expect_worker_error(hello_with(R"("max_frame_bytes":0)"), code::invalid_field, "max_frame_bytes");
+    expect_worker_error(hello_with(R"("max_frame_bytes":0)"), code::invalid_field,
+                        "max_frame_bytes");
 
     const auto plain = node_frame<Welcome>(encode(Welcome{"n1", "s1", {}}));
     CHECK_FALSE(plain.batch);
@@ -645,7 +644,8 @@ TEST_CASE("a frame pushed alone, such as a welcome, never shares a batch", "[uni
     FrameQueue queue;
     queue.push(encode(Welcome{"n1", "s1", {}, true, 1 << 20}), /*alone=*/true);
     for (int i = 0; i < 3; ++i) queue.push(encode(Credit{i}));
-    CHECK(std::holds_alternative<NodeMessage>(parse_node_message(queue.take(true, kMaxBatchBytes))));
+    CHECK(
+        std::holds_alternative<NodeMessage>(parse_node_message(queue.take(true, kMaxBatchBytes))));
     const auto rest = parse_worker_frame(queue.take(true, kMaxBatchBytes));
     REQUIRE(std::holds_alternative<std::vector<WorkerMessage>>(rest));
     CHECK(std::get<std::vector<WorkerMessage>>(rest).size() == 3);
@@ -706,8 +706,10 @@ TEST_CASE("names and ids a database or a log could not take are refused where th
                         "activity_types");
     expect_worker_error(hello_with("namespaces", {std::string(kMaxIdentifierBytes + 1, 'n')}),
                         code::invalid_field, "namespaces");
-    expect_worker_error(hello_with("worker_id", std::string{"w\0", 2}), code::invalid_field, "worker_id");
-    expect_worker_error(hello_with("task_queue", std::string{"q\0", 2}), code::invalid_field, "task_queue");
+    expect_worker_error(hello_with("worker_id", std::string{"w\0", 2}), code::invalid_field,
+                        "worker_id");
+    expect_worker_error(hello_with("task_queue", std::string{"q\0", 2}), code::invalid_field,
+                        "task_queue");
     expect_worker_error(hello_with("node", std::string{"n\0", 2}), code::invalid_field, "node");
     // A task id names one claim: anything much longer is refused without being echoed.
     const auto long_id = worker_error(
@@ -718,14 +720,19 @@ TEST_CASE("names and ids a database or a log could not take are refused where th
 
 TEST_CASE("a fail's error text is kept legibly: NUL bytes replaced, its length bounded",
           "[unit][worker]") {
-    const auto fail = worker_frame<Fail>(
-        nlohmann::json{{"type", "fail"}, {"task_id", "1.2"}, {"error", std::string{"card\0declined", 13}}}
-            .dump());
-    CHECK(fail.error == "card\xef\xbf\xbd" "declined");
-    const auto long_fail = worker_frame<Fail>(
-        nlohmann::json{{"type", "fail"}, {"task_id", "1.2"}, {"error", std::string(100'000, 'e')}}.dump());
+    const auto fail = worker_frame<Fail>(nlohmann::json{
+        {"type", "fail"}, {"task_id", "1.2"}, {"error", std::string{"card\0declined", 13}}}
+                                             .dump());
+    CHECK(fail.error ==
+          "card\xef\xbf\xbd"
+          "declined");
+    const auto long_fail = worker_frame<Fail>(nlohmann::json{
+        {"type", "fail"},
+        {"task_id", "1.2"},
+        {"error", std::string(100'000, 'e')}}.dump());
     CHECK(long_fail.error.size() <= kMaxMessageBytes);
-    const auto structured = worker_frame<Fail>(R"({"type":"fail","task_id":"1.2","error":{"code":7}})");
+    const auto structured =
+        worker_frame<Fail>(R"({"type":"fail","task_id":"1.2","error":{"code":7}})");
     CHECK(structured.error == R"({"code":7})");
 }
 
@@ -754,12 +761,14 @@ TEST_CASE("a worker takes a node's task frame whatever the length of the row's n
     task.activity_type = std::string(5000, 'a');  // a row inserted by plain SQL
     const auto parsed = parse_node_frame(encode(task));
     REQUIRE(std::holds_alternative<std::vector<NodeMessage>>(parsed));
-    CHECK(std::get<Task>(std::get<std::vector<NodeMessage>>(parsed)[0]).dispatch_key == task.dispatch_key);
+    CHECK(std::get<Task>(std::get<std::vector<NodeMessage>>(parsed)[0]).dispatch_key ==
+          task.dispatch_key);
 }
 
 TEST_CASE("a hello may not state a frame limit no task fits in", "[unit][worker]") {
-    expect_worker_error(R"({"type":"hello","worker_id":"w","activity_types":["a"],"max_frame_bytes":1})",
-                        code::invalid_field, "max_frame_bytes");
+    expect_worker_error(
+        R"({"type":"hello","worker_id":"w","activity_types":["a"],"max_frame_bytes":1})",
+        code::invalid_field, "max_frame_bytes");
     const auto hello = worker_frame<Hello>(
         R"({"type":"hello","worker_id":"w","activity_types":["a"],"max_frame_bytes":1024})");
     CHECK(hello.max_frame_bytes == 1024);
