@@ -81,9 +81,9 @@ dispatch::DispatchSettings dispatch_settings(const config::Config& c) {
     s.max_attempts = c.max_attempts;
     s.backoff = {c.backoff_base, c.backoff_multiplier, c.backoff_max};
     s.task_timeout = c.task_timeout;
-    s.liveness = c.lease_ttl;
-    s.reconcile_interval = std::min(std::chrono::milliseconds{1000}, c.lease_ttl / 2);
-    s.retention = c.retention;
+    s.maintenance.liveness = c.lease_ttl;
+    s.maintenance.reconcile_interval = std::min(std::chrono::milliseconds{1000}, c.lease_ttl / 2);
+    s.maintenance.retention = c.retention;
     return s;
 }
 

@@ -11,23 +11,15 @@ namespace outboxd::cluster {
 
 ClusterMember::ClusterMember(boost::asio::any_io_executor loop, dispatch::DbLane& lane,
                              metrics::NodeMetrics& metrics, MemberSettings settings)
-    : loop_(loop),
-      lane_(lane),
-      metrics_(metrics),
-      settings_(std::move(settings)),
-      timer_(loop),
-      alive_(std::make_shared<ClusterMember*>(this)) {}
-
-ClusterMember::~ClusterMember() { *alive_ = nullptr; }
+    : loop_(loop), lane_(lane), metrics_(metrics), settings_(std::move(settings)), timer_(loop) {}
 
 void ClusterMember::start() { tick(); }
 
 void ClusterMember::schedule() {
     if (leaving_) return;
     timer_.expires_after(settings_.lease_ttl / 3);
-    timer_.async_wait([alive = std::weak_ptr(alive_)](auto ec) {
-        const auto self = alive.lock();
-        if (!ec && self && *self) (*self)->tick();
+    timer_.async_wait([this, watch = lifetime_.watch()](auto ec) {
+        if (!ec && !watch.expired()) tick();
     });
 }
 
@@ -78,14 +70,14 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
 void ClusterMember::tick() {
     if (ticking_) return;
     ticking_ = true;
-    const bool queued =
-        lane_.submit([alive = std::weak_ptr(alive_), loop = loop_, settings = settings_,
-                      leaving = leaving_](dispatch::DbHandles db) {
-            auto result = run_tick(db.cluster, settings, leaving);
-            boost::asio::post(loop, [alive, result = std::move(result)]() mutable {
-                const auto self = alive.lock();
-                if (self && *self) (*self)->apply(std::move(result));
-            });
+    const bool queued = lane_.call(
+        loop_, lifetime_.watch(),
+        [settings = settings_, leaving = leaving_](dispatch::DbHandles db) {
+            return run_tick(db.cluster, settings, leaving);
+        },
+        [this](dispatch::LaneResult<TickResult> done) {
+            if (!done.ok()) done.value.error = std::move(done.error);  // run_tick catches its own
+            apply(std::move(done.value));
         });
     if (!queued) {
         TickResult refused;
@@ -138,18 +130,21 @@ void ClusterMember::leave(std::function<void()> done) {
     timer_.cancel();
     claimable_ = store::ShardRanges::none();
     auto finish = std::make_shared<std::function<void()>>(std::move(done));
-    const bool queued = lane_.submit([alive = std::weak_ptr(alive_), loop = loop_,
-                                      settings = settings_, finish](dispatch::DbHandles db) {
-        try {
+    const bool queued = lane_.call(
+        loop_, lifetime_.watch(),
+        [settings = settings_](dispatch::DbHandles db) {
             db.cluster.release_shards(settings.incarnation, store::ShardRanges::all());
             db.cluster.deregister(settings.incarnation);
-            spdlog::info("event=left_cluster node={}", settings.node_id);
-        } catch (const std::exception& error) {
-            // Leases and heartbeat expire on their own; the next owner re-arms our claims.
-            spdlog::warn("event=leave_failed error=\"{}\"", error.what());
-        }
-        boost::asio::post(loop, *finish);
-    });
+        },
+        [node_id = settings_.node_id, finish](dispatch::LaneResult<std::monostate> done) {
+            if (done.ok()) {
+                spdlog::info("event=left_cluster node={}", node_id);
+            } else {
+                // Leases and heartbeat expire on their own; the next owner re-arms our claims.
+                spdlog::warn("event=leave_failed error=\"{}\"", util::log_safe(done.error));
+            }
+            (*finish)();
+        });
     // Leases and heartbeat expire on their own: leaving must not wait for a full lane.
     if (!queued) boost::asio::post(loop_, *finish);
 }

@@ -13,10 +13,7 @@ NamespaceCache::NamespaceCache(boost::asio::any_io_executor loop, DbLane& lane,
       lane_(lane),
       default_max_in_flight_(default_max_in_flight),
       ttl_(ttl),
-      timer_(loop),
-      alive_(std::make_shared<NamespaceCache*>(this)) {}
-
-NamespaceCache::~NamespaceCache() { *alive_ = nullptr; }
+      timer_(loop) {}
 
 void NamespaceCache::start() {
     refresh_now();
@@ -27,45 +24,34 @@ void NamespaceCache::stop() { timer_.cancel(); }
 
 void NamespaceCache::schedule() {
     timer_.expires_after(std::max(ttl_, std::chrono::milliseconds{50}));
-    timer_.async_wait([alive = std::weak_ptr<NamespaceCache*>(alive_)](auto ec) {
-        const auto self = alive.lock();
-        if (ec || !self || !*self) return;
-        (*self)->refresh_now();
-        (*self)->schedule();
+    timer_.async_wait([this, watch = lifetime_.watch()](auto ec) {
+        if (ec || watch.expired()) return;
+        refresh_now();
+        schedule();
     });
 }
 
 void NamespaceCache::refresh_now() {
     // Periodic: when the lane is full, the next refresh tries again.
-    (void)lane_.submit([alive = std::weak_ptr<NamespaceCache*>(alive_),
-                        loop = loop_](DbHandles db) {
-        std::vector<store::NamespaceSettings> settings;
-        std::string error;
-        try {
-            settings = db.outbox.list_namespaces();
-        } catch (const std::exception& e) {
-            error = e.what();
-        }
-        boost::asio::post(loop, [alive, settings = std::move(settings), error = std::move(error)] {
-            const auto self = alive.lock();
-            if (!self || !*self) return;
-            if (!error.empty()) return (*self)->refresh_failed(error);  // keep the last known
-            if (const auto failed = (*self)->failures_.succeeded(); failed > 0) {
+    (void)lane_.call(
+        loop_, lifetime_.watch(), [](DbHandles db) { return db.outbox.list_namespaces(); },
+        [this](LaneResult<std::vector<store::NamespaceSettings>> listed) {
+            if (!listed.ok()) return refresh_failed(listed.error);  // keep the last known
+            if (const auto failed = failures_.succeeded(); failed > 0) {
                 spdlog::info("event=namespace_refresh_recovered failures={}", failed);
             }
             std::map<std::string, Entry> fresh;
-            for (const auto& s : settings) {
+            for (const auto& s : listed.value) {
                 Entry entry;
-                entry.quota = s.max_in_flight.value_or((*self)->default_max_in_flight_);
+                entry.quota = s.max_in_flight.value_or(default_max_in_flight_);
                 worker::PlacementMode mode = worker::PlacementMode::unplaced;
                 (void)worker::parse_placement_mode(s.placement_mode, mode);
                 entry.placement = {mode, s.placement_nodes};
                 entry.weight = s.weight;
                 fresh.emplace(s.name, std::move(entry));
             }
-            (*self)->entries_ = std::move(fresh);
+            entries_ = std::move(fresh);
         });
-    });
 }
 
 void NamespaceCache::refresh_failed(const std::string& error) {

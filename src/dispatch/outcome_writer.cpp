@@ -29,10 +29,7 @@ OutcomeWriter::OutcomeWriter(boost::asio::any_io_executor loop, DbLane& lane,
       metrics_(metrics),
       max_batch_(max_batch),
       retry_backoff_(kRetryMin, kRetryMax, std::random_device{}()),
-      retry_timer_(loop),
-      alive_(std::make_shared<OutcomeWriter*>(this)) {}
-
-OutcomeWriter::~OutcomeWriter() { *alive_ = nullptr; }
+      retry_timer_(loop) {}
 
 void OutcomeWriter::record(store::Outcome outcome, std::string namespace_name, std::string label) {
     buffer_.push_back({std::move(outcome), std::move(namespace_name), std::move(label)});
@@ -40,11 +37,10 @@ void OutcomeWriter::record(store::Outcome outcome, std::string namespace_name, s
     // The write starts once the current handler is done, so the answers of one batch frame
     // go in one statement. Held as writing_ meanwhile: nothing else starts one.
     writing_ = true;
-    boost::asio::post(loop_, [alive = std::weak_ptr<OutcomeWriter*>(alive_)] {
-        const auto self = alive.lock();
-        if (!self || !*self) return;
-        (*self)->writing_ = false;
-        (*self)->flush();
+    boost::asio::post(loop_, [this, watch = lifetime_.watch()] {
+        if (watch.expired()) return;
+        writing_ = false;
+        flush();
     });
 }
 
@@ -58,39 +54,37 @@ void OutcomeWriter::flush() {
         std::make_move_iterator(buffer_.begin()),
         std::make_move_iterator(buffer_.begin() + static_cast<long>(count)));
     buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<long>(count));
-    std::weak_ptr<OutcomeWriter*> alive = alive_;
-    auto loop = loop_;
-    const bool queued = lane_.submit([batch, alive, loop](DbHandles db) {
-        std::vector<store::Outcome> outcomes;
-        outcomes.reserve(batch->size());
-        for (const auto& p : *batch) outcomes.push_back(p.outcome);
+    struct Written {
         std::vector<bool> applied;
         std::string error;
         Failure failure = Failure::transient;
-        try {
-            applied = db.outbox.record_outcomes(outcomes);
-        } catch (const store::ValidationError& e) {
-            error = e.what();  // the data: the same batch would fail the same way
-            failure = Failure::data;
-        } catch (const store::UnavailableError& e) {
-            error = e.what();  // whether it landed is unknown: retried as a whole
-        } catch (const store::ConflictError& e) {
-            error = e.what();  // contention or a timeout: it passes later
-        } catch (const std::exception& e) {
-            error = e.what();
-            failure = Failure::unexplained;
-        }
-        boost::asio::post(loop, [alive, batch, applied = std::move(applied),
-                                 error = std::move(error), failure]() mutable {
-            const auto self = alive.lock();
-            if (!self || !*self) return;
-            if (error.empty()) {
-                (*self)->finish(std::move(*batch), std::move(applied));
-            } else {
-                (*self)->fail(std::move(*batch), failure, error);
+    };
+    const bool queued = lane_.call(
+        loop_, lifetime_.watch(),
+        [batch](DbHandles db) {
+            std::vector<store::Outcome> outcomes;
+            outcomes.reserve(batch->size());
+            for (const auto& p : *batch) outcomes.push_back(p.outcome);
+            Written written;
+            try {
+                written.applied = db.outbox.record_outcomes(outcomes);
+            } catch (const store::ValidationError& e) {
+                written.error = e.what();  // the data: the same batch would fail the same way
+                written.failure = Failure::data;
+            } catch (const store::UnavailableError& e) {
+                written.error = e.what();  // whether it landed is unknown: retried as a whole
+            } catch (const store::ConflictError& e) {
+                written.error = e.what();  // contention or a timeout: it passes later
             }
+            return written;  // any other error: unexplained (the result's error)
+        },
+        [this, batch](LaneResult<Written> done) {
+            if (!done.ok()) return fail(std::move(*batch), Failure::unexplained, done.error);
+            if (!done.value.error.empty()) {
+                return fail(std::move(*batch), done.value.failure, done.value.error);
+            }
+            finish(std::move(*batch), std::move(done.value.applied));
         });
-    });
     // A full lane (a stalled database) is a transient failure: kept, retried later.
     if (!queued) fail(std::move(*batch), Failure::transient, "the outcomes lane is full");
 }
@@ -159,11 +153,10 @@ void OutcomeWriter::retry_later(std::vector<Pending> batch, const std::string& e
     }
     retry_pending_ = true;
     retry_timer_.expires_after(delay);
-    retry_timer_.async_wait([alive = std::weak_ptr<OutcomeWriter*>(alive_)](auto ec) {
-        const auto self = alive.lock();
-        if (ec || !self || !*self) return;
-        (*self)->retry_pending_ = false;
-        (*self)->flush();
+    retry_timer_.async_wait([this, watch = lifetime_.watch()](auto ec) {
+        if (ec || watch.expired()) return;
+        retry_pending_ = false;
+        flush();
     });
 }
 

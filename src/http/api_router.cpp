@@ -116,39 +116,35 @@ bool ApiRouter::admits(std::string_view target, const std::optional<std::string>
 }
 
 void ApiRouter::on_lane(Job job, Respond respond) {
-    // Shared with the job, so that a request the full lane refuses is still answered; moved
-    // out of the job when it runs, so that the session it holds is only ever released on
-    // the loop thread.
+    // Shared with the job, so that a request the full lane refuses is still answered; only
+    // ever called, and released, on the loop thread.
     auto answer = std::make_shared<Respond>(std::move(respond));
     auto* faults = &services_.metrics.faults_total;
-    const bool queued = services_.api_lane.submit(
-        [job = std::move(job), answer, faults, loop = loop_](dispatch::DbHandles db) mutable {
-            ApiResponse response;
+    const bool queued = services_.api_lane.call(
+        loop_, lifetime_.watch(),
+        [job = std::move(job), faults](dispatch::DbHandles db) {
             try {
-                response = job(db);
+                return job(db);
             } catch (const store::ValidationError& error) {
                 // The data: the message names what is wrong, for the client to fix.
-                response = error_response(400, "invalid_request", error.what());
+                return error_response(400, "invalid_request", error.what());
             } catch (const store::UnavailableError& error) {
                 // Details (hosts, SQL) go to the log, not to the client.
                 spdlog::warn("event=api_database_unavailable error=\"{}\"",
                              util::log_safe(error.what()));
-                response = error_response(503, "database_unavailable",
-                                          "the database cannot be reached; try again");
+                return error_response(503, "database_unavailable",
+                                      "the database cannot be reached; try again");
             } catch (const store::ConflictError& error) {
                 spdlog::info("event=api_conflict error=\"{}\"", util::log_safe(error.what()));
-                response = error_response(
-                    503, "conflict", "the database was busy (a conflict or a timeout); try again");
+                return error_response(503, "conflict",
+                                      "the database was busy (a conflict or a timeout); try again");
             } catch (const std::exception& error) {
                 faults->Add({{"where", "api"}}).Increment();  // Family::Add is thread-safe
                 spdlog::error("event=fault where=api error=\"{}\"", util::log_safe(error.what()));
-                response = error_response(500, "internal", "the request failed unexpectedly");
+                return error_response(500, "internal", "the request failed unexpectedly");
             }
-            boost::asio::post(
-                loop, [answer = std::move(answer), response = std::move(response)]() mutable {
-                    (*answer)(std::move(response));
-                });
-        });
+        },
+        [answer](dispatch::LaneResult<ApiResponse> done) { (*answer)(std::move(done.value)); });
     if (!queued) {
         (*answer)(error_response(503, "busy",
                                  "too many API requests are waiting for the database; try again"));

@@ -7,6 +7,7 @@
 
 #include "api_types.hpp"
 #include "outboxd/http/server.hpp"
+#include "outboxd/util/lifetime.hpp"
 
 namespace outboxd::http {
 
@@ -46,6 +47,7 @@ private:
     boost::asio::any_io_executor loop_;
     NodeServices services_;
     ServerSettings settings_;
+    util::Lifetime lifetime_;
 };
 
 }  // namespace outboxd::http

@@ -134,16 +134,23 @@ void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
     if (!entry)
         return reject(protocol::code::draining, "this session is no longer registered", true);
     auto& dispatcher = server_.services.dispatcher;
-    std::optional<protocol::Error> refused;
+    auto answer = dispatch::Answer::accepted;
+    const std::string* task_id = nullptr;
     if (auto* complete = std::get_if<protocol::Complete>(&message)) {
-        refused = dispatcher.on_complete(*entry, *complete);
+        task_id = &complete->task_id;
+        answer = dispatcher.on_complete(session_id_, complete->task_id);
     } else if (auto* fail = std::get_if<protocol::Fail>(&message)) {
-        refused = dispatcher.on_fail(*entry, *fail);
+        task_id = &fail->task_id;
+        answer =
+            dispatcher.on_fail(session_id_, fail->task_id, std::move(fail->error), fail->retryable);
     } else if (auto* credit = std::get_if<protocol::Credit>(&message)) {
-        entry->credit = credit->max_in_flight;
+        server_.services.registry.set_credit(session_id_, credit->max_in_flight);
         dispatcher.request_sweep();
     }
-    if (refused) reject(refused->code, refused->message, false);
+    if (answer == dispatch::Answer::unknown_task) {
+        reject(protocol::code::unknown_task,
+               "no outstanding task '" + *task_id + "' on this connection", false);
+    }
 }
 
 template <typename Stream>
@@ -151,6 +158,7 @@ void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
     greeted_ = true;
     hello_timer_.cancel();
     if (hello.batch) batch_max_bytes_ = protocol::batch_bytes_for(hello.max_frame_bytes);
+    peer_max_frame_bytes_ = hello.max_frame_bytes;
     spdlog::info(
         "event=worker_joined session={} worker=\"{}\" namespaces={} task_queue=\"{}\" "
         "max_in_flight={}",
@@ -180,6 +188,14 @@ void WorkerSession<Stream>::reject(std::string_view code, const std::string& mes
     server_.services.metrics.protocol_errors_total.Add({{"code", std::string{code}}}).Increment();
     send(protocol::encode(protocol::Error{std::string{code}, message}));
     if (fatal) close(message);
+}
+
+template <typename Stream>
+std::optional<std::string> WorkerSession<Stream>::send_task(const worker::Task& task) {
+    auto encoded = protocol::encode_task_for(task, peer_max_frame_bytes_);
+    if (!encoded.refused.empty()) return std::move(encoded.refused);
+    send(std::move(encoded.frame));
+    return std::nullopt;
 }
 
 template <typename Stream>

@@ -30,6 +30,8 @@ namespace outboxd::http {
 class WorkerSessionBase : public worker::WorkerChannel {
 public:
     [[nodiscard]] virtual bool greeted() const = 0;
+    // Queues one encoded frame (drain, cluster updates).
+    virtual void send(std::string frame) = 0;
 };
 
 template <typename Stream>
@@ -44,8 +46,9 @@ public:
     void run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
 
     // WorkerChannel (loop thread).
-    void send(std::string frame) override;
+    [[nodiscard]] std::optional<std::string> send_task(const worker::Task& task) override;
     void close(std::string_view reason) override;
+    void send(std::string frame) override;
 
     [[nodiscard]] bool greeted() const override { return greeted_; }
 
@@ -70,11 +73,12 @@ private:
     std::string in_write_;  // the text of the write in flight
     HttpServer::Impl& server_;
     std::string session_id_;
-    bool writing_ = false;             // a write is in flight or scheduled
-    bool greeted_ = false;             // hello accepted
-    std::size_t batch_max_bytes_ = 0;  // the worker reads batch frames up to this; 0: none
-    bool closing_ = false;             // close requested: no more reads are handled
-    bool finished_ = false;            // loss reported to the dispatcher
+    bool writing_ = false;                  // a write is in flight or scheduled
+    bool greeted_ = false;                  // hello accepted
+    std::size_t batch_max_bytes_ = 0;       // the worker reads batch frames up to this; 0: none
+    std::size_t peer_max_frame_bytes_ = 0;  // the largest frame the worker reads; 0: not stated
+    bool closing_ = false;                  // close requested: no more reads are handled
+    bool finished_ = false;                 // loss reported to the dispatcher
     std::string close_reason_;
 };
 

@@ -26,7 +26,7 @@ WorkerEntry& WorkerRegistry::add(std::string session_id, protocol::Hello hello,
                                  std::shared_ptr<WorkerChannel> channel) {
     WorkerEntry entry;
     entry.session_id = session_id;
-    entry.credit = hello.max_in_flight;
+    entry.credit_ = std::max(0, hello.max_in_flight);
     entry.hello = std::move(hello);
     entry.channel = std::move(channel);
     return workers_.insert_or_assign(std::move(session_id), std::move(entry)).first->second;
@@ -44,7 +44,21 @@ void WorkerRegistry::for_each(const std::function<void(WorkerEntry&)>& visit) {
 }
 
 void WorkerRegistry::retire_all() {
-    for (auto& [id, worker] : workers_) worker.retired = true;
+    for (auto& [id, worker] : workers_) worker.retired_ = true;
+}
+
+bool WorkerRegistry::reserve(WorkerEntry& worker) {
+    if (worker.free_credit() <= 0) return false;
+    ++worker.outstanding_;
+    return true;
+}
+
+void WorkerRegistry::release(const std::string& session_id) {
+    if (auto* worker = find(session_id); worker && worker->outstanding_ > 0) --worker->outstanding_;
+}
+
+void WorkerRegistry::set_credit(const std::string& session_id, std::int32_t credit) {
+    if (auto* worker = find(session_id)) worker->credit_ = std::max(0, credit);
 }
 
 bool WorkerRegistry::labelled_worker_up(const std::string& ns, const std::string& task_queue,
@@ -52,7 +66,7 @@ bool WorkerRegistry::labelled_worker_up(const std::string& ns, const std::string
                                         const std::vector<std::string>& labels) const {
     return std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
         const auto& worker = entry.second;
-        return !worker.retired && worker.serves(ns) && worker.hello.task_queue == task_queue &&
+        return !worker.retired_ && worker.serves(ns) && worker.hello.task_queue == task_queue &&
                worker.runs(activity_type) && labelled_in(worker, labels);
     });
 }
@@ -147,8 +161,8 @@ WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const Placement& 
             row.node ? worker.hello.node == row.node : takes_unpinned(worker, row, placement);
         if (!eligible) continue;
         // Least loaded relative to its window: outstanding/credit, compared exactly.
-        if (!best || static_cast<std::int64_t>(worker.outstanding) * best->credit <
-                         static_cast<std::int64_t>(best->outstanding) * worker.credit) {
+        if (!best || static_cast<std::int64_t>(worker.outstanding_) * best->credit_ <
+                         static_cast<std::int64_t>(best->outstanding_) * worker.credit_) {
             best = &worker;
         }
     }

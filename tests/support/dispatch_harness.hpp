@@ -18,10 +18,17 @@
 
 namespace outboxd::test {
 
-// Records what the dispatcher sends to one worker.
+// Records what the dispatcher sends to one worker, as the frames the session would write.
 class FakeChannel final : public worker::WorkerChannel {
 public:
-    void send(std::string frame) override { frames.push_back(nlohmann::json::parse(frame)); }
+    explicit FakeChannel(std::size_t max_frame_bytes = 0) : max_frame_bytes_(max_frame_bytes) {}
+
+    std::optional<std::string> send_task(const worker::Task& task) override {
+        auto encoded = worker::protocol::encode_task_for(task, max_frame_bytes_);
+        if (!encoded.refused.empty()) return encoded.refused;
+        frames.push_back(nlohmann::json::parse(encoded.frame));
+        return std::nullopt;
+    }
     void close(std::string_view reason) override { closed_reason = std::string{reason}; }
 
     // Task frames received so far, in order.
@@ -35,6 +42,9 @@ public:
 
     std::vector<nlohmann::json> frames;
     std::optional<std::string> closed_reason;
+
+private:
+    std::size_t max_frame_bytes_;
 };
 
 inline dispatch::DispatchSettings fast_settings() {
@@ -44,7 +54,7 @@ inline dispatch::DispatchSettings fast_settings() {
     s.max_attempts = 3;
     s.backoff = {std::chrono::milliseconds{1000}, 2.0, std::chrono::milliseconds{60000}};
     s.task_timeout = std::chrono::milliseconds{30000};
-    s.reconcile_interval = std::chrono::milliseconds{100};
+    s.maintenance.reconcile_interval = std::chrono::milliseconds{100};
     return s;
 }
 
@@ -72,7 +82,7 @@ public:
     }
     std::shared_ptr<FakeChannel> connect(const std::string& session_id,
                                          worker::protocol::Hello hello) {
-        auto channel = std::make_shared<FakeChannel>();
+        auto channel = std::make_shared<FakeChannel>(hello.max_frame_bytes);
         registry.add(session_id, std::move(hello), channel);
         dispatcher.worker_joined();
         return channel;
@@ -93,6 +103,18 @@ public:
     }
 
     worker::WorkerEntry& entry(const std::string& session_id) { return *registry.find(session_id); }
+
+    // Answers `task` (a task frame) as the worker of `session_id` would; true when the
+    // dispatcher accepted the answer, false when it refused it (unknown_task).
+    bool complete(const std::string& session_id, const nlohmann::json& task) {
+        return dispatcher.on_complete(session_id, task["task_id"].get<std::string>()) ==
+               dispatch::Answer::accepted;
+    }
+    bool fail(const std::string& session_id, const nlohmann::json& task, bool retryable = true,
+              std::string error = "boom") {
+        return dispatcher.on_fail(session_id, task["task_id"].get<std::string>(), std::move(error),
+                                  retryable) == dispatch::Answer::accepted;
+    }
 
     // Runs the loop until `done()` or `timeout`; returns whether `done()` held.
     bool run_until(const std::function<bool()>& done,

@@ -25,6 +25,7 @@
 #include "outboxd/store/cluster_store.hpp"
 #include "outboxd/store/outbox_store.hpp"
 #include "outboxd/util/failure_run.hpp"
+#include "outboxd/util/lifetime.hpp"
 
 namespace outboxd::cluster {
 
@@ -39,7 +40,6 @@ class ClusterMember {
 public:
     ClusterMember(boost::asio::any_io_executor loop, dispatch::DbLane& lane,
                   metrics::NodeMetrics& metrics, MemberSettings settings);
-    ~ClusterMember();
 
     void start();
     // Before start(): the URL workers reach this node at (known once the port is bound).
@@ -82,7 +82,7 @@ private:
     util::FailureRun failures_;  // consecutive failed ticks
     std::function<void()> on_change_;
     boost::asio::steady_timer timer_;
-    std::shared_ptr<ClusterMember*> alive_;
+    util::Lifetime lifetime_;
 };
 
 }  // namespace outboxd::cluster

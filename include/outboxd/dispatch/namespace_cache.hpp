@@ -14,6 +14,7 @@
 
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/util/failure_run.hpp"
+#include "outboxd/util/lifetime.hpp"
 #include "outboxd/worker/placement.hpp"
 
 namespace outboxd::dispatch {
@@ -22,7 +23,6 @@ class NamespaceCache {
 public:
     NamespaceCache(boost::asio::any_io_executor loop, DbLane& lane,
                    std::int64_t default_max_in_flight, std::chrono::milliseconds ttl);
-    ~NamespaceCache();
 
     void start();  // first refresh now, then every ttl
     void stop();
@@ -50,7 +50,7 @@ private:
     std::map<std::string, Entry> entries_;
     util::FailureRun failures_;
     boost::asio::steady_timer timer_;
-    std::shared_ptr<NamespaceCache*> alive_;
+    util::Lifetime lifetime_;
 };
 
 }  // namespace outboxd::dispatch

@@ -36,6 +36,7 @@
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/util/failure_run.hpp"
+#include "outboxd/util/lifetime.hpp"
 #include "outboxd/util/retry_backoff.hpp"
 
 namespace outboxd::dispatch {
@@ -44,7 +45,6 @@ class OutcomeWriter {
 public:
     OutcomeWriter(boost::asio::any_io_executor loop, DbLane& lane, metrics::NodeMetrics& metrics,
                   std::size_t max_batch);
-    ~OutcomeWriter();
 
     // `label` is the outcomes_total label counted once the write lands and applies (none
     // when empty).
@@ -106,7 +106,7 @@ private:
     std::function<void()> on_rearmed_;
     std::map<std::string, std::int64_t> settled_;
     // Jobs still queued on the lane when we are destroyed must not call back into us.
-    std::shared_ptr<OutcomeWriter*> alive_;
+    util::Lifetime lifetime_;
 };
 
 }  // namespace outboxd::dispatch

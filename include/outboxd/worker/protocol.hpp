@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "outboxd/util/untrusted_text.hpp"
+#include "outboxd/worker/task.hpp"
 
 namespace outboxd::worker::protocol {
 
@@ -125,20 +126,8 @@ struct Welcome {
     std::size_t max_frame_bytes = 0;  // the largest frame the node reads; 0: not stated
 };
 
-struct Task {
-    std::string task_id;
-    std::string dispatch_key;
-    std::string workflow_id;
-    std::int64_t ordinal = 0;
-    std::optional<std::string> run_id;
-    std::string namespace_name;
-    std::string task_queue;
-    std::optional<std::string> node;
-    std::string activity_type;
-    std::string input_json = "null";  // spliced verbatim: must be valid JSON
-    std::int64_t attempt = 1;         // one-based on the wire (a stored attempt + 1)
-    std::int64_t timeout_ms = 0;
-};
+// The task frame carries a worker::Task, field for field.
+using Task = worker::Task;
 
 struct Cluster {
     std::vector<NodeInfo> nodes;
@@ -158,6 +147,14 @@ using NodeMessage = std::variant<Welcome, Task, Cluster, Drain, Error>;
     std::string_view text);
 [[nodiscard]] std::string encode(const Welcome& welcome);
 [[nodiscard]] std::string encode(const Task& task);
+// A task's frame for a peer that reads frames up to `peer_max_frame_bytes` (0: not
+// stated), or why no frame can carry it to that peer (`refused` set, `frame` empty): an
+// input nesting deeper than kMaxInputNesting, a frame larger than the peer reads.
+struct TaskFrame {
+    std::string frame;
+    std::string refused;
+};
+[[nodiscard]] TaskFrame encode_task_for(const Task& task, std::size_t peer_max_frame_bytes);
 [[nodiscard]] std::string encode(const Cluster& cluster);
 [[nodiscard]] std::string encode(const Drain& drain);
 [[nodiscard]] std::string encode(const Error& error);

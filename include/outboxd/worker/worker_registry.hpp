@@ -10,39 +10,55 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/worker/placement.hpp"
 #include "outboxd/worker/protocol.hpp"
+#include "outboxd/worker/task.hpp"
 
 namespace outboxd::worker {
 
 // The registry's handle on one connection (implemented by the WebSocket session, or by an
-// in-memory channel in tests).
+// in-memory channel in tests). Dispatch speaks to it in domain terms; the wire format is the
+// session's business.
 class WorkerChannel {
 public:
     virtual ~WorkerChannel() = default;
-    // Queues one text frame.
-    virtual void send(std::string frame) = 0;
+    // Queues one task. Returns why this worker can never take it (e.g. it is larger than the
+    // frames the worker reads), or nothing when it is on its way.
+    [[nodiscard]] virtual std::optional<std::string> send_task(const Task& task) = 0;
     // Closes the connection; the session reports the loss itself.
     virtual void close(std::string_view reason) = 0;
 };
 
-struct WorkerEntry {
+// One connected worker. Its credit window and the tasks it holds change only through the
+// registry (reserve, release, set_credit), which keeps 0 <= free credit <= window.
+class WorkerEntry {
+public:
     std::string session_id;
     protocol::Hello hello;
     std::shared_ptr<WorkerChannel> channel;
-    std::int32_t credit = 0;       // current window (hello max_in_flight, then credit frames)
-    std::int32_t outstanding = 0;  // tasks pushed and not yet answered
-    bool retired = false;          // node draining: no new tasks
 
+    // Current window (hello max_in_flight, then credit frames).
+    [[nodiscard]] std::int32_t credit() const { return credit_; }
+    // Tasks pushed and not yet answered.
+    [[nodiscard]] std::int32_t outstanding() const { return outstanding_; }
+    // Node draining: no new tasks.
+    [[nodiscard]] bool retired() const { return retired_; }
     [[nodiscard]] std::int32_t free_credit() const {
-        return retired ? 0 : std::max(0, credit - outstanding);
+        return retired_ ? 0 : std::max(0, credit_ - outstanding_);
     }
     [[nodiscard]] bool serves(const std::string& ns) const;
     [[nodiscard]] bool runs(const std::string& activity_type) const;
+
+private:
+    friend class WorkerRegistry;
+    std::int32_t credit_ = 0;
+    std::int32_t outstanding_ = 0;
+    bool retired_ = false;
 };
 
 // A scope some workers can claim for, and how many rows they can take now.
@@ -63,6 +79,14 @@ public:
     void for_each(const std::function<void(WorkerEntry&)>& visit);
     // Stops giving new tasks to every worker (node drain).
     void retire_all();
+
+    // The credit invariant. reserve(): `worker` takes one task (it must have free credit;
+    // false and nothing changes otherwise). release(): the worker of `session_id` is done
+    // with one (nothing when it is gone). set_credit(): a new window (a credit frame); tasks
+    // already out above it stay out, and no new one goes until they come back under it.
+    [[nodiscard]] bool reserve(WorkerEntry& worker);
+    void release(const std::string& session_id);
+    void set_credit(const std::string& session_id, std::int32_t credit);
 
     // Claim scopes with free capacity now. A worker serving k namespaces spreads its free
     // credit over them, so the routes never promise more than the workers can take.

@@ -459,6 +459,23 @@ std::string encode(const Task& task) {
     return out;
 }
 
+TaskFrame encode_task_for(const Task& task, std::size_t peer_max_frame_bytes) {
+    if (util::json_nesting_depth(task.input_json, kMaxInputNesting) > kMaxInputNesting) {
+        return {{},
+                "input nests deeper than " + std::to_string(kMaxInputNesting) +
+                    " levels, which no task frame may carry"};
+    }
+    auto frame = encode(task);
+    // A worker that said how large a frame it reads would drop the connection on a larger
+    // one, and every task on it with it.
+    if (peer_max_frame_bytes > 0 && frame.size() > peer_max_frame_bytes) {
+        return {{},
+                "the task frame is " + std::to_string(frame.size()) + " bytes, more than the " +
+                    std::to_string(peer_max_frame_bytes) + " the worker reads"};
+    }
+    return {std::move(frame), {}};
+}
+
 std::string encode(const Cluster& cluster) {
     return dump(json{{"type", "cluster"}, {"nodes", nodes_json(cluster.nodes)}});
 }

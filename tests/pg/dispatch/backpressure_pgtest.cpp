@@ -395,10 +395,7 @@ TEST_CASE("a changed quota takes effect within the namespace cache TTL", "[pg][d
     // Lowered below what is claimed: nothing new until claimed drops under the new ceiling.
     put_quota(1);
     REQUIRE(h.run_until([&] { return h.namespaces.quota("t") == 1; }, 1s));
-    for (const auto& task : worker->tasks()) {
-        const worker::protocol::Complete answer{task["task_id"].get<std::string>(), "null"};
-        CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), answer));
-    }
+    for (const auto& task : worker->tasks()) CHECK(h.complete("s1", task));
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 6; }));
     h.run_for(200ms);
     CHECK(worker->tasks().size() == 6);

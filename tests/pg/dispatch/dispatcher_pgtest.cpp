@@ -16,14 +16,6 @@ namespace protocol = worker::protocol;
 
 namespace {
 
-protocol::Complete complete_of(const nlohmann::json& task) {
-    return {task["task_id"].get<std::string>(), "null"};
-}
-
-protocol::Fail fail_of(const nlohmann::json& task, bool retryable = true) {
-    return {task["task_id"].get<std::string>(), "boom", retryable};
-}
-
 double visible_in_seconds(DispatchHarness& h, const std::string& key) {
     return h.db
         .exec(
@@ -45,7 +37,7 @@ TEST_CASE("a sweep pushes due rows to a worker and its answers mark them done", 
         CHECK(task["input"] == nlohmann::json{{"amount", 42}});
         CHECK(task["timeout_ms"] == 30000);
         CHECK(h.status_of(task["dispatch_key"]) == Status::claimed);
-        CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), complete_of(task)));
+        CHECK(h.complete("s1", task));
     }
     CHECK(h.await_status("wf:0", Status::done));
     CHECK(h.await_status("wf:1", Status::done));
@@ -59,7 +51,7 @@ TEST_CASE("a retryable failure returns the row to pending with backoff and one a
     h.store.append(std::vector{new_row("wf", 0)});
     auto worker = h.connect("s1");
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
-    CHECK_FALSE(h.dispatcher.on_fail(h.entry("s1"), fail_of(worker->tasks()[0])));
+    CHECK(h.fail("s1", worker->tasks()[0]));
     REQUIRE(h.await_status("wf:0", Status::pending));
     const auto row = h.store.find("wf:0");
     CHECK(row->attempt == 1);
@@ -107,7 +99,7 @@ TEST_CASE("a failure on the last attempt dead-letters the row", "[pg][dispatch]"
     auto worker = h.connect("s1");
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     CHECK(worker->tasks()[0]["attempt"] == 3);
-    CHECK_FALSE(h.dispatcher.on_fail(h.entry("s1"), fail_of(worker->tasks()[0])));
+    CHECK(h.fail("s1", worker->tasks()[0]));
     CHECK(h.await_status("wf:0", Status::failed));
     CHECK(h.store.find("wf:0")->attempt == 3);
     CHECK(h.store.claim(h.owner, 10).empty());
@@ -118,7 +110,7 @@ TEST_CASE("a non-retryable failure dead-letters at once", "[pg][dispatch]") {
     h.store.append(std::vector{new_row("wf", 0)});
     auto worker = h.connect("s1");
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
-    CHECK_FALSE(h.dispatcher.on_fail(h.entry("s1"), fail_of(worker->tasks()[0], false)));
+    CHECK(h.fail("s1", worker->tasks()[0], false));
     CHECK(h.await_status("wf:0", Status::failed));
     CHECK(h.store.find("wf:0")->attempt == 1);
 }
@@ -135,7 +127,7 @@ TEST_CASE("a failed done write leaves the row claimed, is kept, and lands later"
         WHEN (NEW.status = 'done') EXECUTE FUNCTION refuse_done();)SQL");
     auto worker = h.connect("s1");
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
-    CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[0])));
+    CHECK(h.complete("s1", worker->tasks()[0]));
     REQUIRE(h.run_until([&] { return !h.dispatcher.outcomes().healthy(); }));
     h.run_for(300ms);
     const auto row = h.store.find("wf:0");
@@ -198,7 +190,7 @@ TEST_CASE("drain stops claiming, waits for answers, then reports done", "[pg][di
     h.run_for(200ms);
     CHECK_FALSE(drained);                           // a task is still out
     CHECK(h.status_of("wf:1") == Status::pending);  // nothing new is claimed
-    CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[0])));
+    CHECK(h.complete("s1", worker->tasks()[0]));
     CHECK(h.run_until([&] { return drained; }));
     CHECK(h.status_of("wf:0") == Status::done);
     CHECK(worker->tasks().size() == 1);
@@ -245,8 +237,7 @@ TEST_CASE("a worker never holds more tasks than its credit window", "[pg][dispat
         const auto tasks = worker->tasks();
         REQUIRE(h.run_until([&] { return worker->tasks().size() > answered; }));
         CHECK(h.dispatcher.outstanding() <= 2);
-        CHECK_FALSE(
-            h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[answered])));
+        CHECK(h.complete("s1", worker->tasks()[answered]));
         ++answered;
     }
     CHECK(h.run_until(
@@ -278,11 +269,10 @@ TEST_CASE("a task that times out is retried with backoff and its late answer is 
     const auto row = h.store.find("wf:0");
     CHECK(row->attempt == 1);
     CHECK_THAT(*row->last_error, Catch::Contains("timed out"));
-    const auto refused = h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[0]));
-    REQUIRE(refused);
-    CHECK(refused->code == "unknown_task");
+    CHECK(h.dispatcher.on_complete("s1", worker->tasks()[0]["task_id"].get<std::string>()) ==
+          dispatch::Answer::unknown_task);
     CHECK(h.status_of("wf:0") == Status::pending);
-    CHECK(h.entry("s1").outstanding == 0);  // the timed-out slot is free again
+    CHECK(h.entry("s1").outstanding() == 0);  // the timed-out slot is free again
 }
 
 TEST_CASE("answers for unknown tasks or another worker's tasks change nothing", "[pg][dispatch]") {
@@ -292,8 +282,8 @@ TEST_CASE("answers for unknown tasks or another worker's tasks change nothing", 
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     auto other = h.connect("s2");
     const auto task = worker->tasks()[0];
-    CHECK(h.dispatcher.on_complete(h.entry("s2"), complete_of(task))->code == "unknown_task");
-    CHECK(h.dispatcher.on_fail(h.entry("s1"), {"999.999", "x", true})->code == "unknown_task");
+    CHECK_FALSE(h.complete("s2", task));
+    CHECK(h.dispatcher.on_fail("s1", "999.999", "x", true) == dispatch::Answer::unknown_task);
     h.run_for(100ms);
     CHECK(h.status_of("wf:0") == Status::claimed);
     CHECK(h.dispatcher.outstanding() == 1);
@@ -311,7 +301,7 @@ TEST_CASE("a paused workflow's row is held pending, then dispatches after resume
     CHECK(h.status_of("wf:0") == Status::pending);
     h.store.resume_workflow("wf");
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
-    CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[0])));
+    CHECK(h.complete("s1", worker->tasks()[0]));
     CHECK(h.await_status("wf:0", Status::done));
 }
 

@@ -33,10 +33,6 @@ worker::Placement placement(worker::PlacementMode mode, std::vector<std::string>
     return {mode, std::move(nodes)};
 }
 
-protocol::Complete complete_of(const nlohmann::json& task) {
-    return {task["task_id"].get<std::string>(), "null"};
-}
-
 std::vector<std::string> keys_of(const FakeChannel& channel) {
     std::vector<std::string> keys;
     for (const auto& task : channel.tasks()) {
@@ -64,7 +60,7 @@ void complete_all(DispatchHarness& h, const std::string& session_id, const FakeC
                   std::size_t from = 0) {
     const auto tasks = channel.tasks();
     for (std::size_t i = from; i < tasks.size(); ++i) {
-        CHECK_FALSE(h.dispatcher.on_complete(h.entry(session_id), complete_of(tasks[i])));
+        CHECK(h.complete(session_id, tasks[i]));
     }
     for (std::size_t i = from; i < tasks.size(); ++i) {
         CHECK(h.await_status(tasks[i]["dispatch_key"].get<std::string>(), Status::done));
@@ -259,7 +255,7 @@ TEST_CASE("cancel settles a workflow's live rows and a late completion changes n
     CHECK(h.store.cancel_workflow("wf").empty());  // nothing live is left
 
     // The worker finishes the claimed task afterwards: its answer is fenced off.
-    (void)h.dispatcher.on_complete(h.entry("s1"), complete_of(task));
+    (void)h.complete("s1", task);
     REQUIRE(h.run_until([&] { return h.dispatcher.outcomes().idle(); }));
     CHECK(h.dispatcher.outcomes().stale_answers() == 1);
     for (const auto& key : {running, std::string{waiting}}) {
@@ -287,8 +283,7 @@ TEST_CASE("a requeued dead letter goes back through the dispatcher to done",
     auto worker = h.connect("s1");
     h.dispatcher.start();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
-    CHECK_FALSE(h.dispatcher.on_fail(
-        h.entry("s1"), {worker->tasks()[0]["task_id"].get<std::string>(), "boom", true}));
+    CHECK(h.fail("s1", worker->tasks()[0]));
     REQUIRE(h.await_status("wf:0", Status::failed));
 
     const auto letters = h.store.list_dead_letters(std::string_view{"default"}, 10);
@@ -305,7 +300,7 @@ TEST_CASE("a requeued dead letter goes back through the dispatcher to done",
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 2; }));
     CHECK(worker->tasks()[1]["dispatch_key"] == "wf:0");
     CHECK(worker->tasks()[1]["attempt"] == 1);  // attempts start over
-    CHECK_FALSE(h.dispatcher.on_complete(h.entry("s1"), complete_of(worker->tasks()[1])));
+    CHECK(h.complete("s1", worker->tasks()[1]));
     CHECK(h.await_status("wf:0", Status::done));
     CHECK(h.store.list_dead_letters(std::nullopt, 10).empty());
     CHECK(h.store.find("wf:0")->attempt == 0);

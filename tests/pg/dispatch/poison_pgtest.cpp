@@ -34,8 +34,7 @@ void complete_all(DispatchHarness& h, int count) {
     auto worker = h.connect("s1");
     REQUIRE(h.run_until([&] { return static_cast<int>(worker->tasks().size()) == count; }));
     for (const auto& task : worker->tasks()) {
-        CHECK_FALSE(
-            h.dispatcher.on_complete(h.entry("s1"), {task["task_id"].get<std::string>(), "null"}));
+        CHECK(h.complete("s1", task));
     }
 }
 
@@ -63,8 +62,7 @@ TEST_CASE("an outcome the database refuses as data is isolated and dead-lettered
     h.wake();
     auto& worker = dynamic_cast<test::FakeChannel&>(*h.entry("s1").channel);
     REQUIRE(h.run_until([&] { return worker.tasks().size() == 9; }));
-    CHECK_FALSE(h.dispatcher.on_complete(
-        h.entry("s1"), {worker.tasks()[8]["task_id"].get<std::string>(), "null"}));
+    CHECK(h.complete("s1", worker.tasks()[8]));
     CHECK(h.await_status("next:0", Status::done));
 }
 
@@ -169,5 +167,5 @@ TEST_CASE("a row whose task frame is larger than its worker reads is dead-letter
     const auto refused = h.store.find("big:0");
     REQUIRE(refused->last_error);
     CHECK(refused->last_error->find("more than the 2000 the worker reads") != std::string::npos);
-    CHECK(h.entry("s1").outstanding == 1);  // the refused row gave its credit back
+    CHECK(h.entry("s1").outstanding() == 1);  // the refused row gave its credit back
 }

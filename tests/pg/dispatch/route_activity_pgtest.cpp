@@ -26,8 +26,7 @@ void answer_all(DispatchHarness& h, const std::string& session, test::FakeChanne
                 std::size_t& answered) {
     const auto tasks = channel.tasks();
     for (; answered < tasks.size(); ++answered) {
-        (void)h.dispatcher.on_complete(h.entry(session),
-                                       {tasks[answered]["task_id"].get<std::string>(), "null"});
+        (void)h.complete(session, tasks[answered]);
     }
 }
 

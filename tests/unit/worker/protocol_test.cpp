@@ -773,3 +773,28 @@ TEST_CASE("a hello may not state a frame limit no task fits in", "[unit][worker]
         R"({"type":"hello","worker_id":"w","activity_types":["a"],"max_frame_bytes":1024})");
     CHECK(hello.max_frame_bytes == 1024);
 }
+
+TEST_CASE("a task goes as a frame the worker reads, or is refused with the reason",
+          "[unit][worker]") {
+    Task task;
+    task.task_id = "1.1";
+    task.activity_type = "charge";
+    task.input_json = R"({"amount":5})";
+    const auto plain = encode_task_for(task, 0);
+    CHECK(plain.refused.empty());
+    CHECK(plain.frame == encode(task));
+
+    const auto small = encode_task_for(task, plain.frame.size() - 1);
+    CHECK(small.frame.empty());
+    CHECK_THAT(small.refused,
+               Catch::Contains("more than the") && Catch::Contains("the worker reads"));
+    CHECK(encode_task_for(task, plain.frame.size()).refused.empty());  // exactly fits
+
+    task.input_json =
+        std::string(kMaxInputNesting + 1, '[') + std::string(kMaxInputNesting + 1, ']');
+    const auto deep = encode_task_for(task, 0);
+    CHECK(deep.frame.empty());
+    CHECK_THAT(deep.refused, Catch::Contains("nests deeper than"));
+    task.input_json = std::string(kMaxInputNesting, '[') + std::string(kMaxInputNesting, ']');
+    CHECK(encode_task_for(task, 0).refused.empty());
+}

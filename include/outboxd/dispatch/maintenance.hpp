@@ -1,0 +1,84 @@
+#pragma once
+
+// A node's periodic upkeep of the rows on its shards, on the maintenance lane:
+// - reconcile: re-arms claims of incarnations that are gone (orphaned) and claims older than
+//   a task may take (stale, whoever holds them), and settles rows of cancelled workflows;
+// - retention: deletes finished rows older than the retention, in batches;
+// - gauges: counts the live backlog per namespace (one grouped query) for the durable
+//   gauges.
+// Reconcile and gauges rest 19 times as long as they last took, so that they never take
+// more than a twentieth of the lane (scans that slow down under an old snapshot). Failures
+// are logged when a run of them starts, now and then, and when it ends.
+//
+// Thread affinity: the loop thread; the work runs on the maintenance lane.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/dispatch/periodic.hpp"
+#include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/util/failure_run.hpp"
+#include "outboxd/util/lifetime.hpp"
+
+namespace outboxd::dispatch {
+
+class Maintenance {
+public:
+    using Clock = std::chrono::steady_clock;
+    using OwnerSource = std::function<store::Owner()>;
+
+    struct Settings {
+        // A claimer whose heartbeat is older than this is dead: its claims are re-armed.
+        std::chrono::milliseconds liveness{5000};
+        // Claims older than this are re-armed whoever holds them (task timeout + grace).
+        std::chrono::milliseconds stale{40000};
+        std::chrono::milliseconds reconcile_interval{1000};
+        std::chrono::seconds retention{86400};
+        std::chrono::milliseconds retention_interval{60000};
+        // The durable gauges count the whole live backlog (one grouped query): every few
+        // seconds, not per scrape.
+        std::chrono::milliseconds gauge_interval{5000};
+    };
+
+    // `rearmed(rows)` runs on the loop when a reconcile put claimed rows back in line.
+    Maintenance(boost::asio::any_io_executor loop, DbLane& lane, metrics::NodeMetrics& metrics,
+                Settings settings, OwnerSource owner, std::function<void(std::size_t)> rearmed);
+
+    void start();
+    void stop();
+    // Reconciles now (boot, takeover), unless one is running or reconciling is paused.
+    void reconcile();
+    // Drain: no more reconciles (the next owner of the shards does them).
+    void pause_reconcile() { reconcile_paused_ = true; }
+
+private:
+    void apply_retention();
+    void refresh_gauges();
+    // Empty `error`: the task succeeded.
+    void result(std::string_view task, const std::string& error);
+
+    boost::asio::any_io_executor loop_;
+    DbLane& lane_;
+    metrics::NodeMetrics& metrics_;
+    Settings settings_;
+    OwnerSource owner_;
+    std::function<void(std::size_t)> rearmed_;
+    bool reconciling_ = false;
+    bool reconcile_paused_ = false;
+    Clock::time_point reconcile_rest_until_{};
+    Clock::time_point gauges_rest_until_{};
+    std::map<std::string, util::FailureRun, std::less<>> failures_;  // by task
+    Periodic reconcile_timer_;
+    Periodic retention_timer_;
+    Periodic gauge_timer_;
+    util::Lifetime lifetime_;
+};
+
+}  // namespace outboxd::dispatch

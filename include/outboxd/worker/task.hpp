@@ -1,0 +1,27 @@
+#pragma once
+
+// One claimed row, as a worker is to run it: what dispatch hands a worker's connection.
+// The worker protocol's task frame carries exactly these fields (README, "Worker protocol").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace outboxd::worker {
+
+struct Task {
+    std::string task_id;  // "<row id>.<claim token>": names one claim of one row
+    std::string dispatch_key;
+    std::string workflow_id;
+    std::int64_t ordinal = 0;
+    std::optional<std::string> run_id;
+    std::string namespace_name;
+    std::string task_queue;
+    std::optional<std::string> node;
+    std::string activity_type;
+    std::string input_json = "null";  // valid JSON, spliced verbatim into the frame
+    std::int64_t attempt = 1;         // one-based (a stored attempt + 1)
+    std::int64_t timeout_ms = 0;
+};
+
+}  // namespace outboxd::worker

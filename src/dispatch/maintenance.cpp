@@ -1,0 +1,161 @@
+#include "outboxd/dispatch/maintenance.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "outboxd/util/untrusted_text.hpp"
+
+namespace outboxd::dispatch {
+namespace {
+
+constexpr std::int32_t kReconcileBatch = 1000;
+constexpr std::int32_t kRetentionBatch = 5000;
+
+struct Reconciled {
+    std::size_t rearmed = 0;
+    std::map<std::string, std::int64_t> cancelled;  // rows settled, by namespace
+    Maintenance::Clock::duration took{};
+};
+
+struct Counted {
+    std::map<std::string, std::pair<double, double>> counts;  // inflight, claimed
+    Maintenance::Clock::duration took{};
+};
+
+}  // namespace
+
+Maintenance::Maintenance(boost::asio::any_io_executor loop, DbLane& lane,
+                         metrics::NodeMetrics& metrics, Settings settings, OwnerSource owner,
+                         std::function<void(std::size_t)> rearmed)
+    : loop_(loop),
+      lane_(lane),
+      metrics_(metrics),
+      settings_(settings),
+      owner_(std::move(owner)),
+      rearmed_(std::move(rearmed)),
+      reconcile_timer_(
+          loop, settings.reconcile_interval,
+          [this] {
+              if (Clock::now() >= reconcile_rest_until_) reconcile();
+          },
+          metrics.fault("timer")),
+      retention_timer_(
+          loop, settings.retention_interval, [this] { apply_retention(); }, metrics.fault("timer")),
+      gauge_timer_(
+          loop, settings.gauge_interval,
+          [this] {
+              if (Clock::now() >= gauges_rest_until_) refresh_gauges();
+          },
+          metrics.fault("timer")) {}
+
+void Maintenance::start() {
+    reconcile_timer_.start();
+    retention_timer_.start();
+    gauge_timer_.start();
+}
+
+void Maintenance::stop() {
+    reconcile_timer_.stop();
+    retention_timer_.stop();
+    gauge_timer_.stop();
+}
+
+void Maintenance::reconcile() {
+    if (reconciling_ || reconcile_paused_) return;
+    auto owner = owner_();
+    if (owner.ranges.empty()) return;
+    reconciling_ = true;
+    const bool queued = lane_.call(
+        loop_, lifetime_.watch(),
+        [owner = std::move(owner), liveness = settings_.liveness,
+         stale = settings_.stale](DbHandles db) {
+            const auto started = Clock::now();
+            Reconciled done;
+            // Claims of incarnations that are gone: at once, not after a long timeout.
+            done.rearmed += db.outbox.rearm_orphaned(owner, liveness, kReconcileBatch).size();
+            // Backstop: anything claimed far longer than a task may take, whoever holds it.
+            done.rearmed += db.outbox.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
+            // Rows of cancelled workflows staged after the cancel, or left by a dead node.
+            auto cancelled = db.outbox.settle_cancelled(owner);
+            if (!cancelled.keys.empty()) {
+                spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
+            }
+            done.cancelled = std::move(cancelled.by_namespace);
+            done.took = Clock::now() - started;
+            return done;
+        },
+        [this, started = Clock::now()](LaneResult<Reconciled> done) {
+            reconciling_ = false;
+            const auto took = done.ok() ? done.value.took : Clock::now() - started;
+            reconcile_rest_until_ = Clock::now() + 19 * took;
+            result("reconcile", done.error);
+            for (const auto& [ns, rows] : done.value.cancelled) {
+                metrics_.outcome(ns, "cancelled").Increment(static_cast<double>(rows));
+            }
+            if (done.value.rearmed > 0) {
+                spdlog::info("event=claims_rearmed count={}", done.value.rearmed);
+                metrics_.rows_rearmed_total.Increment(static_cast<double>(done.value.rearmed));
+                rearmed_(done.value.rearmed);
+            }
+        });
+    if (!queued) reconciling_ = false;  // the lane is full: the next tick tries again
+}
+
+void Maintenance::apply_retention() {
+    // Periodic: when the lane is full, the next period tries again.
+    (void)lane_.call(
+        loop_, lifetime_.watch(),
+        [retention = settings_.retention](DbHandles db) {
+            std::int64_t total = 0;
+            for (std::int64_t n = kRetentionBatch; n == kRetentionBatch;) {
+                n = db.outbox.delete_finished(retention, kRetentionBatch);
+                total += n;
+            }
+            if (total > 0) spdlog::info("event=retention_deleted rows={}", total);
+        },
+        [this](LaneResult<std::monostate> done) { result("retention", done.error); });
+}
+
+void Maintenance::refresh_gauges() {
+    // Periodic: when the lane is full, the next period tries again.
+    (void)lane_.call(
+        loop_, lifetime_.watch(),
+        [ranges = owner_().ranges](DbHandles db) {
+            const auto started = Clock::now();
+            Counted counted;
+            for (const auto& [ns, c] : db.outbox.count_live_by_namespace(ranges)) {
+                counted.counts[ns] = {static_cast<double>(c.inflight),
+                                      static_cast<double>(c.claimed)};
+            }
+            counted.took = Clock::now() - started;
+            return counted;
+        },
+        [this](LaneResult<Counted> done) {
+            gauges_rest_until_ = Clock::now() + 19 * done.value.took;
+            if (done.ok()) {
+                metrics_.set_row_gauges(done.value.counts);
+            } else {
+                spdlog::debug("event=gauge_refresh_failed error=\"{}\"",
+                              util::log_safe(done.error));
+            }
+        });
+}
+
+void Maintenance::result(std::string_view task, const std::string& error) {
+    const auto now = Clock::now();
+    auto found = failures_.find(task);
+    if (found == failures_.end())
+        found = failures_.emplace(std::string{task}, util::FailureRun{}).first;
+    auto& failures = found->second;
+    if (error.empty()) {
+        const auto lasted = failures.lasted(now);
+        if (const auto failed = failures.succeeded(); failed > 0) {
+            spdlog::info("event=maintenance_recovered task={} failures={} after_ms={}", task,
+                         failed, lasted.count());
+        }
+    } else if (failures.failed(now)) {
+        spdlog::warn("event=maintenance_failed task={} failures={} for_ms={} error=\"{}\"", task,
+                     failures.failures(), failures.lasted(now).count(), util::log_safe(error));
+    }
+}
+
+}  // namespace outboxd::dispatch

@@ -1,0 +1,101 @@
+#include <catch2/catch.hpp>
+
+#include <numeric>
+
+#include "outboxd/dispatch/claim_planner.hpp"
+#include "outboxd/store/shard_ranges.hpp"
+
+using namespace outboxd;
+using dispatch::PlanInput;
+
+namespace {
+
+worker::Route route(std::string ns, std::string queue, std::int32_t capacity) {
+    store::ClaimScope scope;
+    scope.namespace_name = std::move(ns);
+    scope.task_queue = std::move(queue);
+    scope.activity_types = {"charge"};
+    return {scope, capacity};
+}
+
+PlanInput input(std::vector<worker::Route> routes, std::int32_t batch,
+                std::int64_t quota = 1000000) {
+    PlanInput in;
+    in.routes = std::move(routes);
+    in.quota = [quota](const std::string&) { return quota; };
+    in.owned_shards = store::kShardCount;
+    in.batch_size = batch;
+    return in;
+}
+
+std::int64_t total(const std::vector<dispatch::PlannedClaim>& plan, const std::string& ns = "") {
+    std::int64_t sum = 0;
+    for (const auto& claim : plan) {
+        if (ns.empty() || claim.scope.namespace_name == ns) sum += claim.limit;
+    }
+    return sum;
+}
+
+}  // namespace
+
+TEST_CASE("a namespace's ceiling on a node is its share of the shards, rounded up",
+          "[unit][dispatch]") {
+    CHECK(dispatch::per_node_ceiling(10, store::kShardCount) == 10);
+    CHECK(dispatch::per_node_ceiling(10, store::kShardCount / 2) == 5);
+    CHECK(dispatch::per_node_ceiling(1, 1) == 1);  // never rounded to nothing
+    CHECK(dispatch::per_node_ceiling(0, store::kShardCount) == 0);
+    CHECK(dispatch::per_node_ceiling(10, 0) == 0);
+}
+
+TEST_CASE("a plan never asks more than the batch, a route's credit or the headroom",
+          "[unit][dispatch]") {
+    dispatch::FairShare fair;
+    SECTION("batch") {
+        const auto plan = dispatch::plan_claims(input({route("a", "q", 1000)}, 256), fair);
+        REQUIRE(plan.size() == 1);
+        CHECK(plan[0].limit == 256);
+    }
+    SECTION("credit") {
+        const auto plan = dispatch::plan_claims(input({route("a", "q", 7)}, 256), fair);
+        CHECK(total(plan) == 7);
+    }
+    SECTION("headroom: quota minus what is claimed") {
+        auto in = input({route("a", "q", 100)}, 256, 10);
+        in.claimed = {{"a", 8}};
+        CHECK(total(dispatch::plan_claims(in, fair)) == 2);
+        in.claimed = {{"a", 12}};  // above a lowered quota: nothing, never negative
+        CHECK(dispatch::plan_claims(in, fair).empty());
+    }
+}
+
+TEST_CASE("a namespace's share is dealt over its routes a row at a time", "[unit][dispatch]") {
+    dispatch::FairShare fair;
+    const auto plan = dispatch::plan_claims(
+        input({route("a", "q1", 100), route("a", "q2", 2), route("a", "q3", 100)}, 10), fair);
+    REQUIRE(plan.size() == 3);
+    CHECK(plan[0].limit == 4);
+    CHECK(plan[1].limit == 2);  // its credit is all it can take
+    CHECK(plan[2].limit == 4);
+}
+
+TEST_CASE("a quiet namespace is served in the round its row is due", "[unit][dispatch]") {
+    dispatch::FairShare fair;
+    // A busy tenant alone for many rounds, then a quiet one with one due row.
+    for (int round = 0; round < 100; ++round) {
+        CHECK(total(dispatch::plan_claims(input({route("busy", "q", 1000)}, 256), fair)) == 256);
+    }
+    const auto plan =
+        dispatch::plan_claims(input({route("busy", "q", 1000), route("quiet", "q", 1)}, 256), fair);
+    CHECK(total(plan, "quiet") == 1);
+    CHECK(total(plan, "busy") == 255);  // what the quiet one cannot use is not wasted
+}
+
+TEST_CASE("a tenant with many routes gets the same share as a tenant with one",
+          "[unit][dispatch]") {
+    dispatch::FairShare fair;
+    std::vector<worker::Route> routes{route("one", "q", 1000)};
+    for (int q = 0; q < 10; ++q) routes.push_back(route("many", "q" + std::to_string(q), 1000));
+    const auto plan = dispatch::plan_claims(input(routes, 200), fair);
+    CHECK(total(plan, "one") == 100);
+    CHECK(total(plan, "many") == 100);
+}
