@@ -122,7 +122,7 @@ dispatch::LaneSettings lane(std::string name, metrics::NodeMetrics& metrics,
 // Claims need not wait for the WAL flush: one lost in a crash is claimed again.
 dispatch::LaneSettings claims_lane(metrics::NodeMetrics& metrics) {
     auto s = lane("claims", metrics);
-    s.commits = store::OutboxStore::Commits::relaxed;
+    s.commits = store::OutboxSession::Commits::relaxed;
     return s;
 }
 

@@ -71,7 +71,7 @@ bool own_failure(const store::ClaimScope& scope, ClaimRoundResult& result, Attem
 
 // The probed routes with due rows, one statement for all; if that statement fails for a
 // cause of its own, route by route, so that the route at fault is told apart.
-std::vector<worker::Route> probe_routes(store::OutboxStore& store, const store::Owner& owner,
+std::vector<worker::Route> probe_routes(store::ClaimStore& store, const store::Owner& owner,
                                         const std::vector<worker::Route>& probe,
                                         ClaimRoundResult& result) {
     std::vector<store::ClaimScope> scopes;
@@ -110,8 +110,8 @@ std::vector<worker::Route> probe_routes(store::OutboxStore& store, const store::
 // statement fails for a cause of its own, one per route, so that the route at fault is told
 // apart and the others are claimed.
 std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
-    store::OutboxStore& store, const store::Owner& owner,
-    const std::vector<store::OutboxStore::RouteClaim>& claims, ClaimRoundResult& result) {
+    store::ClaimStore& store, const store::Owner& owner,
+    const std::vector<store::ClaimStore::RouteClaim>& claims, ClaimRoundResult& result) {
     std::vector<std::optional<std::vector<store::OutboxRow>>> rows(claims.size());
     const auto one = [&](std::size_t i) {
         (void)own_failure(claims[i].scope, result, [&] {
@@ -137,7 +137,7 @@ std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
 
 }  // namespace
 
-ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& request,
+ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& request,
                              ClaimerState& state) {
     ClaimRoundResult result;
     const auto& owner = request.owner;
@@ -186,7 +186,7 @@ ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& requ
         input.claimed = tally.upper;
     }
     const auto plan = plan_claims(input, state.fair);
-    std::vector<store::OutboxStore::RouteClaim> claims;
+    std::vector<store::ClaimStore::RouteClaim> claims;
     claims.reserve(plan.size());
     const auto now = ClaimCursors::Clock::now();
     for (const auto& planned : plan) {

@@ -39,13 +39,13 @@ void Claimer::claim(ClaimRequest request, std::function<void(Round)> done) {
          release_after = std::exchange(release_after_, std::nullopt)](DbHandles db) {
             if (release_after) {
                 // The last round failed: what it may have claimed unseen goes back first.
-                const auto released = db.outbox.release_claims_after(request.owner, *release_after);
+                const auto released = db.claims.release_claims_after(request.owner, *release_after);
                 if (released > 0) {
                     spdlog::warn("event=unknown_claims_released rows={}", released);
                     state->tally.known = false;
                 }
             }
-            return claim_round(db.outbox, request, *state);
+            return claim_round(db.claims, request, *state);
         },
         [this, started, done](LaneResult<ClaimRoundResult> result) {
             Round round{std::move(result.value),

@@ -40,7 +40,11 @@ std::size_t DbLane::queued() const {
 void DbLane::run() {
     // Connections are created lazily by the stores, on this thread, and reconnect after a
     // broken connection on their next use.
-    store::OutboxStore outbox{database_url_, settings_.commits, settings_.statement_timeout};
+    store::OutboxSession session{database_url_, settings_.commits, settings_.statement_timeout};
+    store::ClaimStore claims{session};
+    store::OutcomeStore outcomes{session};
+    store::MaintenanceStore maintenance{session};
+    store::AdminStore admin{session};
     store::ClusterStore cluster{database_url_};
     while (true) {
         Job job;
@@ -53,7 +57,7 @@ void DbLane::run() {
         }
         // Jobs report their own errors; this only keeps one fault from ending the lane.
         try {
-            job(DbHandles{outbox, cluster});
+            job(DbHandles{claims, outcomes, maintenance, admin, cluster});
         } catch (const std::exception& error) {
             spdlog::error("event=db_job_escaped lane={} error=\"{}\"", settings_.name,
                           error.what());

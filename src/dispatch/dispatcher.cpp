@@ -38,8 +38,8 @@ Dispatcher::Dispatcher(const boost::asio::any_io_executor& loop, DispatchLanes l
       outcomes_(loop, lanes.outcomes, metrics, settings.max_outcome_batch),
       claimer_(loop, lanes.claims, metrics,
                {settings.poll_interval, settings.batch_size, settings.claim_lookback}),
-      maintenance_(loop, lanes.maintenance, metrics, maintenance_settings(settings),
-                   owner_, [this](std::size_t) { claim_from_front(); }),
+      maintenance_(loop, lanes.maintenance, metrics, maintenance_settings(settings), owner_,
+                   [this](std::size_t) { claim_from_front(); }),
       poll_timer_(
           loop, settings.poll_interval,
           [this] {
@@ -217,7 +217,7 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
     const store::ClaimRef ref{row.id, row.claim_token};
     if (!in_flight_.add({ref, worker.session_id, row.namespace_name, row.attempt},
                         Clock::now() + settings_.task_timeout)) {
-        // A claim token handed out twice; never expected (see OutboxStore::Commits). Hand
+        // A claim token handed out twice; never expected (see OutboxSession::Commits). Hand
         // the row back rather than track two deliveries under one id.
         spdlog::error("event=duplicate_task_id task_id={}", task_id_for(ref));
         registry_.release(worker.session_id);

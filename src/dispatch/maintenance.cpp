@@ -71,11 +71,12 @@ void Maintenance::reconcile() {
             const auto started = Clock::now();
             Reconciled done;
             // Claims of incarnations that are gone: at once, not after a long timeout.
-            done.rearmed += db.outbox.rearm_orphaned(owner, liveness, kReconcileBatch).size();
+            done.rearmed += db.maintenance.rearm_orphaned(owner, liveness, kReconcileBatch).size();
             // Backstop: anything claimed far longer than a task may take, whoever holds it.
-            done.rearmed += db.outbox.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
+            done.rearmed +=
+                db.maintenance.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
             // Rows of cancelled workflows staged after the cancel, or left by a dead node.
-            auto cancelled = db.outbox.settle_cancelled(owner);
+            auto cancelled = db.maintenance.settle_cancelled(owner);
             if (!cancelled.keys.empty()) {
                 spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
             }
@@ -107,7 +108,7 @@ void Maintenance::apply_retention() {
         [retention = settings_.retention](DbHandles db) {
             std::int64_t total = 0;
             for (std::int64_t n = kRetentionBatch; n == kRetentionBatch;) {
-                n = db.outbox.delete_finished(retention, kRetentionBatch);
+                n = db.maintenance.delete_finished(retention, kRetentionBatch);
                 total += n;
             }
             if (total > 0) spdlog::info("event=retention_deleted rows={}", total);
@@ -122,7 +123,7 @@ void Maintenance::refresh_gauges() {
         [ranges = owner_().ranges](DbHandles db) {
             const auto started = Clock::now();
             Counted counted;
-            for (const auto& [ns, c] : db.outbox.count_live_by_namespace(ranges)) {
+            for (const auto& [ns, c] : db.maintenance.count_live_by_namespace(ranges)) {
                 counted.counts[ns] = {static_cast<double>(c.inflight),
                                       static_cast<double>(c.claimed)};
             }

@@ -34,7 +34,7 @@ void NamespaceCache::schedule() {
 void NamespaceCache::refresh_now() {
     // Periodic: when the lane is full, the next refresh tries again.
     (void)lane_.call(
-        loop_, lifetime_.watch(), [](DbHandles db) { return db.outbox.list_namespaces(); },
+        loop_, lifetime_.watch(), [](DbHandles db) { return db.admin.list_namespaces(); },
         [this](LaneResult<std::vector<store::NamespaceSettings>> listed) {
             if (!listed.ok()) return refresh_failed(listed.error);  // keep the last known
             if (const auto failed = failures_.succeeded(); failed > 0) {

@@ -67,7 +67,7 @@ void OutcomeWriter::flush() {
             for (const auto& p : *batch) outcomes.push_back(p.outcome);
             Written written;
             try {
-                written.applied = db.outbox.record_outcomes(outcomes);
+                written.applied = db.outcomes.record_outcomes(outcomes);
             } catch (const store::ValidationError& e) {
                 written.error = e.what();  // the data: the same batch would fail the same way
                 written.failure = Failure::data;

@@ -238,7 +238,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (!only("GET")) return;
         return on_lane(
             [key = seg[2]](dispatch::DbHandles db) {
-                const auto row = db.outbox.find(key);
+                const auto row = db.admin.find(key);
                 return row ? ApiResponse{200, "application/json", row_json(*row)}
                            : not_found("no outbox row with dispatch_key '" + key + "'");
             },
@@ -253,8 +253,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
             // front: the resumed rows wait behind where claims read on.
             return on_lane(
                 [workflow, action](dispatch::DbHandles db) {
-                    const bool changed = action == "pause" ? db.outbox.pause_workflow(workflow)
-                                                           : db.outbox.resume_workflow(workflow);
+                    const bool changed = action == "pause" ? db.admin.pause_workflow(workflow)
+                                                           : db.admin.resume_workflow(workflow);
                     return ok({{"workflow_id", workflow},
                                {"paused", action == "pause"},
                                {"changed", changed}});
@@ -265,7 +265,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
             auto& metrics = services_.metrics;
             return on_lane(
                 [workflow, &metrics](dispatch::DbHandles db) {
-                    const auto cancelled = db.outbox.cancel_workflow_counted(workflow);
+                    const auto cancelled = db.admin.cancel_workflow(workflow);
                     // Prometheus counters are thread-safe; the label cache is not, so use Add.
                     for (const auto& [ns, count] : cancelled.by_namespace) {
                         metrics.outcomes_total.Add({{"namespace", ns}, {"outcome", "cancelled"}})
@@ -294,7 +294,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         return on_lane(
             [ns, limit = *limit](dispatch::DbHandles db) {
                 json letters = json::array();
-                const auto found = db.outbox.list_dead_letters(
+                const auto found = db.admin.list_dead_letters(
                     ns ? std::optional<std::string_view>{*ns} : std::nullopt, limit);
                 for (const auto& l : found) {
                     letters.push_back({{"dispatch_key", l.dispatch_key},
@@ -314,7 +314,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (!only("POST")) return;
         return on_lane(
             [key = seg[2]](dispatch::DbHandles db) {
-                return db.outbox.requeue_dead_letter(key)
+                return db.admin.requeue_dead_letter(key)
                            ? ok({{"dispatch_key", key}, {"requeued", true}})
                            : not_found("no dead letter with dispatch_key '" + key + "'");
             },
@@ -338,7 +338,7 @@ void ApiRouter::stage(const ApiRequest& request, Respond respond) {
     on_lane(
         [rows = std::get<std::vector<store::NewRow>>(std::move(parsed))](dispatch::DbHandles db) {
             try {
-                const auto result = db.outbox.append(rows);
+                const auto result = db.admin.append(rows);
                 return ok({{"staged", result.staged}, {"duplicates", result.duplicates}});
             } catch (const store::ValidationError& error) {
                 json body = {{"error", {{"code", "invalid_row"}, {"message", error.what()}}}};
@@ -359,8 +359,8 @@ void ApiRouter::put_namespace(const std::string& name, const std::string& body, 
     const auto default_quota = settings_.default_max_in_flight;
     on_lane(
         [settings, default_quota](dispatch::DbHandles db) {
-            db.outbox.put_namespace(settings);
-            return ok(namespace_json(settings.name, db.outbox.get_namespace(settings.name),
+            db.admin.put_namespace(settings);
+            return ok(namespace_json(settings.name, db.admin.get_namespace(settings.name),
                                      default_quota));
         },
         [respond = std::move(respond), cache](ApiResponse response) {
@@ -374,7 +374,7 @@ void ApiRouter::get_namespace(const std::string& name, Respond respond) {
     const auto default_quota = settings_.default_max_in_flight;
     on_lane(
         [name, default_quota](dispatch::DbHandles db) {
-            return ok(namespace_json(name, db.outbox.get_namespace(name), default_quota));
+            return ok(namespace_json(name, db.admin.get_namespace(name), default_quota));
         },
         std::move(respond));
 }

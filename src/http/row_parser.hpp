@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "outboxd/store/outbox_store.hpp"
+#include "outboxd/store/admin_store.hpp"
 
 namespace outboxd::http {
 

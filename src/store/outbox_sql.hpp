@@ -85,11 +85,6 @@ ORDER BY t.n
 ON CONFLICT (dispatch_key) DO NOTHING
 RETURNING dispatch_key)SQL"};
 
-inline constexpr Statement kClaim{"outbox_claim",
-    "WITH " OUTBOXD_CLAIM_TOKEN
-    " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
-    "   ORDER BY o.visible_after, o.id LIMIT $3 FOR UPDATE OF o SKIP LOCKED) "
-    OUTBOXD_CLAIM_UPDATE};
 
 // A claim of one route. $3 namespace, $4 task_queue, $5 node label (NULL: unpinned rows
 // only), $6 activity types (empty: any), $7 limit, $8 whether unpinned rows are in scope;
@@ -194,12 +189,6 @@ FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
 WHERE o.id = t.id AND o.claim_token = t.token
 RETURNING t.id, t.token)SQL", Plan::generic};
 
-// $1 ranges, $2 age in ms, $3 limit.
-inline constexpr Statement kListStaleClaimed{"outbox_list_stale_claimed",
-    "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o"
-    " WHERE o.status = 'claimed' AND o.claimed_at < now() - $2 * interval '1 millisecond'"
-    "   AND o.shard <@ $1::int4multirange"
-    " ORDER BY o.claimed_at, o.id LIMIT $3"};
 
 // Re-armed rows are due at once and keep their place in line (their old visible_after).
 #define OUTBOXD_REARM_UPDATE                                                           \
@@ -235,10 +224,6 @@ inline constexpr Statement kReleaseClaimsAfter{"outbox_release_claims_after",
     OUTBOXD_CLEAR_CLAIM
     " WHERE o.status = 'claimed' AND o.claimed_by = $1 AND o.claim_token > $2"};
 
-inline constexpr Statement kListUnsettledWorkflows{"outbox_list_unsettled_workflows", R"SQL(
-SELECT DISTINCT workflow_id FROM outbox
-WHERE status IN ('pending', 'claimed') AND shard <@ $1::int4multirange
-ORDER BY workflow_id)SQL"};
 
 // Remembers the cancel (rows staged later are settled too) and settles the live rows, in
 // one statement.
@@ -259,13 +244,7 @@ inline constexpr Statement kSettleCancelled{"outbox_settle_cancelled",
     "   AND o.shard <@ (SELECT shards FROM leased)"
     " RETURNING o.dispatch_key, o.namespace"};
 
-inline constexpr Statement kCountInflight{"outbox_count_inflight", R"SQL(
-SELECT count(*) FROM outbox
-WHERE namespace = $1 AND status IN ('pending', 'claimed') AND shard <@ $2::int4multirange)SQL"};
 
-inline constexpr Statement kCountClaimed{"outbox_count_claimed", R"SQL(
-SELECT count(*) FROM outbox
-WHERE namespace = $1 AND status = 'claimed' AND shard <@ $2::int4multirange)SQL"};
 
 inline constexpr Statement kCountClaimedByNamespace{"outbox_count_claimed_by_namespace", R"SQL(
 SELECT namespace, count(*) FROM outbox
@@ -283,10 +262,6 @@ SELECT namespace, sum(live)::bigint, sum(claimed)::bigint FROM (
     WHERE status = 'claimed' AND shard <@ $1::int4multirange GROUP BY namespace) counts
 GROUP BY namespace)SQL"};
 
-inline constexpr Statement kPendingRoutes{"outbox_pending_routes",
-    "SELECT DISTINCT o.namespace, o.task_queue, o.node FROM outbox o"
-    " WHERE o.status = 'pending' AND o.visible_after <= now() AND o.shard <@ $1::int4multirange"
-    OUTBOXD_NOT_HELD " ORDER BY 1, 2, 3"};
 
 inline constexpr Statement kFind{"outbox_find",
     "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.dispatch_key = $1"};
@@ -301,8 +276,6 @@ inline constexpr Statement kResumeWorkflow{"outbox_resume_workflow",
     "WITH resumed AS (DELETE FROM paused_workflows WHERE workflow_id = $1 RETURNING workflow_id)"
     " SELECT workflow_id, pg_notify('outbox_wake', 'front') FROM resumed"};
 
-inline constexpr Statement kIsPaused{"outbox_is_paused",
-    "SELECT 1 FROM paused_workflows WHERE workflow_id = $1"};
 
 inline constexpr Statement kListDeadLetters{"outbox_list_dead_letters",
     "SELECT dispatch_key, workflow_id, namespace, task_queue, activity_type, attempt,"
@@ -345,7 +318,7 @@ inline constexpr Statement kListNamespaces{"outbox_list_namespaces",
 // instead; on the store's connections a sort is made a last resort. Set once per
 // connection, so that a claim is one statement in one round trip.
 inline constexpr std::array<std::string_view, 1> kSessionSetup{"SET enable_sort = off"};
-// The same for a connection that only claims (OutboxStore::Commits::relaxed). Claim tokens
+// The same for a connection that only claims (OutboxSession::Commits::relaxed). Claim tokens
 // come from a sequence, and a crash loses whatever its unflushed WAL handed out: the same
 // tokens would be handed out again, and an answer to a lost claim would pass the fence of
 // a new claim of the same row. So every new connection first moves the sequence past
@@ -358,11 +331,11 @@ inline constexpr std::array<std::string_view, 3> kRelaxedSessionSetup{
     "SET synchronous_commit = off"};
 
 inline constexpr std::array kOutboxStatements{
-    kAppend, kClaim, kClaimScoped, kClaimScopedAfter, kClaimRoutes, kRoutesWithDueRows, kRecordOutcomes, kListStaleClaimed, kRearmStaleClaimed,
-    kRearmOrphaned, kReleaseClaimsAfter, kListUnsettledWorkflows, kCancelWorkflow, kCountInflight, kCountClaimed,
-    kCountClaimedByNamespace, kCountLiveByNamespace, kPendingRoutes, kFind, kPauseWorkflow,
-    kResumeWorkflow, kIsPaused, kListDeadLetters, kRequeueDeadLetter, kDeleteFinished,
-    kPutNamespace, kGetNamespace, kListNamespaces, kSettleCancelled,
+    kAppend, kClaimScoped, kClaimScopedAfter, kClaimRoutes, kRoutesWithDueRows, kRecordOutcomes,
+    kRearmStaleClaimed, kRearmOrphaned, kReleaseClaimsAfter, kCancelWorkflow,
+    kCountClaimedByNamespace, kCountLiveByNamespace, kFind, kPauseWorkflow, kResumeWorkflow,
+    kListDeadLetters, kRequeueDeadLetter, kDeleteFinished, kPutNamespace, kGetNamespace,
+    kListNamespaces, kSettleCancelled,
 };
 
 // clang-format on

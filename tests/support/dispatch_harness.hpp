@@ -143,7 +143,7 @@ public:
     }
 
     TestDatabase db;
-    store::OutboxStore store{db.url()};
+    test::TestStore store{db.url()};
     store::Owner owner{"node-a/boot-1", store::ShardRanges::all()};
     prometheus::Registry prometheus_registry;
     metrics::NodeMetrics metrics{prometheus_registry};

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "outboxd/store/outbox_store.hpp"
 #include "test_database.hpp"
+#include "test_store.hpp"
 
 namespace outboxd::test {
 
@@ -27,7 +27,7 @@ inline store::NewRow new_row(const std::string& workflow_id, std::int64_t ordina
 
 struct StoreFixture {
     TestDatabase db;
-    store::OutboxStore store{db.url()};
+    test::TestStore store{db.url()};
     store::Owner owner{"node-a/boot-1", store::ShardRanges::all()};
 
     StoreFixture() { db.lease(owner.incarnation); }

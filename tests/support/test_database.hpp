@@ -9,7 +9,7 @@
 
 #include <pqxx/pqxx>
 
-#include "outboxd/store/outbox_store.hpp"
+#include "outboxd/store/shard_ranges.hpp"
 
 namespace outboxd::test {
 

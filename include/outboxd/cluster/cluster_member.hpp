@@ -23,7 +23,7 @@
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/store/cluster_store.hpp"
-#include "outboxd/store/outbox_store.hpp"
+#include "outboxd/store/outbox_session.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/lifetime.hpp"
 

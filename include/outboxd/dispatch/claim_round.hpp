@@ -22,7 +22,7 @@
 #include "outboxd/dispatch/claim_cursor.hpp"
 #include "outboxd/dispatch/claim_planner.hpp"
 #include "outboxd/dispatch/fair_share.hpp"
-#include "outboxd/store/outbox_store.hpp"
+#include "outboxd/store/claim_store.hpp"
 
 namespace outboxd::dispatch {
 
@@ -88,7 +88,7 @@ struct ClaimRoundResult {
 // A lost connection or contention (store::UnavailableError, store::ConflictError) fails the
 // round (rethrown); any other failure of a route's claim is that route's alone: it is
 // reported in `refused` and the round goes on.
-ClaimRoundResult claim_round(store::OutboxStore& store, const ClaimRequest& request,
+ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& request,
                              ClaimerState& state);
 
 }  // namespace outboxd::dispatch

@@ -27,8 +27,12 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "outboxd/store/admin_store.hpp"
+#include "outboxd/store/claim_store.hpp"
 #include "outboxd/store/cluster_store.hpp"
-#include "outboxd/store/outbox_store.hpp"
+#include "outboxd/store/maintenance_store.hpp"
+#include "outboxd/store/outbox_session.hpp"
+#include "outboxd/store/outcome_store.hpp"
 
 namespace prometheus {
 class Counter;
@@ -36,16 +40,20 @@ class Counter;
 
 namespace outboxd::dispatch {
 
+// The lane's stores, over its one outbox session (and the cluster's connection).
 struct DbHandles {
-    store::OutboxStore& outbox;
+    store::ClaimStore& claims;
+    store::OutcomeStore& outcomes;
+    store::MaintenanceStore& maintenance;
+    store::AdminStore& admin;
     store::ClusterStore& cluster;
 };
 
 struct LaneSettings {
     std::string name;
-    // Applies to the lane's outbox store (relaxed only for the claims lane).
-    store::OutboxStore::Commits commits = store::OutboxStore::Commits::durable;
-    // Server-side limit of every statement of the lane's outbox store (0: none).
+    // Applies to the lane's outbox session (relaxed only for the claims lane).
+    store::OutboxSession::Commits commits = store::OutboxSession::Commits::durable;
+    // Server-side limit of every statement of the lane's outbox session (0: none).
     std::chrono::milliseconds statement_timeout{0};
     std::size_t capacity = 64;
     prometheus::Counter* rejected = nullptr;  // counts refused submissions, when set

@@ -3,7 +3,7 @@
 // Membership (dispatcher_nodes) and shard leases (shard_leases) on PostgreSQL, the only
 // coordination medium between nodes. Every expiry is judged by the database clock.
 //
-// Thread affinity and errors as OutboxStore: one thread at a time; UnavailableError when
+// Thread affinity and errors as OutboxSession: one thread at a time; UnavailableError when
 // the database is unreachable.
 
 #include <chrono>

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <compare>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -138,6 +139,12 @@ struct Outcome {
         return {ref, Kind::fail, {}, std::move(error)};
     }
     static Outcome release(ClaimRef ref) { return {ref, Kind::release, {}, {}}; }
+};
+
+// Rows settled as cancelled (a workflow's cancel, or the sweep of cancelled workflows).
+struct CancelledRows {
+    std::vector<std::string> keys;  // sorted dispatch keys
+    std::map<std::string, std::int64_t> by_namespace;
 };
 
 // Result of staging a batch.

@@ -36,7 +36,7 @@ worker::Route route(const std::string& ns, const std::string& task_queue = "defa
     return {store::ClaimScope{ns, task_queue, std::move(node), {}}, kAmpleCapacity};
 }
 
-void set_quota(store::OutboxStore& store, const std::string& ns, std::int32_t quota) {
+void set_quota(test::TestStore& store, const std::string& ns, std::int32_t quota) {
     store::NamespaceSettings settings;
     settings.name = ns;
     settings.max_in_flight = quota;
@@ -45,7 +45,7 @@ void set_quota(store::OutboxStore& store, const std::string& ns, std::int32_t qu
 
 // The quotas of every configured namespace, else the platform default: read once per
 // round, as the dispatcher snapshots its namespace cache before submitting a round.
-std::function<std::int64_t(const std::string&)> quotas_of(store::OutboxStore& store) {
+std::function<std::int64_t(const std::string&)> quotas_of(test::TestStore& store) {
     std::map<std::string, std::int64_t> table;
     for (const auto& settings : store.list_namespaces()) {
         if (settings.max_in_flight) table[settings.name] = *settings.max_in_flight;
@@ -70,11 +70,12 @@ dispatch::ClaimRequest request(const store::Owner& owner, const std::vector<work
 // One sweep's claims, as Dispatcher::sweep runs them. A fresh claimer state each time: these
 // cases also claim outside claim_round, which a carried tally may not see (the node never
 // does).
-std::vector<store::OutboxRow> sweep(store::OutboxStore& store, const store::Owner& owner,
+std::vector<store::OutboxRow> sweep(test::TestStore& store, const store::Owner& owner,
                                     const std::vector<worker::Route>& routes,
                                     std::int32_t batch_size) {
     dispatch::ClaimerState state{std::chrono::milliseconds{0}};
-    return dispatch::claim_round(store, request(owner, routes, quotas_of(store), batch_size), state)
+    return dispatch::claim_round(store.claims, request(owner, routes, quotas_of(store), batch_size),
+                                 state)
         .rows;
 }
 
@@ -414,7 +415,7 @@ TEST_CASE("a carried tally skips the count far below the ceiling and counts agai
     auto& tally = state.tally;
     const auto round = [&](std::int32_t batch) {
         return dispatch::claim_round(
-            f.store, request(f.owner, {route("t")}, quotas_of(f.store), batch), state);
+            f.store.claims, request(f.owner, {route("t")}, quotas_of(f.store), batch), state);
     };
 
     auto first = round(4);  // nothing known yet: counts
@@ -448,13 +449,14 @@ TEST_CASE("a carried tally skips the count far below the ceiling and counts agai
     const auto claimed_now = f.store.count_claimed("t", ShardRanges::all());
     auto settling = request(f.owner, {route("t")}, quotas_of(f.store), 0);
     settling.settled = {{"t", before - claimed_now}};
-    const auto settled = dispatch::claim_round(f.store, settling, state);
+    const auto settled = dispatch::claim_round(f.store.claims, settling, state);
     CHECK_FALSE(settled.counted);
     CHECK(tally.upper.at("t") == claimed_now);
 
     // New ranges make the bound unknown again.
     auto fewer = f.owner;
     fewer.ranges = ShardRanges{{{0, 511}}};
-    CHECK(dispatch::claim_round(f.store, request(fewer, {route("t")}, quotas_of(f.store), 1), state)
+    CHECK(dispatch::claim_round(f.store.claims, request(fewer, {route("t")}, quotas_of(f.store), 1),
+                                state)
               .counted);
 }

@@ -330,7 +330,7 @@ TEST_CASE(
     REQUIRE(worker->tasks().size() == 1);
 
     const auto started = std::chrono::steady_clock::now();
-    store::OutboxStore elsewhere{h.db.url()};  // the resume arrives through another node's API
+    test::TestStore elsewhere{h.db.url()};  // the resume arrives through another node's API
     REQUIRE(elsewhere.resume_workflow("held"));
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 2; }, 2s));
     CHECK(std::chrono::steady_clock::now() - started < 2s);

@@ -145,7 +145,7 @@ TEST_CASE("a claim scope holding a NUL byte is refused before it reaches SQL, an
     request.routes = {bad, good};
     request.quota = [](const std::string&) { return std::int64_t{10000}; };
     request.batch_size = 16;
-    const auto result = dispatch::claim_round(fx.store, request, state);
+    const auto result = dispatch::claim_round(fx.store.claims, request, state);
     CHECK(result.rows.size() == 2);
     REQUIRE(result.refused.size() == 1);
     CHECK(result.refused[0].second.find("NUL") != std::string::npos);

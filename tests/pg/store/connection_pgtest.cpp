@@ -51,7 +51,7 @@ TEST_CASE(
     "connection",
     "[pg][store]") {
     test::TestDatabase db;
-    store::OutboxStore api{db.url(), store::OutboxStore::Commits::durable, 200ms};
+    test::TestStore api{db.url(), test::TestStore::Commits::durable, 200ms};
     CHECK(api.pause_workflow("warm-up"));  // connects
     auto blocker = db.connect();
     pqxx::work held{blocker};

@@ -172,7 +172,7 @@ TEST_CASE("eight concurrent claimers never share a row and together claim every 
     std::vector<std::thread> claimers;
     for (int t = 0; t < 8; ++t) {
         claimers.emplace_back([&, t] {
-            store::OutboxStore own{f.db.url()};  // a connection per thread
+            test::TestStore own{f.db.url()};  // a connection per thread
             const bool scoped = t % 2 == 0;
             while (true) {
                 const auto batch =

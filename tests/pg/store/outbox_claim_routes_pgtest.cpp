@@ -6,7 +6,6 @@
 
 using namespace outboxd;
 using store::ClaimScope;
-using store::OutboxStore;
 using test::new_row;
 
 namespace {
@@ -39,10 +38,11 @@ TEST_CASE("one statement claims for many routes, each up to its limit, rows told
     stage(f, "a", "q1", 5);
     stage(f, "a", "q2", 5);
     stage(f, "b", "q1", 5);
-    const std::vector<OutboxStore::RouteClaim> claims{{scope("a", "q1"), 2, std::nullopt},
-                                                      {scope("a", "q2"), 10, std::nullopt},
-                                                      {scope("b", "q1"), 3, std::nullopt},
-                                                      {scope("empty", "q1"), 5, std::nullopt}};
+    const std::vector<store::ClaimStore::RouteClaim> claims{
+        {scope("a", "q1"), 2, std::nullopt},
+        {scope("a", "q2"), 10, std::nullopt},
+        {scope("b", "q1"), 3, std::nullopt},
+        {scope("empty", "q1"), 5, std::nullopt}};
     const auto rows = f.store.claim_routes(f.owner, claims);
     REQUIRE(rows.size() == 4);
     CHECK(rows[0].size() == 2);
@@ -70,15 +70,15 @@ TEST_CASE("a many-route claim honours positions, activity types, pauses and leas
     f.store.pause_workflow("a-q-0");
     // The first claim of route a tells where it stood.
     const auto first = f.store.claim_routes(
-        f.owner, std::vector<OutboxStore::RouteClaim>{{scope("a", "q"), 2, std::nullopt}});
+        f.owner, std::vector<store::ClaimStore::RouteClaim>{{scope("a", "q"), 2, std::nullopt}});
     REQUIRE(first[0].size() == 2);
     CHECK(first[0][0].dispatch_key != "a-q-0:0");  // paused
     const auto after = store::position_of(first[0].back());
     const auto rest = f.store.claim_routes(
         f.owner,
-        std::vector<OutboxStore::RouteClaim>{{scope("a", "q"), 10, after},
-                                             {scope("b", "q", {"charge"}), 10, std::nullopt},
-                                             {scope("b", "q", {"email"}), 1, std::nullopt}});
+        std::vector<store::ClaimStore::RouteClaim>{{scope("a", "q"), 10, after},
+                                                   {scope("b", "q", {"charge"}), 10, std::nullopt},
+                                                   {scope("b", "q", {"email"}), 1, std::nullopt}});
     CHECK(rest[0].size() == 3);  // 6, less the paused one and the two taken
     for (const auto& row : rest[0]) CHECK(store::position_of(row) > after);
     CHECK(rest[1].empty());  // no charge rows in b
@@ -86,10 +86,11 @@ TEST_CASE("a many-route claim honours positions, activity types, pauses and leas
     // Without a lease on the shards, nothing.
     store::Owner stranger{"node-z/boot-1", store::ShardRanges::all()};
     stage(f, "c", "q", 3);
-    CHECK(f.store
-              .claim_routes(stranger, std::vector<OutboxStore::RouteClaim>{{scope("c", "q"), 10,
-                                                                            std::nullopt}})[0]
-              .empty());
+    CHECK(
+        f.store
+            .claim_routes(stranger, std::vector<store::ClaimStore::RouteClaim>{{scope("c", "q"), 10,
+                                                                                std::nullopt}})[0]
+            .empty());
 }
 
 TEST_CASE("the due-route probe names the routes a claim would find rows for", "[pg][store]") {

@@ -1,0 +1,76 @@
+#pragma once
+
+// What the HTTP API (and the namespace cache) does with the outbox: stage rows, look them
+// up, the tenant controls (pause, resume, cancel, dead letters) and namespace settings. See
+// OutboxSession for threads, errors and time.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "outboxd/store/outbox_row.hpp"
+#include "outboxd/store/outbox_session.hpp"
+
+namespace outboxd::store {
+
+struct DeadLetter {
+    std::string dispatch_key;
+    std::string workflow_id;
+    std::string namespace_name;
+    std::string task_queue;
+    std::string activity_type;
+    std::int32_t attempt = 0;
+    std::optional<std::string> last_error;
+    std::optional<TimePoint> failed_at;
+};
+
+// Bounds of a namespace's weight.
+inline constexpr std::int32_t kMinWeight = 1;
+inline constexpr std::int32_t kMaxWeight = 1000;
+
+// A namespace's tenant settings; absent fields take the platform defaults.
+struct NamespaceSettings {
+    std::string name;
+    std::optional<std::int32_t> max_in_flight;
+    std::string placement_mode = "unplaced";  // unplaced | prefer | pinned
+    std::vector<std::string> placement_nodes;
+    std::int32_t weight = 1;  // its share of each claim round, against other namespaces' (1..1000)
+
+    friend bool operator==(const NamespaceSettings&, const NamespaceSettings&) = default;
+};
+
+class AdminStore {
+public:
+    explicit AdminStore(OutboxSession& session) : session_(session) {}
+
+    // Stages `rows` in one statement; rows whose dispatch_key exists are duplicates and
+    // change nothing. Atomic: a row that fails validation rejects the whole batch with a
+    // ValidationError naming its index.
+    AppendResult append(std::span<const NewRow> rows);
+    std::optional<OutboxRow> find(std::string_view dispatch_key);
+
+    // Returns false when the workflow was already paused / not paused.
+    bool pause_workflow(std::string_view workflow_id);
+    bool resume_workflow(std::string_view workflow_id);
+    // Settles every pending or claimed row of the workflow to cancelled and remembers the
+    // cancel, so rows staged for it later are cancelled too.
+    CancelledRows cancel_workflow(std::string_view workflow_id);
+    std::vector<DeadLetter> list_dead_letters(std::optional<std::string_view> namespace_name,
+                                              std::int32_t limit);
+    // failed -> pending, attempt 0, visible now. False when the key is not a dead letter.
+    bool requeue_dead_letter(std::string_view dispatch_key);
+
+    // Creates or replaces a namespace's settings. ValidationError for an unknown mode, a
+    // non-positive quota, or prefer/pinned without nodes.
+    void put_namespace(const NamespaceSettings& settings);
+    std::optional<NamespaceSettings> get_namespace(std::string_view name);
+    std::vector<NamespaceSettings> list_namespaces();
+
+private:
+    OutboxSession& session_;
+};
+
+}  // namespace outboxd::store

@@ -1,0 +1,62 @@
+#pragma once
+
+// The claims lane's statements: claim due rows of routes, probe which routes have any, count
+// claimed rows, and hand back claims a failed round may have left unseen. One round trip
+// each. See OutboxSession for threads, errors and time.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "outboxd/store/outbox_row.hpp"
+#include "outboxd/store/outbox_session.hpp"
+
+namespace outboxd::store {
+
+class ClaimStore {
+public:
+    explicit ClaimStore(OutboxSession& session) : session_(session) {}
+
+    // Claims up to `limit` due pending rows inside `scope`; with `after`, only rows
+    // past that position in claim order (visible_after, id): the index scan starts there
+    // instead of stepping over every row claimed before it (see ClaimCursor). Rows of
+    // paused or cancelled workflows are skipped inside the statement, so held rows never
+    // take a slot of the LIMIT.
+    std::vector<OutboxRow> claim_scoped(const Owner& owner, const ClaimScope& scope,
+                                        std::int32_t limit,
+                                        std::optional<ClaimPosition> after = std::nullopt);
+
+    // Claims of several routes in one statement: each claim takes up to its limit of due rows
+    // in its scope (after its position, when set). Returns, per claim (same order), its rows
+    // in claim order.
+    struct RouteClaim {
+        ClaimScope scope;
+        std::int32_t limit = 0;
+        std::optional<ClaimPosition> after;
+    };
+    std::vector<std::vector<OutboxRow>> claim_routes(const Owner& owner,
+                                                     std::span<const RouteClaim> claims);
+    // Which of `scopes` have a row a claim would take now on the owner's leased shards (one
+    // index probe each). Returns their indices, ascending.
+    std::vector<std::size_t> routes_with_due_rows(const Owner& owner,
+                                                  std::span<const ClaimScope> scopes);
+
+    // Claimed rows per namespace in `ranges`, in one grouped query: exactly one entry per
+    // requested namespace (0 when none).
+    std::map<std::string, std::int64_t> count_claimed_by_namespace(
+        std::span<const std::string> namespaces, const ShardRanges& ranges);
+
+    // Hands back (pending, attempt unchanged, in its place in line) every row claimed by
+    // `owner`'s incarnation under a token above `token`: after a claim statement failed
+    // with its outcome unknown, the rows it may have claimed, which the claimer never saw.
+    // Only while the claimer runs no other claim. Returns how many rows it released.
+    std::int64_t release_claims_after(const Owner& owner, std::int64_t token);
+
+private:
+    OutboxSession& session_;
+};
+
+}  // namespace outboxd::store

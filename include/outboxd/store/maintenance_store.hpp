@@ -1,0 +1,50 @@
+#pragma once
+
+// A node's upkeep of the rows on its shards: re-arm claims nobody will answer, settle rows
+// of cancelled workflows, count the live backlog, delete finished rows past retention. See
+// OutboxSession for threads, errors and time.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "outboxd/store/outbox_row.hpp"
+#include "outboxd/store/outbox_session.hpp"
+
+namespace outboxd::store {
+
+class MaintenanceStore {
+public:
+    explicit MaintenanceStore(OutboxSession& session) : session_(session) {}
+
+    // Re-arms rows on shards leased to `owner` claimed more than `older_than` ago, whoever
+    // holds them, to pending, due at once and in their old place in line (visible_after
+    // kept, it is past), attempt preserved, claim cleared. Returns the re-armed rows.
+    std::vector<OutboxRow> rearm_stale_claimed(const Owner& owner,
+                                               std::chrono::milliseconds older_than,
+                                               std::int32_t limit);
+    // Re-arms rows on the owner's leased shards claimed by an incarnation that has no live
+    // heartbeat (younger than `liveness`) in dispatcher_nodes. Attempt preserved.
+    std::vector<OutboxRow> rearm_orphaned(const Owner& owner, std::chrono::milliseconds liveness,
+                                          std::int32_t limit);
+    // Settles live rows of cancelled workflows on shards leased to `owner` (boot, takeover,
+    // and rows staged after the cancel).
+    CancelledRows settle_cancelled(const Owner& owner);
+
+    // Both counts for every namespace with live rows, in one grouped query.
+    struct NamespaceCounts {
+        std::int64_t inflight = 0;
+        std::int64_t claimed = 0;
+    };
+    std::map<std::string, NamespaceCounts> count_live_by_namespace(const ShardRanges& ranges);
+
+    // Deletes up to `limit` rows finished more than `older_than` ago; returns how many.
+    std::int64_t delete_finished(std::chrono::milliseconds older_than, std::int32_t limit);
+
+private:
+    OutboxSession& session_;
+};
+
+}  // namespace outboxd::store

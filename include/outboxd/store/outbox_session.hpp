@@ -1,0 +1,65 @@
+#pragma once
+
+// One connection to the outbox tables, and the stores over it, each serving one consumer:
+// ClaimStore (the claims lane), OutcomeStore (the outcome writer), MaintenanceStore
+// (reconcile, retention, gauges) and AdminStore (the HTTP API and the namespace cache).
+//
+// Thread affinity: a session and its stores are used by one thread at a time (libpqxx
+// connections are single-threaded worlds). Run one per DB thread.
+//
+// Errors: every store method may throw UnavailableError (connection lost; the next call
+// reconnects), ConflictError (transient; retry) or StoreError. Input a store refuses is a
+// ValidationError thrown before anything changes. Expected outcomes are return values.
+//
+// Time: every instant that several nodes compare (visibility, claim age, lease expiry) is
+// taken from the database clock inside the statement; callers pass durations, not instants.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "outboxd/store/shard_ranges.hpp"
+
+namespace outboxd::store {
+
+class PgSession;
+
+// Who is claiming and over which shards. A claim touches only rows whose shard is both in
+// `ranges` and leased to `incarnation` in shard_leases with an unexpired lease (database
+// clock, checked inside the claim statement). A node narrows `ranges` to stop claiming on a
+// range before it hands the lease over.
+struct Owner {
+    std::string incarnation;
+    ShardRanges ranges = ShardRanges::all();
+};
+
+class OutboxSession {
+public:
+    // Whether this session's commits wait for the WAL flush.
+    enum class Commits {
+        durable,  // every commit waits (synchronous_commit as the server has it)
+        // Commits return before the flush: only for a session that claims and counts, never
+        // stages or records outcomes. A claim lost in a database crash leaves its row
+        // pending, to be claimed and delivered again (at least once); the answer to the
+        // lost claim is then refused by the claim fence, as every connection of such a
+        // session first moves the claim-token sequence past what the crash may have lost.
+        relaxed,
+    };
+
+    // Connects lazily on first use; `database_url` is a libpq string or URI. A positive
+    // `statement_timeout` bounds every statement on the server (a request must not hold its
+    // lane for minutes).
+    explicit OutboxSession(std::string database_url, Commits commits = Commits::durable,
+                           std::chrono::milliseconds statement_timeout = {});
+    ~OutboxSession();
+    OutboxSession(const OutboxSession&) = delete;
+    OutboxSession& operator=(const OutboxSession&) = delete;
+
+    // For the stores (internal to src/store).
+    [[nodiscard]] PgSession& pg() { return *pg_; }
+
+private:
+    std::unique_ptr<PgSession> pg_;
+};
+
+}  // namespace outboxd::store

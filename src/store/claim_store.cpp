@@ -1,0 +1,132 @@
+#include "outboxd/store/claim_store.hpp"
+
+#include <algorithm>
+
+#include "outbox_sql.hpp"
+#include "outboxd/store/store_error.hpp"
+#include "pg_codec.hpp"
+#include "pg_session.hpp"
+#include "row_codec.hpp"
+
+namespace outboxd::store {
+
+using namespace codec;
+
+namespace {
+
+// The per-route arrays of kClaimRoutes and kRoutesWithDueRows ($3..$7).
+struct RouteArrays {
+    pg::ArrayLiteral namespaces, queues, nodes, unpinned, types;
+
+    void add(const ClaimScope& scope) {
+        namespaces.add(text_param(scope.namespace_name));
+        queues.add(text_param(scope.task_queue));
+        nodes.add(scope.node);
+        unpinned.add(std::string_view{scope.include_unpinned ? "t" : "f"});
+        types.add(pg::text_array(scope.activity_types));
+    }
+};
+
+}  // namespace
+
+std::vector<OutboxRow> ClaimStore::claim_scoped(const Owner& owner, const ClaimScope& scope,
+                                                std::int32_t limit,
+                                                std::optional<ClaimPosition> after) {
+    check_limit(limit);
+    if (limit == 0 || owner.ranges.empty()) return {};
+    const auto& statement = after ? sql::kClaimScopedAfter : sql::kClaimScoped;
+    const auto namespace_name = text_param(scope.namespace_name);
+    const auto task_queue = text_param(scope.task_queue);
+    const auto node = scope.node ? std::optional{text_param(*scope.node)} : std::nullopt;
+    const auto types = pg::text_array(scope.activity_types);
+    return session_.pg().autocommit(statement, [&](pqxx::nontransaction& tx) {
+        const std::string name{statement.name};
+        const auto ranges = owner.ranges.to_multirange();
+        const auto result =
+            after ? tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
+                                     node, types, limit, scope.include_unpinned,
+                                     pg::to_micros(after->visible_after), after->id)
+                  : tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
+                                     node, types, limit, scope.include_unpinned);
+        return decode_claimed(result, owner.incarnation);
+    });
+}
+
+std::vector<std::vector<OutboxRow>> ClaimStore::claim_routes(const Owner& owner,
+                                                             std::span<const RouteClaim> claims) {
+    std::vector<std::vector<OutboxRow>> out(claims.size());
+    if (claims.empty() || owner.ranges.empty()) return out;
+    RouteArrays routes;
+    pg::ArrayLiteral limits, after_us, after_ids;
+    for (const auto& claim : claims) {
+        check_limit(claim.limit);
+        routes.add(claim.scope);
+        limits.add(std::int64_t{claim.limit});
+        if (claim.after) {
+            after_us.add(pg::to_micros(claim.after->visible_after));
+            after_ids.add(claim.after->id);
+        } else {
+            after_us.add_null();
+            after_ids.add_null();
+        }
+    }
+    const auto result = session_.pg().autocommit(sql::kClaimRoutes, [&](pqxx::nontransaction& tx) {
+        return tx.exec_prepared(std::string{sql::kClaimRoutes.name}, owner.incarnation,
+                                owner.ranges.to_multirange(), routes.namespaces.str(),
+                                routes.queues.str(), routes.nodes.str(), routes.unpinned.str(),
+                                routes.types.str(), limits.str(), after_us.str(), after_ids.str());
+    });
+    for (const auto& r : result) {
+        const auto route = r[15].as<std::int64_t>() - 1;  // ordinals are one-based
+        if (route < 0 || static_cast<std::size_t>(route) >= claims.size()) {
+            throw DecodeError("outbox_claim_routes: route ordinal " + std::to_string(route + 1) +
+                              " out of range");
+        }
+        out[static_cast<std::size_t>(route)].push_back(decode_claimed_row(r, owner.incarnation));
+    }
+    for (auto& rows : out) sort_claim_order(rows);
+    return out;
+}
+
+std::vector<std::size_t> ClaimStore::routes_with_due_rows(const Owner& owner,
+                                                          std::span<const ClaimScope> scopes) {
+    std::vector<std::size_t> out;
+    if (scopes.empty() || owner.ranges.empty()) return out;
+    RouteArrays routes;
+    for (const auto& scope : scopes) routes.add(scope);
+    const auto result =
+        session_.pg().autocommit(sql::kRoutesWithDueRows, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(std::string{sql::kRoutesWithDueRows.name}, owner.incarnation,
+                                    owner.ranges.to_multirange(), routes.namespaces.str(),
+                                    routes.queues.str(), routes.nodes.str(), routes.unpinned.str(),
+                                    routes.types.str());
+        });
+    for (const auto& r : result)
+        out.push_back(static_cast<std::size_t>(r[0].as<std::int64_t>() - 1));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::map<std::string, std::int64_t> ClaimStore::count_claimed_by_namespace(
+    std::span<const std::string> namespaces, const ShardRanges& ranges) {
+    std::map<std::string, std::int64_t> counts;
+    for (const auto& ns : namespaces) counts.emplace(ns, 0);
+    if (namespaces.empty() || ranges.empty()) return counts;
+    const auto result =
+        session_.pg().autocommit(sql::kCountClaimedByNamespace, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(std::string{sql::kCountClaimedByNamespace.name},
+                                    pg::text_array(namespaces), ranges.to_multirange());
+        });
+    for (const auto& r : result) counts[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    return counts;
+}
+
+std::int64_t ClaimStore::release_claims_after(const Owner& owner, std::int64_t token) {
+    return session_.pg().autocommit(sql::kReleaseClaimsAfter, [&](pqxx::nontransaction& tx) {
+        return static_cast<std::int64_t>(
+            tx.exec_prepared(std::string{sql::kReleaseClaimsAfter.name}, owner.incarnation, token)
+                .affected_rows());
+    });
+}
+
+}  // namespace outboxd::store

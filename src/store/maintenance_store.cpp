@@ -1,0 +1,72 @@
+#include "outboxd/store/maintenance_store.hpp"
+
+#include <algorithm>
+
+#include "outbox_sql.hpp"
+#include "outboxd/store/store_error.hpp"
+#include "pg_codec.hpp"
+#include "pg_session.hpp"
+#include "row_codec.hpp"
+
+namespace outboxd::store {
+
+using namespace codec;
+
+std::vector<OutboxRow> MaintenanceStore::rearm_stale_claimed(const Owner& owner,
+                                                             std::chrono::milliseconds older_than,
+                                                             std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || owner.ranges.empty()) return {};
+    return session_.pg().autocommit(sql::kRearmStaleClaimed, [&](pqxx::nontransaction& tx) {
+        return decode_rows_in_claim_order(
+            tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name}, owner.incarnation,
+                             owner.ranges.to_multirange(), millis(older_than), limit));
+    });
+}
+
+std::vector<OutboxRow> MaintenanceStore::rearm_orphaned(const Owner& owner,
+                                                        std::chrono::milliseconds liveness,
+                                                        std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || owner.ranges.empty()) return {};
+    return session_.pg().autocommit(sql::kRearmOrphaned, [&](pqxx::nontransaction& tx) {
+        return decode_rows_in_claim_order(
+            tx.exec_prepared(std::string{sql::kRearmOrphaned.name}, owner.incarnation,
+                             owner.ranges.to_multirange(), millis(liveness), limit));
+    });
+}
+
+CancelledRows MaintenanceStore::settle_cancelled(const Owner& owner) {
+    if (owner.ranges.empty()) return {};
+    return decode_cancelled(session_.pg().transact(sql::kSettleCancelled, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kSettleCancelled.name}, owner.incarnation,
+                                owner.ranges.to_multirange());
+    }));
+}
+
+std::map<std::string, MaintenanceStore::NamespaceCounts> MaintenanceStore::count_live_by_namespace(
+    const ShardRanges& ranges) {
+    std::map<std::string, NamespaceCounts> counts;
+    if (ranges.empty()) return counts;
+    const auto result = session_.pg().transact(sql::kCountLiveByNamespace, [&](pqxx::work& tx) {
+        return tx.exec_prepared(std::string{sql::kCountLiveByNamespace.name},
+                                ranges.to_multirange());
+    });
+    for (const auto& r : result) {
+        counts[r[0].as<std::string>()] = {r[1].as<std::int64_t>(), r[2].as<std::int64_t>()};
+    }
+    return counts;
+}
+
+std::int64_t MaintenanceStore::delete_finished(std::chrono::milliseconds older_than,
+                                               std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0) return 0;
+    return session_.pg().transact(sql::kDeleteFinished, [&](pqxx::work& tx) {
+        return static_cast<std::int64_t>(
+            tx.exec_prepared(std::string{sql::kDeleteFinished.name}, millis(older_than), limit)
+                .affected_rows());
+    });
+}
+
+}  // namespace outboxd::store

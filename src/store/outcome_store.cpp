@@ -1,0 +1,63 @@
+#include "outboxd/store/outcome_store.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "outbox_sql.hpp"
+#include "pg_codec.hpp"
+#include "pg_session.hpp"
+#include "row_codec.hpp"
+
+namespace outboxd::store {
+
+using namespace codec;
+
+namespace {
+
+std::string_view outcome_kind(Outcome::Kind kind) {
+    switch (kind) {
+        case Outcome::Kind::done:
+            return "done";
+        case Outcome::Kind::retry:
+            return "retry";
+        case Outcome::Kind::fail:
+            return "fail";
+        case Outcome::Kind::release:
+            return "release";
+    }
+    return "done";
+}
+
+}  // namespace
+
+std::vector<bool> OutcomeStore::record_outcomes(std::span<const Outcome> outcomes) {
+    if (outcomes.empty()) return {};
+    pg::ArrayLiteral ids, tokens, kinds, delays, errors;
+    // A batch naming one claim twice applies its first mention: only that one is sent (an
+    // UPDATE … FROM applies an arbitrary one of several matches).
+    std::set<std::pair<std::int64_t, std::int64_t>> sent;
+    for (const auto& outcome : outcomes) {
+        if (!sent.emplace(outcome.ref.id, outcome.ref.token).second) continue;
+        ids.add(outcome.ref.id);
+        tokens.add(outcome.ref.token);
+        kinds.add(outcome_kind(outcome.kind));
+        delays.add(std::max<std::int64_t>(0, millis(outcome.delay)));
+        errors.add(std::string_view{outcome.error});
+    }
+    const auto result =
+        session_.pg().autocommit(sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(std::string{sql::kRecordOutcomes.name}, ids.str(), tokens.str(),
+                                    kinds.str(), delays.str(), errors.str());
+        });
+    std::set<std::pair<std::int64_t, std::int64_t>> applied;
+    for (const auto& r : result) applied.emplace(r[0].as<std::int64_t>(), r[1].as<std::int64_t>());
+    std::vector<bool> out;
+    out.reserve(outcomes.size());
+    for (const auto& outcome : outcomes) {
+        // A batch naming one claim twice applies it once: the first mention wins.
+        out.push_back(applied.erase({outcome.ref.id, outcome.ref.token}) > 0);
+    }
+    return out;
+}
+
+}  // namespace outboxd::store
