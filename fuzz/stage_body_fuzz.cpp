@@ -126,12 +126,15 @@ void check_namespace(const std::string& body) {
     require(settings.name == "tenant-a", "namespace settings keep the name from the URL");
     require(!settings.max_in_flight || *settings.max_in_flight >= 1,
             "an accepted quota is a positive integer");
-    const auto& mode = settings.placement_mode;
-    require(mode == "unplaced" || mode == "prefer" || mode == "pinned",
-            "an accepted placement mode is unplaced, prefer or pinned", mode);
-    require(mode == "unplaced" || !settings.placement_nodes.empty(),
+    const auto mode = std::string{store::to_string(settings.placement.mode)};
+    store::PlacementMode parsed_back{};
+    require(
+        store::parse_placement_mode(mode, parsed_back) && parsed_back == settings.placement.mode,
+        "an accepted placement mode is unplaced, prefer or pinned", mode);
+    require(settings.placement.mode == store::PlacementMode::unplaced ||
+                !settings.placement.nodes.empty(),
             "prefer and pinned placements name at least one node");
-    for (const auto& node : settings.placement_nodes) {
+    for (const auto& node : settings.placement.nodes) {
         require(!node.empty(), "placement nodes are non-empty");
     }
 }

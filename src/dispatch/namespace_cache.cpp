@@ -44,9 +44,7 @@ void NamespaceCache::refresh_now() {
             for (const auto& s : listed.value) {
                 Entry entry;
                 entry.quota = s.max_in_flight.value_or(default_max_in_flight_);
-                worker::PlacementMode mode = worker::PlacementMode::unplaced;
-                (void)worker::parse_placement_mode(s.placement_mode, mode);
-                entry.placement = {mode, s.placement_nodes};
+                entry.placement = s.placement;
                 entry.weight = s.weight;
                 fresh.emplace(s.name, std::move(entry));
             }
@@ -67,9 +65,9 @@ std::int64_t NamespaceCache::quota(const std::string& ns) const {
     return it == entries_.end() ? default_max_in_flight_ : it->second.quota;
 }
 
-worker::Placement NamespaceCache::placement(const std::string& ns) const {
+store::Placement NamespaceCache::placement(const std::string& ns) const {
     const auto it = entries_.find(ns);
-    return it == entries_.end() ? worker::Placement{} : it->second.placement;
+    return it == entries_.end() ? store::Placement{} : it->second.placement;
 }
 
 std::int64_t NamespaceCache::weight(const std::string& ns) const {
@@ -77,7 +75,7 @@ std::int64_t NamespaceCache::weight(const std::string& ns) const {
     return it == entries_.end() ? 1 : it->second.weight;
 }
 
-void NamespaceCache::set(const std::string& ns, std::int64_t quota, worker::Placement placement) {
+void NamespaceCache::set(const std::string& ns, std::int64_t quota, store::Placement placement) {
     entries_[ns] = {quota, std::move(placement), 1};
 }
 

@@ -67,8 +67,8 @@ json namespace_json(const std::string& name, const std::optional<store::Namespac
             {"max_in_flight", quota ? json(*quota) : json(nullptr)},
             {"effective_max_in_flight", quota ? static_cast<std::int64_t>(*quota) : default_quota},
             {"placement",
-             {{"mode", s ? s->placement_mode : "unplaced"},
-              {"nodes", s ? s->placement_nodes : std::vector<std::string>{}}}},
+             {{"mode", store::to_string(s ? s->placement.mode : store::PlacementMode::unplaced)},
+              {"nodes", s ? s->placement.nodes : std::vector<std::string>{}}}},
             {"weight", s ? s->weight : 1}};
 }
 

@@ -156,9 +156,8 @@ std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const s
         if (const auto placement = request.find("placement");
             placement != request.end() && !placement->is_null()) {
             if (!placement->is_object()) throw Bad{"'placement' must be an object"};
-            settings.placement_mode = text_field(*placement, "mode", true);
-            if (settings.placement_mode != "unplaced" && settings.placement_mode != "prefer" &&
-                settings.placement_mode != "pinned") {
+            const auto mode = text_field(*placement, "mode", true);
+            if (!store::parse_placement_mode(mode, settings.placement.mode)) {
                 throw Bad{"'placement.mode' must be unplaced, prefer or pinned"};
             }
             if (const auto nodes = placement->find("nodes");
@@ -168,12 +167,12 @@ std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const s
                     if (!node.is_string() || node.get<std::string>().empty()) {
                         throw Bad{"'placement.nodes' must hold non-empty strings"};
                     }
-                    settings.placement_nodes.push_back(node.get<std::string>());
+                    settings.placement.nodes.push_back(node.get<std::string>());
                 }
             }
-            if (settings.placement_mode != "unplaced" && settings.placement_nodes.empty()) {
-                throw Bad{"'placement.nodes' must name at least one node for mode '" +
-                          settings.placement_mode + "'"};
+            if (settings.placement.mode != store::PlacementMode::unplaced &&
+                settings.placement.nodes.empty()) {
+                throw Bad{"'placement.nodes' must name at least one node for mode '" + mode + "'"};
             }
         }
     } catch (const Bad& bad) {

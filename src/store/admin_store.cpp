@@ -19,8 +19,12 @@ NamespaceSettings decode_namespace(const pqxx::row& r) {
     NamespaceSettings settings;
     settings.name = r[0].as<std::string>();
     if (!r[1].is_null()) settings.max_in_flight = r[1].as<std::int32_t>();
-    settings.placement_mode = r[2].as<std::string>();
-    settings.placement_nodes = pg::parse_text_array(r[3]);
+    const auto mode = r[2].as<std::string>();
+    if (!parse_placement_mode(mode, settings.placement.mode)) {
+        throw DecodeError("namespace '" + settings.name + "': unknown placement mode '" + mode +
+                          "'");
+    }
+    settings.placement.nodes = pg::parse_text_array(r[3]);
     settings.weight = r[4].as<std::int32_t>();
     return settings;
 }
@@ -123,15 +127,11 @@ void AdminStore::put_namespace(const NamespaceSettings& settings) {
         throw ValidationError("max_in_flight must be > 0, got " +
                               std::to_string(*settings.max_in_flight));
     }
-    const auto& mode = settings.placement_mode;
-    if (mode != "unplaced" && mode != "prefer" && mode != "pinned") {
-        throw ValidationError("placement mode must be unplaced, prefer or pinned, got '" + mode +
-                              "'");
+    const auto mode = to_string(settings.placement.mode);
+    if (settings.placement.mode != PlacementMode::unplaced && settings.placement.nodes.empty()) {
+        throw ValidationError("placement mode '" + std::string{mode} + "' needs at least one node");
     }
-    if (mode != "unplaced" && settings.placement_nodes.empty()) {
-        throw ValidationError("placement mode '" + mode + "' needs at least one node");
-    }
-    for (const auto& node : settings.placement_nodes) {
+    for (const auto& node : settings.placement.nodes) {
         if (node.empty()) throw ValidationError("placement nodes must not be empty strings");
     }
     if (settings.weight < kMinWeight || settings.weight > kMaxWeight) {
@@ -141,8 +141,8 @@ void AdminStore::put_namespace(const NamespaceSettings& settings) {
     }
     session_.pg().transact(sql::kPutNamespace, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{sql::kPutNamespace.name}, text_param(settings.name),
-                         settings.max_in_flight, mode, pg::text_array(settings.placement_nodes),
-                         settings.weight);
+                         settings.max_in_flight, std::string{mode},
+                         pg::text_array(settings.placement.nodes), settings.weight);
     });
 }
 

@@ -5,27 +5,28 @@
 namespace outboxd::util {
 namespace {
 
-// 2^kMaxDoublings · min exceeds any sensible max; stops the shift from overflowing.
-constexpr std::uint32_t kMaxDoublings = 30;
+// Far past the cap of any sensible range; the count saturates there.
+constexpr std::uint32_t kMaxCounted = 1000;
+
+Backoff doubling(std::chrono::milliseconds min, std::chrono::milliseconds max) {
+    const auto floor = std::max(min, std::chrono::milliseconds{1});
+    return {floor, 2.0, std::max(max, floor)};
+}
 
 }  // namespace
 
 RetryBackoff::RetryBackoff(std::chrono::milliseconds min, std::chrono::milliseconds max,
                            std::uint64_t seed)
-    : min_(std::max(min, std::chrono::milliseconds{1})), max_(std::max(max, min_)), random_(seed) {}
+    : backoff_(doubling(min, max)), random_(seed) {}
 
 std::chrono::milliseconds RetryBackoff::next() {
-    const auto doublings = std::min(attempts_, kMaxDoublings);
-    if (attempts_ < kMaxDoublings) ++attempts_;
-    const auto max_count = max_.count();
-    // Compare before shifting so that a large min cannot overflow.
-    const auto ceiling =
-        min_.count() > (max_count >> doublings) ? max_count : min_.count() << doublings;
+    const auto ceiling = backoff_.delay_for(static_cast<std::int32_t>(attempts_)).count();
+    if (attempts_ < kMaxCounted) ++attempts_;
     // Up to half of it off ("equal jitter"): clients cut off together spread out even once
     // they all reached the cap, where adding jitter on top would be cut back to the cap.
     std::uniform_int_distribution<std::int64_t> jitter{0, ceiling / 2};
     return std::chrono::milliseconds{
-        std::max<std::int64_t>(ceiling - jitter(random_), min_.count())};
+        std::max<std::int64_t>(ceiling - jitter(random_), backoff_.base.count())};
 }
 
 }  // namespace outboxd::util

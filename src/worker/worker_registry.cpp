@@ -72,13 +72,13 @@ bool WorkerRegistry::labelled_worker_up(const std::string& ns, const std::string
 }
 
 bool WorkerRegistry::takes_unpinned(const WorkerEntry& worker, const store::OutboxRow& row,
-                                    const Placement& placement) const {
+                                    const store::Placement& placement) const {
     switch (placement.mode) {
-        case PlacementMode::unplaced:
+        case store::PlacementMode::unplaced:
             return true;
-        case PlacementMode::pinned:
+        case store::PlacementMode::pinned:
             return labelled_in(worker, placement.nodes);
-        case PlacementMode::prefer:
+        case store::PlacementMode::prefer:
             // Soft: the preferred workers take unpinned rows while any of them is up and able
             // to run the row; the rest spill in only when none is.
             return labelled_in(worker, placement.nodes) ||
@@ -90,12 +90,12 @@ bool WorkerRegistry::takes_unpinned(const WorkerEntry& worker, const store::Outb
 
 std::vector<std::string> WorkerRegistry::unpinned_types(const WorkerEntry& worker,
                                                         const std::string& ns,
-                                                        const Placement& placement) const {
+                                                        const store::Placement& placement) const {
     std::vector<std::string> types;
     for (const auto& type : worker.hello.activity_types) {
-        const bool free = placement.mode == PlacementMode::unplaced ||
+        const bool free = placement.mode == store::PlacementMode::unplaced ||
                           labelled_in(worker, placement.nodes) ||
-                          (placement.mode == PlacementMode::prefer &&
+                          (placement.mode == store::PlacementMode::prefer &&
                            !labelled_worker_up(ns, worker.hello.task_queue, type, placement.nodes));
         if (free) types.push_back(type);
     }
@@ -108,7 +108,7 @@ std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement) cons
                         std::vector<std::string>, bool>,
              std::int32_t>
         capacity;
-    std::map<std::string, Placement> placements;
+    std::map<std::string, store::Placement> placements;
     for (const auto& [id, worker] : workers_) {
         const std::int32_t free = worker.free_credit();
         if (free <= 0) continue;
@@ -149,7 +149,7 @@ std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement) cons
     return routes;
 }
 
-WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const Placement& placement) {
+WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const store::Placement& placement) {
     WorkerEntry* best = nullptr;
     for (auto& [id, worker] : workers_) {
         if (worker.free_credit() <= 0 || !worker.serves(row.namespace_name) ||

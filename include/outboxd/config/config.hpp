@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "outboxd/config/defaults.hpp"
+
 namespace CLI {
 class App;
 }  // namespace CLI
@@ -26,7 +28,7 @@ public:
 
 struct ListenAddress {
     std::string host = "0.0.0.0";
-    std::uint16_t port = 8080;  // 0: any free port (tests)
+    std::uint16_t port = defaults::kPort;  // 0: any free port (tests)
 };
 
 struct Config {
@@ -34,35 +36,41 @@ struct Config {
     ListenAddress listen;       // OUTBOXD_LISTEN
     std::string node_id;        // OUTBOXD_NODE_ID; default hostname-pid
     std::string advertise_url;  // OUTBOXD_ADVERTISE_URL; default ws://<listen>/v1/workers
-    std::optional<std::string> worker_token;        // OUTBOXD_WORKER_TOKEN
-    std::optional<std::string> admin_token;         // OUTBOXD_ADMIN_TOKEN
-    std::chrono::milliseconds poll_interval{500};   // OUTBOXD_POLL_INTERVAL_MS
-    std::chrono::milliseconds claim_lookback{100};  // OUTBOXD_CLAIM_LOOKBACK_MS
-    std::int32_t batch_size = 256;                  // OUTBOXD_BATCH_SIZE
-    std::int32_t max_attempts = 10;                 // OUTBOXD_MAX_ATTEMPTS
-    std::chrono::milliseconds backoff_base{1000};   // OUTBOXD_BACKOFF_BASE_MS
-    double backoff_multiplier = 2.0;                // OUTBOXD_BACKOFF_MULTIPLIER
-    std::chrono::milliseconds backoff_max{300000};  // OUTBOXD_BACKOFF_MAX_MS
-    std::chrono::milliseconds task_timeout{30000};  // OUTBOXD_TASK_TIMEOUT_MS
-    std::chrono::milliseconds lease_ttl{5000};      // OUTBOXD_LEASE_TTL_MS
-    std::int32_t default_max_in_flight = 10000;     // OUTBOXD_DEFAULT_MAX_IN_FLIGHT
-    std::chrono::seconds retention{86400};          // OUTBOXD_RETENTION_S
-    std::string log_level = "info";                 // OUTBOXD_LOG_LEVEL: debug|info|warn|error
+    std::optional<std::string> worker_token;                           // OUTBOXD_WORKER_TOKEN
+    std::optional<std::string> admin_token;                            // OUTBOXD_ADMIN_TOKEN
+    std::chrono::milliseconds poll_interval{defaults::kPollInterval};  // OUTBOXD_POLL_INTERVAL_MS
+    std::chrono::milliseconds claim_lookback{
+        defaults::kClaimLookback};                                   // OUTBOXD_CLAIM_LOOKBACK_MS
+    std::int32_t batch_size = defaults::kBatchSize;                  // OUTBOXD_BATCH_SIZE
+    std::int32_t max_attempts = defaults::kMaxAttempts;              // OUTBOXD_MAX_ATTEMPTS
+    std::chrono::milliseconds backoff_base{defaults::kBackoffBase};  // OUTBOXD_BACKOFF_BASE_MS
+    double backoff_multiplier = defaults::kBackoffMultiplier;        // OUTBOXD_BACKOFF_MULTIPLIER
+    std::chrono::milliseconds backoff_max{defaults::kBackoffMax};    // OUTBOXD_BACKOFF_MAX_MS
+    std::chrono::milliseconds task_timeout{defaults::kTaskTimeout};  // OUTBOXD_TASK_TIMEOUT_MS
+    std::chrono::milliseconds lease_ttl{defaults::kLeaseTtl};        // OUTBOXD_LEASE_TTL_MS
+    std::int32_t default_max_in_flight =
+        defaults::kDefaultMaxInFlight;                     // OUTBOXD_DEFAULT_MAX_IN_FLIGHT
+    std::chrono::seconds retention{defaults::kRetention};  // OUTBOXD_RETENTION_S
+    std::string log_level = "info";  // OUTBOXD_LOG_LEVEL: debug|info|warn|error
 
     // Extensions (same env/flag scheme).
-    std::size_t max_frame_bytes = 1 << 20;            // OUTBOXD_MAX_FRAME_BYTES
-    std::size_t max_body_bytes = 8 << 20;             // OUTBOXD_MAX_BODY_BYTES
-    std::chrono::milliseconds drain_timeout{30000};   // OUTBOXD_DRAIN_TIMEOUT_MS
-    std::chrono::milliseconds quota_cache_ttl{1000};  // OUTBOXD_QUOTA_CACHE_TTL_MS
-    bool migrate_on_start = true;                     // OUTBOXD_MIGRATE (true|false)
-    std::size_t max_write_queue = 4096;               // OUTBOXD_MAX_WRITE_QUEUE (frames per worker)
-    std::size_t max_write_queue_bytes = 16 << 20;     // OUTBOXD_MAX_WRITE_QUEUE_BYTES (per worker)
+    std::size_t max_frame_bytes = defaults::kMaxFrameBytes;            // OUTBOXD_MAX_FRAME_BYTES
+    std::size_t max_body_bytes = defaults::kMaxBodyBytes;              // OUTBOXD_MAX_BODY_BYTES
+    std::chrono::milliseconds drain_timeout{defaults::kDrainTimeout};  // OUTBOXD_DRAIN_TIMEOUT_MS
+    std::chrono::milliseconds quota_cache_ttl{
+        defaults::kQuotaCacheTtl};  // OUTBOXD_QUOTA_CACHE_TTL_MS
+    bool migrate_on_start = true;   // OUTBOXD_MIGRATE (true|false)
+    std::size_t max_write_queue =
+        defaults::kMaxWriteQueue;  // OUTBOXD_MAX_WRITE_QUEUE (frames per worker)
+    std::size_t max_write_queue_bytes =
+        defaults::kMaxWriteQueueBytes;  // OUTBOXD_MAX_WRITE_QUEUE_BYTES (per worker)
     // OUTBOXD_MAX_CONNECTIONS: open HTTP + WebSocket connections; more are answered 503.
     // Lowered at start to what the file descriptor limit allows.
-    std::size_t max_connections = 4096;
-    std::chrono::milliseconds http_idle_timeout{60000};  // OUTBOXD_HTTP_IDLE_TIMEOUT_MS
-    std::chrono::milliseconds api_statement_timeout{
-        10000};  // OUTBOXD_API_STATEMENT_TIMEOUT_MS (0: none)
+    std::size_t max_connections = defaults::kMaxConnections;
+    std::chrono::milliseconds http_idle_timeout{
+        defaults::kHttpIdleTimeout};  // OUTBOXD_HTTP_IDLE_TIMEOUT_MS
+    // OUTBOXD_API_STATEMENT_TIMEOUT_MS (0: none)
+    std::chrono::milliseconds api_statement_timeout{defaults::kApiStatementTimeout};
     // OUTBOXD_TLS_CERT_FILE / OUTBOXD_TLS_KEY_FILE: both set, the listen address serves HTTPS
     // and wss:// only (PEM certificate chain and private key); neither, plain HTTP and ws://.
     std::optional<std::string> tls_cert_file;

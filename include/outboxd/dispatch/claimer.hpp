@@ -23,6 +23,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "outboxd/config/defaults.hpp"
 #include "outboxd/dispatch/claim_faults.hpp"
 #include "outboxd/dispatch/claim_round.hpp"
 #include "outboxd/dispatch/db_lane.hpp"
@@ -36,9 +37,9 @@ public:
     using Clock = std::chrono::steady_clock;
 
     struct Settings {
-        std::chrono::milliseconds poll_interval{500};
-        std::int32_t batch_size = 256;
-        std::chrono::milliseconds lookback{100};  // see ClaimCursors
+        std::chrono::milliseconds poll_interval{defaults::kPollInterval};
+        std::int32_t batch_size = defaults::kBatchSize;
+        std::chrono::milliseconds lookback{defaults::kClaimLookback};  // see ClaimCursors
     };
 
     // What a round came back with.

@@ -24,7 +24,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "outboxd/dispatch/backoff.hpp"
+#include "outboxd/config/defaults.hpp"
 #include "outboxd/dispatch/claimer.hpp"
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/dispatch/in_flight.hpp"
@@ -34,24 +34,25 @@
 #include "outboxd/dispatch/periodic.hpp"
 #include "outboxd/dispatch/route_activity.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/util/backoff.hpp"
 #include "outboxd/util/lifetime.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
 namespace outboxd::dispatch {
 
 struct DispatchSettings {
-    std::chrono::milliseconds poll_interval{500};
-    std::int32_t batch_size = 256;
-    std::int32_t max_attempts = 10;
-    Backoff backoff;
-    std::chrono::milliseconds task_timeout{30000};
+    std::chrono::milliseconds poll_interval{defaults::kPollInterval};
+    std::int32_t batch_size = defaults::kBatchSize;
+    std::int32_t max_attempts = defaults::kMaxAttempts;
+    util::Backoff backoff;
+    std::chrono::milliseconds task_timeout{defaults::kTaskTimeout};
     // Backstop re-arm of claims older than task_timeout + stale_grace, whoever holds them
     // (the dispatcher sets maintenance.stale from them).
     std::chrono::milliseconds stale_grace{10000};
     std::size_t max_outcome_batch = 2000;
     // Claims start where their route stood this long ago (ClaimCursors): rows committed
     // later than that behind it wait for a claim from the front (the poll backstop).
-    std::chrono::milliseconds claim_lookback{100};
+    std::chrono::milliseconds claim_lookback{defaults::kClaimLookback};
     Maintenance::Settings maintenance;
 };
 

@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "outboxd/dispatch/backoff.hpp"
 #include "outboxd/store/outbox_row.hpp"
+#include "outboxd/util/backoff.hpp"
 
 namespace outboxd::dispatch {
 
@@ -70,7 +70,7 @@ enum class Failure {
 
 struct FailurePolicy {
     std::int32_t max_attempts = 10;
-    Backoff backoff;
+    util::Backoff backoff;
 };
 
 // An outcome to record, with the outboxd_outcomes_total label it counts under.

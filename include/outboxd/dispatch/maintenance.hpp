@@ -21,6 +21,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "outboxd/config/defaults.hpp"
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/dispatch/periodic.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
@@ -36,11 +37,11 @@ public:
 
     struct Settings {
         // A claimer whose heartbeat is older than this is dead: its claims are re-armed.
-        std::chrono::milliseconds liveness{5000};
+        std::chrono::milliseconds liveness{defaults::kLeaseTtl};
         // Claims older than this are re-armed whoever holds them (task timeout + grace).
-        std::chrono::milliseconds stale{40000};
+        std::chrono::milliseconds stale{defaults::kTaskTimeout + std::chrono::seconds{10}};
         std::chrono::milliseconds reconcile_interval{1000};
-        std::chrono::seconds retention{86400};
+        std::chrono::seconds retention{defaults::kRetention};
         std::chrono::milliseconds retention_interval{60000};
         // The durable gauges count the whole live backlog (one grouped query): every few
         // seconds, not per scrape.

@@ -13,9 +13,9 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/store/placement.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/lifetime.hpp"
-#include "outboxd/worker/placement.hpp"
 
 namespace outboxd::dispatch {
 
@@ -29,15 +29,15 @@ public:
     void refresh_now();
 
     [[nodiscard]] std::int64_t quota(const std::string& ns) const;
-    [[nodiscard]] worker::Placement placement(const std::string& ns) const;
+    [[nodiscard]] store::Placement placement(const std::string& ns) const;
     [[nodiscard]] std::int64_t weight(const std::string& ns) const;
     // For tests: replace the cached settings without the database.
-    void set(const std::string& ns, std::int64_t quota, worker::Placement placement);
+    void set(const std::string& ns, std::int64_t quota, store::Placement placement);
 
 private:
     struct Entry {
         std::int64_t quota = 0;
-        worker::Placement placement;
+        store::Placement placement;
         std::int64_t weight = 1;
     };
     void schedule();

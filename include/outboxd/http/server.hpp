@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "outboxd/cluster/cluster_member.hpp"
+#include "outboxd/config/defaults.hpp"
 #include "outboxd/dispatch/dispatcher.hpp"
 
 namespace prometheus {
@@ -33,18 +34,19 @@ struct TlsFiles {
 
 struct ServerSettings {
     std::string host = "0.0.0.0";
-    std::uint16_t port = 8080;  // 0: any free port
+    std::uint16_t port = defaults::kPort;  // 0: any free port
     std::optional<std::string> worker_token;
     std::optional<std::string> admin_token;
-    std::size_t max_frame_bytes = 1 << 20;
-    std::size_t max_body_bytes = 8 << 20;
-    std::size_t max_write_queue = 4096;               // frames per worker connection
-    std::size_t max_write_queue_bytes = 16 << 20;     // bytes per worker connection
-    std::size_t max_connections = 4096;               // HTTP + WebSocket; more get a 503
-    std::chrono::seconds websocket_idle_timeout{20};  // pings at half of it
-    std::chrono::milliseconds hello_timeout{10000};   // from the upgrade to the hello
-    std::chrono::milliseconds http_idle_timeout{60000};
-    std::int64_t default_max_in_flight = 10000;
+    std::size_t max_frame_bytes = defaults::kMaxFrameBytes;
+    std::size_t max_body_bytes = defaults::kMaxBodyBytes;
+    std::size_t max_write_queue = defaults::kMaxWriteQueue;  // frames per worker connection
+    std::size_t max_write_queue_bytes =
+        defaults::kMaxWriteQueueBytes;                        // bytes per worker connection
+    std::size_t max_connections = defaults::kMaxConnections;  // HTTP + WebSocket; more get a 503
+    std::chrono::seconds websocket_idle_timeout{20};          // pings at half of it
+    std::chrono::milliseconds hello_timeout{10000};           // from the upgrade to the hello
+    std::chrono::milliseconds http_idle_timeout{defaults::kHttpIdleTimeout};
+    std::int64_t default_max_in_flight = defaults::kDefaultMaxInFlight;
     std::optional<TlsFiles> tls;  // set: every connection on the listen address is TLS
 };
 

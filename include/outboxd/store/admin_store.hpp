@@ -13,6 +13,7 @@
 
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/store/outbox_session.hpp"
+#include "outboxd/store/placement.hpp"
 
 namespace outboxd::store {
 
@@ -35,8 +36,7 @@ inline constexpr std::int32_t kMaxWeight = 1000;
 struct NamespaceSettings {
     std::string name;
     std::optional<std::int32_t> max_in_flight;
-    std::string placement_mode = "unplaced";  // unplaced | prefer | pinned
-    std::vector<std::string> placement_nodes;
+    Placement placement;
     std::int32_t weight = 1;  // its share of each claim round, against other namespaces' (1..1000)
 
     friend bool operator==(const NamespaceSettings&, const NamespaceSettings&) = default;
@@ -63,8 +63,8 @@ public:
     // failed -> pending, attempt 0, visible now. False when the key is not a dead letter.
     bool requeue_dead_letter(std::string_view dispatch_key);
 
-    // Creates or replaces a namespace's settings. ValidationError for an unknown mode, a
-    // non-positive quota, or prefer/pinned without nodes.
+    // Creates or replaces a namespace's settings. ValidationError for a non-positive quota,
+    // prefer/pinned without nodes, an empty node name or a weight out of bounds.
     void put_namespace(const NamespaceSettings& settings);
     std::optional<NamespaceSettings> get_namespace(std::string_view name);
     std::vector<NamespaceSettings> list_namespaces();

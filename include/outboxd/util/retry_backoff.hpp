@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <random>
 
+#include "outboxd/util/backoff.hpp"
+
 namespace outboxd::util {
 
 class RetryBackoff {
@@ -17,7 +19,8 @@ public:
     RetryBackoff(std::chrono::milliseconds min, std::chrono::milliseconds max, std::uint64_t seed);
 
     // The delay before the next attempt, always within [min, max]: for the n-th consecutive
-    // call, c = min·2^n capped at max, less up to half of c as jitter (never below min).
+    // call, c = Backoff{min, 2, max}.delay_for(n), less up to half of c as jitter (never
+    // below min).
     [[nodiscard]] std::chrono::milliseconds next();
     // After a success: the next delay starts from min again.
     void reset() noexcept { attempts_ = 0; }
@@ -25,8 +28,7 @@ public:
     [[nodiscard]] std::uint32_t failures() const noexcept { return attempts_; }
 
 private:
-    std::chrono::milliseconds min_;
-    std::chrono::milliseconds max_;
+    Backoff backoff_;
     std::uint32_t attempts_ = 0;
     std::mt19937_64 random_;
 };

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "outboxd/store/outbox_row.hpp"
-#include "outboxd/worker/placement.hpp"
+#include "outboxd/store/placement.hpp"
 #include "outboxd/worker/protocol.hpp"
 #include "outboxd/worker/task.hpp"
 
@@ -67,7 +67,7 @@ struct Route {
     std::int32_t capacity = 0;
 };
 
-using PlacementLookup = std::function<Placement(const std::string& ns)>;
+using PlacementLookup = std::function<store::Placement(const std::string& ns)>;
 
 class WorkerRegistry {
 public:
@@ -94,17 +94,17 @@ public:
 
     // The least-loaded worker with free credit that may run `row` under `placement`, or
     // nullptr. Never mutates the row.
-    [[nodiscard]] WorkerEntry* pick(const store::OutboxRow& row, const Placement& placement);
+    [[nodiscard]] WorkerEntry* pick(const store::OutboxRow& row, const store::Placement& placement);
 
     // Whether `worker` may take the unpinned `row` under `placement` now. Under prefer, a
     // worker without a preferred label may when no up preferred-label worker could run the
     // row (same namespace, task queue and activity type).
     [[nodiscard]] bool takes_unpinned(const WorkerEntry& worker, const store::OutboxRow& row,
-                                      const Placement& placement) const;
+                                      const store::Placement& placement) const;
     // The activity types for which `worker` may take unpinned rows of `ns` now (sorted).
     [[nodiscard]] std::vector<std::string> unpinned_types(const WorkerEntry& worker,
                                                           const std::string& ns,
-                                                          const Placement& placement) const;
+                                                          const store::Placement& placement) const;
 
 private:
     [[nodiscard]] bool labelled_worker_up(const std::string& ns, const std::string& task_queue,

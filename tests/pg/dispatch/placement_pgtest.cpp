@@ -29,7 +29,7 @@ protocol::Hello worker_of(std::optional<std::string> node, std::int32_t credit =
     return hello;
 }
 
-worker::Placement placement(worker::PlacementMode mode, std::vector<std::string> nodes = {}) {
+store::Placement placement(store::PlacementMode mode, std::vector<std::string> nodes = {}) {
     return {mode, std::move(nodes)};
 }
 
@@ -72,7 +72,7 @@ void complete_all(DispatchHarness& h, const std::string& session_id, const FakeC
 TEST_CASE("prefer sends unpinned rows to the preferred worker while it is up",
           "[pg][dispatch][tenant]") {
     DispatchHarness h;
-    h.namespaces.set("t", kQuota, placement(worker::PlacementMode::prefer, {"n1"}));
+    h.namespaces.set("t", kQuota, placement(store::PlacementMode::prefer, {"n1"}));
     auto n1 = h.connect("n1", worker_of("n1", 2));
     auto n2 = h.connect("n2", worker_of("n2"));
     stage(h, "wf", 5);
@@ -94,7 +94,7 @@ TEST_CASE("prefer sends unpinned rows to the preferred worker while it is up",
 
 TEST_CASE("prefer spills to any worker when no preferred worker is up", "[pg][dispatch][tenant]") {
     DispatchHarness h;
-    h.namespaces.set("t", kQuota, placement(worker::PlacementMode::prefer, {"n1"}));
+    h.namespaces.set("t", kQuota, placement(store::PlacementMode::prefer, {"n1"}));
     auto n2 = h.connect("n2", worker_of("n2"));
     stage(h, "spill", 3);
     h.dispatcher.start();
@@ -127,10 +127,10 @@ TEST_CASE("an unplaced namespace reaches any worker", "[pg][dispatch][tenant]") 
 TEST_CASE("a row's authored node wins over the namespace placement", "[pg][dispatch][tenant]") {
     DispatchHarness h;
     SECTION("prefer") {
-        h.namespaces.set("t", kQuota, placement(worker::PlacementMode::prefer, {"n1"}));
+        h.namespaces.set("t", kQuota, placement(store::PlacementMode::prefer, {"n1"}));
     }
     SECTION("pinned") {
-        h.namespaces.set("t", kQuota, placement(worker::PlacementMode::pinned, {"n1"}));
+        h.namespaces.set("t", kQuota, placement(store::PlacementMode::pinned, {"n1"}));
     }
     auto n1 = h.connect("n1", worker_of("n1"));
     auto n2 = h.connect("n2", worker_of("n2"));
@@ -151,7 +151,7 @@ TEST_CASE("a row's authored node wins over the namespace placement", "[pg][dispa
 
 TEST_CASE("placement never rewrites a row's node", "[pg][dispatch][tenant]") {
     DispatchHarness h;
-    h.namespaces.set("t", kQuota, placement(worker::PlacementMode::prefer, {"n1"}));
+    h.namespaces.set("t", kQuota, placement(store::PlacementMode::prefer, {"n1"}));
 
     // Routing A: the preferred worker is up.
     auto n1 = h.connect("n1", worker_of("n1"));
@@ -179,7 +179,7 @@ TEST_CASE("placement never rewrites a row's node", "[pg][dispatch][tenant]") {
 
 TEST_CASE("pinned waits for a pinned-label worker and never spills", "[pg][dispatch][tenant]") {
     DispatchHarness h;
-    h.namespaces.set("t", kQuota, placement(worker::PlacementMode::pinned, {"n1"}));
+    h.namespaces.set("t", kQuota, placement(store::PlacementMode::pinned, {"n1"}));
     auto n2 = h.connect("n2", worker_of("n2"));
     auto plain = h.connect("plain", worker_of(std::nullopt));
     stage(h, "wf", 3);
@@ -310,7 +310,7 @@ TEST_CASE("a requeued dead letter goes back through the dispatcher to done",
 // runs: rows it can never run spill instead of waiting as if pinned.
 TEST_CASE("prefer spills when the preferred workers cannot run the row", "[pg][dispatch][tenant]") {
     DispatchHarness h;
-    h.namespaces.set("t", kQuota, placement(worker::PlacementMode::prefer, {"n1"}));
+    h.namespaces.set("t", kQuota, placement(store::PlacementMode::prefer, {"n1"}));
     auto preferred = worker_of("n1");
     SECTION("the preferred worker serves another task queue") { preferred.task_queue = "gpu"; }
     SECTION("the preferred worker runs other activity types") {
@@ -330,7 +330,7 @@ TEST_CASE("prefer spills when the preferred workers cannot run the row", "[pg][d
 TEST_CASE("prefer spills only the activity types no preferred worker runs",
           "[pg][dispatch][tenant]") {
     DispatchHarness h;
-    h.namespaces.set("t", kQuota, placement(worker::PlacementMode::prefer, {"n1"}));
+    h.namespaces.set("t", kQuota, placement(store::PlacementMode::prefer, {"n1"}));
     auto email_only = worker_of("n1");
     email_only.activity_types = {"email"};
     auto both = worker_of("n2");

@@ -6,8 +6,8 @@
 #include "outboxd/worker/worker_registry.hpp"
 
 using namespace outboxd;
-using worker::Placement;
-using worker::PlacementMode;
+using store::Placement;
+using store::PlacementMode;
 using worker::WorkerRegistry;
 
 namespace {

@@ -1,9 +1,9 @@
-#include "outboxd/dispatch/backoff.hpp"
+#include "outboxd/util/backoff.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace outboxd::dispatch {
+namespace outboxd::util {
 
 std::chrono::milliseconds Backoff::delay_for(std::int32_t attempt) const {
     const double cap = static_cast<double>(max.count());
@@ -19,4 +19,4 @@ std::chrono::milliseconds Backoff::delay_for(std::int32_t attempt) const {
     return std::chrono::milliseconds{static_cast<std::int64_t>(std::min(delay, cap))};
 }
 
-}  // namespace outboxd::dispatch
+}  // namespace outboxd::util

@@ -1,6 +1,6 @@
-#include "outboxd/worker/placement.hpp"
+#include "outboxd/store/placement.hpp"
 
-namespace outboxd::worker {
+namespace outboxd::store {
 
 std::string_view to_string(PlacementMode mode) noexcept {
     switch (mode) {
@@ -25,4 +25,4 @@ bool parse_placement_mode(std::string_view token, PlacementMode& mode) noexcept 
     return false;
 }
 
-}  // namespace outboxd::worker
+}  // namespace outboxd::store

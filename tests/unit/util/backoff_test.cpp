@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "outboxd/dispatch/backoff.hpp"
+#include "outboxd/util/backoff.hpp"
 
-using outboxd::dispatch::Backoff;
+using outboxd::util::Backoff;
 using namespace std::chrono_literals;
 
 TEST_CASE("backoff grows geometrically and clamps to its maximum", "[unit][dispatch]") {

@@ -1,13 +1,14 @@
 #pragma once
 
-// Namespace placement (tenant control): which workers may run a namespace's unpinned rows.
+// Namespace placement (tenant control, stored with the namespace's settings): which workers
+// may run a namespace's unpinned rows.
 // A row's own `node` always wins; placement never rewrites a row.
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace outboxd::worker {
+namespace outboxd::store {
 
 enum class PlacementMode {
     unplaced,  // any worker of the pool
@@ -26,4 +27,4 @@ struct Placement {
 // Returns false for an unknown token.
 [[nodiscard]] bool parse_placement_mode(std::string_view token, PlacementMode& mode) noexcept;
 
-}  // namespace outboxd::worker
+}  // namespace outboxd::store
