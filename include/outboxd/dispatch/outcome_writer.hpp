@@ -8,8 +8,8 @@
 //   batch is kept, in order, and retried with capped exponential backoff until it lands.
 //   Meanwhile the writer is unhealthy and the dispatcher stops claiming.
 // - the data (store::ValidationError: SQLSTATE classes 22, 23, 54), or any other error
-//   that fails the same batch kIsolateAfter times in a row: the batch is split in halves
-//   until each outcome that fails is alone, the rest landing on the way. If some landed, or
+//   that fails the same batch OutcomeBatches::kIsolateAfter times in a row: the batch is split in
+//   halves until each outcome that fails is alone, the rest landing on the way. If some landed, or
 //   the data was at fault, each outcome that failed alone is recorded as a dead letter
 //   naming the error (if even that is refused, it is given up, logged and counted, and its
 //   row stays claimed until the stale-claim backstop re-arms it). If none landed and the
@@ -33,6 +33,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/dispatch/outcome_batches.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/util/failure_run.hpp"
@@ -51,7 +52,7 @@ public:
     void record(store::Outcome outcome, std::string namespace_name, std::string label);
 
     [[nodiscard]] bool healthy() const { return failures_.failures() == 0; }
-    [[nodiscard]] bool idle() const { return buffer_.empty() && !writing_; }
+    [[nodiscard]] bool idle() const { return batches_.empty() && !writing_; }
     [[nodiscard]] std::uint64_t stale_answers() const { return stale_; }
     // Called (on the loop) whenever the writer becomes idle, and when it recovers.
     void on_settled(std::function<void()> callback) { on_settled_ = std::move(callback); }
@@ -64,42 +65,23 @@ public:
     }
 
 private:
-    struct Pending {
-        store::Outcome outcome;
-        std::string namespace_name;
-        std::string label;
-        bool substitute = false;  // a dead letter standing in for an outcome the database refused
-    };
-    enum class Failure { transient, data, unexplained };
-    // A batch being halved to find the outcomes that fail alone.
-    struct Isolation {
-        std::size_t suspect = 0;  // the first `suspect` outcomes of the buffer are in it
-        std::size_t split = 0;    // the size they are written in meanwhile
-        std::size_t landed = 0;   // how many of them landed
-        bool data = false;        // some failure was the data's
-        std::vector<std::pair<Pending, std::string>> refused;  // failed alone, with the error
-    };
-
     void flush();
-    void finish(std::vector<Pending> batch, std::vector<bool> applied);
-    void fail(std::vector<Pending> batch, Failure failure, const std::string& error);
-    void retry_later(std::vector<Pending> batch, const std::string& error);
-    void isolate(std::vector<Pending> batch, Failure failure, const std::string& error);
-    // The isolation is over: its refused outcomes become dead letters, or are kept.
-    void conclude();
-    void put_back(std::vector<Pending> batch);
+    void finish(std::vector<PendingOutcome> batch, std::vector<bool> applied);
+    void fail(std::vector<PendingOutcome> batch, WriteFailure failure, const std::string& error);
+    // Logs and counts what a verdict gave up on or turned into dead letters; schedules the
+    // retry it asks for.
+    void act(OutcomeBatches::Verdict verdict);
+    void retry_later(const std::string& error);
 
     boost::asio::any_io_executor loop_;
     DbLane& lane_;
     metrics::NodeMetrics& metrics_;
     std::size_t max_batch_;
-    std::deque<Pending> buffer_;
+    OutcomeBatches batches_;
     bool writing_ = false;
     bool retry_pending_ = false;  // a failed write waits for its backoff: nothing starts meanwhile
     util::FailureRun failures_;   // writes failed and kept for a retry, since the last success
     util::RetryBackoff retry_backoff_;
-    std::uint32_t unexplained_ = 0;  // unexplained failures in a row
-    Isolation isolation_;
     std::uint64_t stale_ = 0;
     boost::asio::steady_timer retry_timer_;
     std::function<void()> on_settled_;
