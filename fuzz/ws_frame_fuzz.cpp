@@ -65,8 +65,8 @@ bool same(const std::vector<Message>& a, const std::vector<Message>& b) {
 
 void check_refusal(const protocol::ProtocolError& error, std::string_view frame) {
     const bool known =
-        error.code == protocol::code::bad_json || error.code == protocol::code::unknown_type ||
-        error.code == protocol::code::missing_field || error.code == protocol::code::invalid_field;
+        error.code == protocol::code::kBadJson || error.code == protocol::code::kUnknownType ||
+        error.code == protocol::code::kMissingField || error.code == protocol::code::kInvalidField;
     require(known, "a refused frame names one of the parser's error codes",
             error.code + " for " + std::string{frame});
     require(!error.message.starts_with("[json.exception"),

@@ -87,7 +87,7 @@ std::string ensure_embedded_postgres(const std::string& dir) {
                                            " -l " + quote((root / "server.log").string()) +
                                            " -w -t 60 -o " + quote(options) + " start");
         if (run(start) == 0) {
-            const std::string url =
+            std::string url =
                 "postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/postgres";
             std::ofstream{url_file} << url << "\n";
             spdlog::info("event=embedded_started url={} stop_with=\"{} -D {} stop\"", url,

@@ -18,9 +18,7 @@ void set_log_level(const std::string& level) {
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     CLI::App app{"outboxd: a horizontally scaled dispatcher for a PostgreSQL transactional outbox"};
     app.set_help_all_flag("--help-all", "Show help for every subcommand");
     outboxd::config::Options options;
@@ -46,22 +44,31 @@ int main(int argc, char** argv) {
         return 2;
     }
     set_log_level(config.log_level);
+    if (config.database_url.empty()) {
+        // Demo mode: a private local PostgreSQL, shared by demo nodes on this machine.
+        config.database_url =
+            outboxd::app::ensure_embedded_postgres(outboxd::app::default_embedded_dir());
+    }
+    if (migrate->parsed()) {
+        const auto report = outboxd::store::migrate(config.database_url);
+        spdlog::info("event=migrated version={} applied={}", report.current_version,
+                     report.applied.size());
+        return 0;
+    }
+    outboxd::app::Node node{config};
+    return node.run();
+}
+
+}  // namespace
+
+// Whatever a run throws ends the process with status 1, logged, instead of std::terminate.
+int main(int argc, char** argv) {
     try {
-        if (config.database_url.empty()) {
-            // Demo mode: a private local PostgreSQL, shared by demo nodes on this machine.
-            config.database_url =
-                outboxd::app::ensure_embedded_postgres(outboxd::app::default_embedded_dir());
-        }
-        if (migrate->parsed()) {
-            const auto report = outboxd::store::migrate(config.database_url);
-            spdlog::info("event=migrated version={} applied={}", report.current_version,
-                         report.applied.size());
-            return 0;
-        }
-        outboxd::app::Node node{config};
-        return node.run();
+        return run(argc, argv);
     } catch (const std::exception& error) {
         spdlog::error("event=fatal error=\"{}\"", error.what());
-        return 1;
+    } catch (...) {
+        spdlog::error("event=fatal error=\"unknown exception\"");
     }
+    return 1;
 }

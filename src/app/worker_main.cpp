@@ -393,9 +393,7 @@ int wait_for_stop_signal(const WorkerClient& client, const std::string& stats_fi
     }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     // Blocked before any thread starts so that every thread inherits the mask and the
     // signals wait for sigtimedwait on the main thread.
     sigset_t signals;
@@ -444,4 +442,18 @@ int main(int argc, char** argv) {
         std::cerr << "outboxd-worker: " << error.what() << "\n";
         return kExitInvalidSettings;
     }
+}
+
+}  // namespace
+
+// Whatever a run throws ends the process with status 1, logged, instead of std::terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& error) {
+        spdlog::error("outboxd-worker: fatal: {}", error.what());
+    } catch (...) {
+        spdlog::error("outboxd-worker: fatal: unknown exception");
+    }
+    return 1;
 }

@@ -11,7 +11,11 @@ namespace outboxd::cluster {
 
 ClusterMember::ClusterMember(boost::asio::any_io_executor loop, dispatch::DbLane& lane,
                              metrics::NodeMetrics& metrics, MemberSettings settings)
-    : loop_(loop), lane_(lane), metrics_(metrics), settings_(std::move(settings)), timer_(loop) {}
+    : loop_(std::move(loop)),
+      lane_(lane),
+      metrics_(metrics),
+      settings_(std::move(settings)),
+      timer_(loop_) {}
 
 void ClusterMember::start() { tick(); }
 
@@ -136,7 +140,7 @@ void ClusterMember::leave(std::function<void()> done) {
             db.cluster.release_shards(settings.incarnation, store::ShardRanges::all());
             db.cluster.deregister(settings.incarnation);
         },
-        [node_id = settings_.node_id, finish](dispatch::LaneResult<std::monostate> done) {
+        [node_id = settings_.node_id, finish](const dispatch::LaneResult<std::monostate>& done) {
             if (done.ok()) {
                 spdlog::info("event=left_cluster node={}", node_id);
             } else {

@@ -28,7 +28,7 @@ bool Claimer::backstop_due(Clock::time_point now) {
     return true;
 }
 
-void Claimer::claim(ClaimRequest request, std::function<void(Round)> done) {
+void Claimer::claim(ClaimRequest request, const std::function<void(Round)>& done) {
     request.batch_size = settings_.batch_size;
     request.generations = ClaimGenerations{front_generation_, ranges_generation_};
     claiming_ = true;

@@ -26,22 +26,23 @@ struct Counted {
 Maintenance::Maintenance(boost::asio::any_io_executor loop, DbLane& lane,
                          metrics::NodeMetrics& metrics, Settings settings, OwnerSource owner,
                          std::function<void(std::size_t)> rearmed)
-    : loop_(loop),
+    : loop_(std::move(loop)),
       lane_(lane),
       metrics_(metrics),
       settings_(settings),
       owner_(std::move(owner)),
       rearmed_(std::move(rearmed)),
       reconcile_timer_(
-          loop, settings.reconcile_interval,
+          loop_, settings.reconcile_interval,
           [this] {
               if (Clock::now() >= reconcile_rest_until_) reconcile();
           },
           metrics.fault("timer")),
       retention_timer_(
-          loop, settings.retention_interval, [this] { apply_retention(); }, metrics.fault("timer")),
+          loop_, settings.retention_interval, [this] { apply_retention(); },
+          metrics.fault("timer")),
       gauge_timer_(
-          loop, settings.gauge_interval,
+          loop_, settings.gauge_interval,
           [this] {
               if (Clock::now() >= gauges_rest_until_) refresh_gauges();
           },
@@ -113,7 +114,7 @@ void Maintenance::apply_retention() {
             }
             if (total > 0) spdlog::info("event=retention_deleted rows={}", total);
         },
-        [this](LaneResult<std::monostate> done) { result("retention", done.error); });
+        [this](const LaneResult<std::monostate>& done) { result("retention", done.error); });
 }
 
 void Maintenance::refresh_gauges() {
@@ -130,7 +131,7 @@ void Maintenance::refresh_gauges() {
             counted.took = Clock::now() - started;
             return counted;
         },
-        [this](LaneResult<Counted> done) {
+        [this](const LaneResult<Counted>& done) {
             gauges_rest_until_ = Clock::now() + 19 * done.value.took;
             if (done.ok()) {
                 metrics_.set_row_gauges(done.value.counts);

@@ -9,11 +9,11 @@ namespace outboxd::dispatch {
 
 NamespaceCache::NamespaceCache(boost::asio::any_io_executor loop, DbLane& lane,
                                std::int64_t default_max_in_flight, std::chrono::milliseconds ttl)
-    : loop_(loop),
+    : loop_(std::move(loop)),
       lane_(lane),
       default_max_in_flight_(default_max_in_flight),
       ttl_(ttl),
-      timer_(loop) {}
+      timer_(loop_) {}
 
 void NamespaceCache::start() {
     refresh_now();
@@ -35,7 +35,7 @@ void NamespaceCache::refresh_now() {
     // Periodic: when the lane is full, the next refresh tries again.
     (void)lane_.call(
         loop_, lifetime_.watch(), [](DbHandles db) { return db.admin.list_namespaces(); },
-        [this](LaneResult<std::vector<store::NamespaceSettings>> listed) {
+        [this](const LaneResult<std::vector<store::NamespaceSettings>>& listed) {
             if (!listed.ok()) return refresh_failed(listed.error);  // keep the last known
             if (const auto failed = failures_.succeeded(); failed > 0) {
                 spdlog::info("event=namespace_refresh_recovered failures={}", failed);

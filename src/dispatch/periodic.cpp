@@ -7,9 +7,9 @@
 
 namespace outboxd::dispatch {
 
-Periodic::Periodic(boost::asio::any_io_executor loop, std::chrono::milliseconds period,
+Periodic::Periodic(const boost::asio::any_io_executor& loop, std::chrono::milliseconds period,
                    std::function<void()> task, prometheus::Counter& faults)
-    : timer_(std::move(loop)), period_(period), task_(std::move(task)), faults_(faults) {}
+    : timer_(loop), period_(period), task_(std::move(task)), faults_(faults) {}
 
 void Periodic::start() {
     running_ = true;

@@ -91,7 +91,7 @@ ApiResponse not_found(std::string_view what) { return error_response(404, "not_f
 
 ApiRouter::ApiRouter(boost::asio::any_io_executor loop, NodeServices services,
                      ServerSettings settings)
-    : loop_(loop), services_(services), settings_(std::move(settings)) {}
+    : loop_(std::move(loop)), services_(std::move(services)), settings_(std::move(settings)) {}
 
 bool ApiRouter::admin_allowed(const std::optional<std::string>& bearer) const {
     return !settings_.admin_token || token_matches(bearer, *settings_.admin_token);

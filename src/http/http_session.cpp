@@ -19,11 +19,11 @@ constexpr std::uint32_t kMaxHeaderBytes = 64 * 1024;
 }  // namespace
 
 std::optional<std::string> bearer_of(beast::string_view authorization) {
-    constexpr std::string_view prefix = "Bearer ";
+    constexpr std::string_view kPrefix = "Bearer ";
     const std::string_view value{authorization.data(), authorization.size()};
-    if (value.size() <= prefix.size() || value.substr(0, prefix.size()) != prefix)
+    if (value.size() <= kPrefix.size() || value.substr(0, kPrefix.size()) != kPrefix)
         return std::nullopt;
-    return std::string{value.substr(prefix.size())};
+    return std::string{value.substr(kPrefix.size())};
 }
 
 template <typename Stream>

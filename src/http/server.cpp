@@ -80,8 +80,8 @@ ConnectionSlot::~ConnectionSlot() {
 HttpServer::Impl::Impl(net::io_context& ioc_, ServerSettings settings_, NodeServices services_)
     : ioc(ioc_),
       settings(std::move(settings_)),
-      services(services_),
-      router(ioc_.get_executor(), services_, settings),
+      services(std::move(services_)),
+      router(ioc_.get_executor(), services, settings),
       acceptor(ioc_),
       accept_backoff(kAcceptRetryMin, kAcceptRetryMax, std::random_device{}()),
       accept_timer(ioc_) {
@@ -212,7 +212,7 @@ void HttpServer::Impl::fault(std::string_view where, std::string_view what) {
 }
 
 HttpServer::HttpServer(net::io_context& ioc, ServerSettings settings, NodeServices services)
-    : impl_(std::make_unique<Impl>(ioc, std::move(settings), services)) {}
+    : impl_(std::make_unique<Impl>(ioc, std::move(settings), std::move(services))) {}
 
 HttpServer::~HttpServer() = default;
 

@@ -67,7 +67,7 @@ std::optional<store::TimePoint> parse_rfc3339(std::string_view text) {
     tm.tm_hour = hour;
     tm.tm_min = minute;
     tm.tm_sec = second;
-    const std::time_t utc = timegm(&tm) - offset_minutes * 60;
+    const std::time_t utc = timegm(&tm) - std::time_t{offset_minutes} * 60;
     return store::TimePoint{std::chrono::duration_cast<store::TimePoint::duration>(
         std::chrono::seconds{utc} + std::chrono::microseconds{micros})};
 }

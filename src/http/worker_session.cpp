@@ -59,7 +59,7 @@ void WorkerSession<Stream>::run(beast::http::request<beast::http::string_body> u
         self->hello_timer_.async_wait([weak = self->weak_from_this()](beast::error_code wait_ec) {
             const auto session = weak.lock();
             if (wait_ec || !session || session->greeted_ || session->closing_) return;
-            session->reject(protocol::code::hello_required,
+            session->reject(protocol::code::kHelloRequired,
                             "no hello within " +
                                 std::to_string(session->server_.settings.hello_timeout.count()) +
                                 " ms of the upgrade",
@@ -82,7 +82,7 @@ void WorkerSession<Stream>::on_read(beast::error_code ec) {
         if (ec == websocket::error::message_too_big) {
             // Beast has already failed the connection with close code 1009 (too big).
             server_.services.metrics.protocol_errors_total
-                .Add({{"code", std::string{protocol::code::frame_too_large}}})
+                .Add({{"code", std::string{protocol::code::kFrameTooLarge}}})
                 .Increment();
         }
         return finish(ec.message());
@@ -92,7 +92,7 @@ void WorkerSession<Stream>::on_read(beast::error_code ec) {
     try {
         if (!ws_.got_text()) {
             buffer_.consume(buffer_.size());
-            reject(protocol::code::bad_json, "frames must be text frames holding one JSON object",
+            reject(protocol::code::kBadJson, "frames must be text frames holding one JSON object",
                    !greeted_);
         } else {
             const std::string text = beast::buffers_to_string(buffer_.data());
@@ -124,15 +124,15 @@ template <typename Stream>
 void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
     if (auto* hello = std::get_if<protocol::Hello>(&message)) {
         if (greeted_)
-            return reject(protocol::code::duplicate_hello, "hello was already accepted", false);
+            return reject(protocol::code::kDuplicateHello, "hello was already accepted", false);
         return handle_hello(std::move(*hello));
     }
     if (!greeted_) {
-        return reject(protocol::code::hello_required, "the first frame must be a hello", true);
+        return reject(protocol::code::kHelloRequired, "the first frame must be a hello", true);
     }
     auto* entry = server_.services.registry.find(session_id_);
     if (!entry)
-        return reject(protocol::code::draining, "this session is no longer registered", true);
+        return reject(protocol::code::kDraining, "this session is no longer registered", true);
     auto& dispatcher = server_.services.dispatcher;
     auto answer = dispatch::Answer::accepted;
     const std::string* task_id = nullptr;
@@ -148,7 +148,7 @@ void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
         dispatcher.request_sweep();
     }
     if (answer == dispatch::Answer::unknown_task) {
-        reject(protocol::code::unknown_task,
+        reject(protocol::code::kUnknownTask,
                "no outstanding task '" + *task_id + "' on this connection", false);
     }
 }

@@ -141,10 +141,10 @@ NodeLink* ClientCore::add_link(const std::string& url, bool seed) {
         spdlog::warn("worker client: ignoring node URL '{}': the seeds are wss://, it is not", url);
         return nullptr;
     }
-    util::RetryBackoff backoff{options_.reconnect_min, options_.reconnect_max,
-                               std::random_device{}()};
-    links_.push_back(
-        std::make_unique<NodeLink>(ioc_, url, std::move(*parsed), seed, std::move(backoff)));
+    links_.push_back(std::make_unique<NodeLink>(
+        ioc_, url, std::move(*parsed), seed,
+        util::RetryBackoff{options_.reconnect_min, options_.reconnect_max,
+                           std::random_device{}()}));
     return links_.back().get();
 }
 

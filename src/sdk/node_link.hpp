@@ -34,7 +34,7 @@ struct NodeLink {
         : url(std::move(url_text)),
           ws_url(std::move(parsed)),
           seed(is_seed),
-          backoff(std::move(reconnect_backoff)),
+          backoff(reconnect_backoff),
           retry_timer(ioc) {}
 
     std::string url;

@@ -7,7 +7,7 @@
 
 namespace outboxd::store {
 
-PgSession::PgSession(std::string database_url, std::span<const Statement> statements,
+PgSession::PgSession(const std::string& database_url, std::span<const Statement> statements,
                      std::vector<std::string> setup)
     : database_url_(with_connection_defaults(database_url)),
       statements_(statements),

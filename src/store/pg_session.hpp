@@ -32,7 +32,7 @@ public:
     // `setup` statements run once on every new connection, before anything else (session
     // settings such as planner preferences). The URL gets the connection defaults of
     // with_connection_defaults().
-    PgSession(std::string database_url, std::span<const Statement> statements,
+    PgSession(const std::string& database_url, std::span<const Statement> statements,
               std::vector<std::string> setup = {});
 
     // Runs `body(pqxx::work&)`, which executes `statement` (and maybe others, planned the

@@ -14,7 +14,7 @@
 
 #include "outboxd/config/defaults.hpp"
 
-namespace CLI {
+namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
 class App;
 }  // namespace CLI
 

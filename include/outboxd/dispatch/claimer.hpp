@@ -75,7 +75,7 @@ public:
     // Runs one round for `request` (its batch size and generations are the claimer's).
     // `done` runs on the loop with the round, while the claimer lives; at once, when the
     // lane refuses the round.
-    void claim(ClaimRequest request, std::function<void(Round)> done);
+    void claim(ClaimRequest request, const std::function<void(Round)>& done);
     [[nodiscard]] bool claiming() const { return claiming_; }
 
 private:

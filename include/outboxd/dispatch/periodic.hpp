@@ -21,7 +21,7 @@ namespace outboxd::dispatch {
 
 class Periodic {
 public:
-    Periodic(boost::asio::any_io_executor loop, std::chrono::milliseconds period,
+    Periodic(const boost::asio::any_io_executor& loop, std::chrono::milliseconds period,
              std::function<void()> task, prometheus::Counter& faults);
     Periodic(const Periodic&) = delete;
     Periodic& operator=(const Periodic&) = delete;

@@ -22,8 +22,8 @@ public:
 // `row_index` names the offending row of a batch.
 class ValidationError : public StoreError {
 public:
-    ValidationError(std::string message, std::optional<std::size_t> row_index = std::nullopt)
-        : StoreError(std::move(message)), row_index_(row_index) {}
+    ValidationError(const std::string& message, std::optional<std::size_t> row_index = std::nullopt)
+        : StoreError(message), row_index_(row_index) {}
     [[nodiscard]] std::optional<std::size_t> row_index() const noexcept { return row_index_; }
 
 private:

@@ -44,7 +44,7 @@ inline constexpr std::int64_t kMinFrameBytes = 1024;
 inline constexpr std::size_t kMaxMessageBytes = 4096;
 // The largest batch frame either side writes (a single message larger than this still goes
 // alone, as before). Below every default frame limit, so a reader needs no new setting.
-inline constexpr std::size_t kMaxBatchBytes = 256 * 1024;
+inline constexpr std::size_t kMaxBatchBytes = std::size_t{256} * 1024;
 
 // The largest batch to write to a peer that stated `peer_max_frame_bytes` (0: not stated).
 [[nodiscard]] constexpr std::size_t batch_bytes_for(std::size_t peer_max_frame_bytes) {
@@ -54,16 +54,16 @@ inline constexpr std::size_t kMaxBatchBytes = 256 * 1024;
 
 // Error codes of {"type":"error"} frames.
 namespace code {
-inline constexpr std::string_view bad_json = "bad_json";
-inline constexpr std::string_view unknown_type = "unknown_type";
-inline constexpr std::string_view missing_field = "missing_field";
-inline constexpr std::string_view invalid_field = "invalid_field";
-inline constexpr std::string_view hello_required = "hello_required";
-inline constexpr std::string_view duplicate_hello = "duplicate_hello";
-inline constexpr std::string_view frame_too_large = "frame_too_large";
-inline constexpr std::string_view unknown_task = "unknown_task";
-inline constexpr std::string_view unauthorized = "unauthorized";
-inline constexpr std::string_view draining = "draining";
+inline constexpr std::string_view kBadJson = "bad_json";
+inline constexpr std::string_view kUnknownType = "unknown_type";
+inline constexpr std::string_view kMissingField = "missing_field";
+inline constexpr std::string_view kInvalidField = "invalid_field";
+inline constexpr std::string_view kHelloRequired = "hello_required";
+inline constexpr std::string_view kDuplicateHello = "duplicate_hello";
+inline constexpr std::string_view kFrameTooLarge = "frame_too_large";
+inline constexpr std::string_view kUnknownTask = "unknown_task";
+inline constexpr std::string_view kUnauthorized = "unauthorized";
+inline constexpr std::string_view kDraining = "draining";
 }  // namespace code
 
 struct ProtocolError {

@@ -31,8 +31,14 @@ std::string dump(const json& value) {
     return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Names member `index` of a batch frame in a complaint: built only when there is one, not
+// for every member a batch frame carries.
+std::string batch_member(std::size_t index) {
+    return "frames[" + std::to_string(index) + "] of a batch frame";
+}
+
 [[noreturn]] void reject_depth(std::size_t limit) {
-    reject(code::bad_json, "frame nests deeper than " + std::to_string(limit) + " levels");
+    reject(code::kBadJson, "frame nests deeper than " + std::to_string(limit) + " levels");
 }
 
 // Typed access to the members of one frame, naming the field in every complaint.
@@ -52,7 +58,7 @@ public:
     std::string text(const char* name) const { return text(name, max_bytes_); }
     std::string text(const char* name, std::size_t max_bytes) const {
         const json* value = find(name);
-        if (!value) reject(code::missing_field, where(name) + " is required");
+        if (!value) reject(code::kMissingField, where(name) + " is required");
         return text_of(name, *value, max_bytes);
     }
 
@@ -71,13 +77,13 @@ public:
         if (value->is_string()) {
             return util::sanitize_text(value->get_ref<const std::string&>(), kMaxMessageBytes);
         }
-        if (!any_json) reject(code::invalid_field, where(name) + " must be a string");
+        if (!any_json) reject(code::kInvalidField, where(name) + " must be a string");
         return util::sanitize_text(dump(*value), kMaxMessageBytes);
     }
 
     std::int64_t integer(const char* name, std::int64_t lo, std::int64_t hi) const {
         const json* value = find(name);
-        if (!value) reject(code::missing_field, where(name) + " is required");
+        if (!value) reject(code::kMissingField, where(name) + " is required");
         return integer_of(name, *value, lo, hi);
     }
 
@@ -91,7 +97,7 @@ public:
     std::optional<bool> optional_boolean(const char* name) const {
         const json* value = find(name);
         if (!value) return std::nullopt;
-        if (!value->is_boolean()) reject(code::invalid_field, where(name) + " must be a boolean");
+        if (!value->is_boolean()) reject(code::kInvalidField, where(name) + " must be a boolean");
         return value->get<bool>();
     }
 
@@ -99,7 +105,7 @@ public:
         const json* value = find(name);
         if (!value) return std::nullopt;
         if (!value->is_array()) {
-            reject(code::invalid_field, where(name) + " must be an array of strings");
+            reject(code::kInvalidField, where(name) + " must be an array of strings");
         }
         std::vector<std::string> out;
         for (const auto& element : *value) out.push_back(text_of(name, element, max_bytes_));
@@ -119,11 +125,11 @@ private:
     // Names, ids and routes end up in SQL parameters and log lines: refused unless they are
     // non-empty UTF-8 without NUL bytes, and bounded.
     std::string text_of(const char* name, const json& value, std::size_t max_bytes) const {
-        if (!value.is_string()) reject(code::invalid_field, where(name) + " must be a string");
+        if (!value.is_string()) reject(code::kInvalidField, where(name) + " must be a string");
         auto text = value.get<std::string>();
-        if (text.empty()) reject(code::invalid_field, where(name) + " must not be empty");
+        if (text.empty()) reject(code::kInvalidField, where(name) + " must not be empty");
         if (const auto problem = util::identifier_problem(text, max_bytes)) {
-            reject(code::invalid_field, where(name) + " " + *problem);
+            reject(code::kInvalidField, where(name) + " " + *problem);
         }
         return text;
     }
@@ -131,11 +137,11 @@ private:
     std::int64_t integer_of(const char* name, const json& value, std::int64_t lo,
                             std::int64_t hi) const {
         if (!value.is_number_integer()) {
-            reject(code::invalid_field, where(name) + " must be an integer");
+            reject(code::kInvalidField, where(name) + " must be an integer");
         }
         const auto number = value.get<std::int64_t>();
         if (number < lo || number > hi || (value.is_number_unsigned() && number < 0)) {
-            reject(code::invalid_field, where(name) + " must be between " + std::to_string(lo) +
+            reject(code::kInvalidField, where(name) + " must be between " + std::to_string(lo) +
                                             " and " + std::to_string(hi));
         }
         return number;
@@ -151,11 +157,11 @@ std::pair<json, std::string> parse_object(std::string_view text) {
     const auto depth = util::json_nesting_depth(text, kMaxNesting + kBatchNesting);
     if (depth > kMaxNesting + kBatchNesting) reject_depth(kMaxNesting + kBatchNesting);
     json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (object.is_discarded()) reject(code::bad_json, "frame is not valid JSON");
-    if (!object.is_object()) reject(code::bad_json, "frame must be a JSON object");
+    if (object.is_discarded()) reject(code::kBadJson, "frame is not valid JSON");
+    if (!object.is_object()) reject(code::kBadJson, "frame must be a JSON object");
     const auto type = object.find("type");
-    if (type == object.end()) reject(code::missing_field, "'type' is required");
-    if (!type->is_string()) reject(code::invalid_field, "'type' must be a string");
+    if (type == object.end()) reject(code::kMissingField, "'type' is required");
+    if (!type->is_string()) reject(code::kInvalidField, "'type' must be a string");
     auto name = type->get<std::string>();
     if (depth > kMaxNesting && name != kBatchType) reject_depth(kMaxNesting);
     return {std::move(object), std::move(name)};
@@ -168,16 +174,16 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
         hello.worker_id = f.text("worker_id");
         if (auto ns = f.optional_texts("namespaces")) {
             if (ns->empty()) {
-                reject(code::invalid_field, "'namespaces' of a hello frame must not be empty");
+                reject(code::kInvalidField, "'namespaces' of a hello frame must not be empty");
             }
             hello.namespaces = std::move(*ns);
         }
         if (auto queue = f.optional_text("task_queue")) hello.task_queue = std::move(*queue);
         hello.node = f.optional_text("node");
         auto types = f.optional_texts("activity_types");
-        if (!types) reject(code::missing_field, "'activity_types' of a hello frame is required");
+        if (!types) reject(code::kMissingField, "'activity_types' of a hello frame is required");
         if (types->empty()) {
-            reject(code::invalid_field,
+            reject(code::kInvalidField,
                    "'activity_types' of a hello frame must list at least one activity type");
         }
         hello.activity_types = std::move(*types);
@@ -198,17 +204,17 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
     if (type == "credit") {
         return Credit{static_cast<std::int32_t>(f.integer("max_in_flight", 0, kMaxCreditWindow))};
     }
-    reject(code::unknown_type, "unknown frame type '" + type + "'");
+    reject(code::kUnknownType, "unknown frame type '" + type + "'");
 }
 
 std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::string_view type) {
     const auto it = object.find(name);
     if (it == object.end() || it->is_null()) return {};
     if (!it->is_array())
-        reject(code::invalid_field, "'" + std::string{name} + "' must be an array");
+        reject(code::kInvalidField, "'" + std::string{name} + "' must be an array");
     std::vector<NodeInfo> nodes;
     for (const auto& element : *it) {
-        if (!element.is_object()) reject(code::invalid_field, "cluster entries must be objects");
+        if (!element.is_object()) reject(code::kInvalidField, "cluster entries must be objects");
         const Fields f{element, type, std::numeric_limits<std::size_t>::max()};
         nodes.push_back({f.text("node_id"), f.text("url")});
     }
@@ -246,7 +252,7 @@ NodeMessage parse_node(const json& object, const std::string& type) {
         // encode(Error) writes "message":"" for an empty message; it must parse back.
         return Error{f.optional_text("code").value_or("unknown"), f.free_text("message")};
     }
-    reject(code::unknown_type, "unknown frame type '" + type + "'");
+    reject(code::kUnknownType, "unknown frame type '" + type + "'");
 }
 
 json nodes_json(const std::vector<NodeInfo>& nodes) {
@@ -271,27 +277,28 @@ std::vector<Message> frame_messages(std::string_view text, Parse parse) {
     }
     const auto frames = object.find("frames");
     if (frames == object.end() || frames->is_null()) {
-        reject(code::missing_field, "'frames' of a batch frame is required");
+        reject(code::kMissingField, "'frames' of a batch frame is required");
     }
     if (!frames->is_array() || frames->empty()) {
-        reject(code::invalid_field, "'frames' of a batch frame must be a non-empty array");
+        reject(code::kInvalidField, "'frames' of a batch frame must be a non-empty array");
     }
     messages.reserve(frames->size());
     for (std::size_t i = 0; i < frames->size(); ++i) {
         const json& member = (*frames)[i];
-        const auto where = "frames[" + std::to_string(i) + "] of a batch frame";
         const auto member_type = member.is_object() ? member.find("type") : member.end();
         if (!member.is_object() || member_type == member.end() || !member_type->is_string()) {
-            reject(code::invalid_field, where + " must be an object with a string 'type'");
+            reject(code::kInvalidField,
+                   batch_member(i) + " must be an object with a string 'type'");
         }
         const auto name = member_type->get<std::string>();
         if (name == kBatchType || name == "hello" || name == "welcome") {
-            reject(code::invalid_field, where + " cannot be a " + name + " frame");
+            reject(code::kInvalidField,
+                   batch_member(i).append(" cannot be a ").append(name).append(" frame"));
         }
         try {
             messages.push_back(parse(member, name));
         } catch (Rejected& rejected) {
-            rejected.error.message = where + ": " + rejected.error.message;
+            rejected.error.message.insert(0, batch_member(i) + ": ");
             throw;
         }
     }
@@ -305,7 +312,7 @@ std::variant<Result, ProtocolError> parsed(Body body) {
     } catch (const Rejected& rejected) {
         return rejected.error;
     } catch (const std::exception& error) {
-        return ProtocolError{std::string{code::invalid_field}, error.what()};
+        return ProtocolError{std::string{code::kInvalidField}, error.what()};
     }
 }
 

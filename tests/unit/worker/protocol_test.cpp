@@ -144,8 +144,8 @@ TEST_CASE("frames that are not JSON objects are bad_json", "[unit][worker]") {
           "true", R"({"type":"credit","max_in_flight":1e400})",
           "{\"type\":\"hello\",\"worker_id\":\"w\xff\",\"activity_types\":[\"a\"]}"}) {
         INFO("frame: '" << text << "'");
-        CHECK(worker_error(text).code == code::bad_json);
-        CHECK(node_error(text).code == code::bad_json);
+        CHECK(worker_error(text).code == code::kBadJson);
+        CHECK(node_error(text).code == code::kBadJson);
     }
 }
 
@@ -153,9 +153,9 @@ TEST_CASE("a frame nested absurdly deep is refused, not a stack overflow", "[uni
     const std::size_t depth = 200000;
     const std::string deep = std::string(depth, '[') + std::string(depth, ']');
     CHECK(worker_error(R"({"type":"complete","task_id":"t","result":)" + deep + "}").code ==
-          code::bad_json);
+          code::kBadJson);
     CHECK(node_error(task_without("input").insert(1, R"("input":)" + deep + ",")).code ==
-          code::bad_json);
+          code::kBadJson);
 
     // Ordinary nesting, and brackets inside strings, are not counted against the frame.
     const std::string modest = std::string(100, '[') + std::string(100, ']');
@@ -168,64 +168,64 @@ TEST_CASE("a frame nested absurdly deep is refused, not a stack overflow", "[uni
 }
 
 TEST_CASE("a missing required member is missing_field, naming it", "[unit][worker]") {
-    expect_worker_error(R"({})", code::missing_field, "type");
-    expect_worker_error(R"({"worker_id":"w1","activity_types":["a"]})", code::missing_field,
+    expect_worker_error(R"({})", code::kMissingField, "type");
+    expect_worker_error(R"({"worker_id":"w1","activity_types":["a"]})", code::kMissingField,
                         "type");
-    expect_worker_error(R"({"type":"hello","activity_types":["a"]})", code::missing_field,
+    expect_worker_error(R"({"type":"hello","activity_types":["a"]})", code::kMissingField,
                         "worker_id");
     expect_worker_error(R"({"type":"hello","worker_id":null,"activity_types":["a"]})",
-                        code::missing_field, "worker_id");
-    expect_worker_error(R"({"type":"hello","worker_id":"w1"})", code::missing_field,
+                        code::kMissingField, "worker_id");
+    expect_worker_error(R"({"type":"hello","worker_id":"w1"})", code::kMissingField,
                         "activity_types");
-    expect_worker_error(R"({"type":"complete","result":1})", code::missing_field, "task_id");
-    expect_worker_error(R"({"type":"fail","error":"x"})", code::missing_field, "task_id");
-    expect_worker_error(R"({"type":"credit"})", code::missing_field, "max_in_flight");
+    expect_worker_error(R"({"type":"complete","result":1})", code::kMissingField, "task_id");
+    expect_worker_error(R"({"type":"fail","error":"x"})", code::kMissingField, "task_id");
+    expect_worker_error(R"({"type":"credit"})", code::kMissingField, "max_in_flight");
 }
 
 TEST_CASE("a member of the wrong type or value is invalid_field, naming it", "[unit][worker]") {
-    expect_worker_error(R"({"type":5})", code::invalid_field, "type");
-    expect_worker_error(R"({"type":null})", code::invalid_field, "type");
+    expect_worker_error(R"({"type":5})", code::kInvalidField, "type");
+    expect_worker_error(R"({"type":null})", code::kInvalidField, "type");
     expect_worker_error(R"({"type":"hello","worker_id":5,"activity_types":["a"]})",
-                        code::invalid_field, "worker_id");
+                        code::kInvalidField, "worker_id");
     expect_worker_error(R"({"type":"hello","worker_id":"","activity_types":["a"]})",
-                        code::invalid_field, "worker_id");
-    expect_worker_error(hello_with(R"("namespaces":"default")"), code::invalid_field, "namespaces");
-    expect_worker_error(hello_with(R"("namespaces":[1])"), code::invalid_field, "namespaces");
-    expect_worker_error(hello_with(R"("namespaces":[""])"), code::invalid_field, "namespaces");
-    expect_worker_error(hello_with(R"("namespaces":[])"), code::invalid_field, "namespaces");
-    expect_worker_error(hello_with(R"("task_queue":"")"), code::invalid_field, "task_queue");
-    expect_worker_error(hello_with(R"("task_queue":3)"), code::invalid_field, "task_queue");
-    expect_worker_error(hello_with(R"("node":5)"), code::invalid_field, "node");
-    expect_worker_error(hello_with(R"("node":"")"), code::invalid_field, "node");
+                        code::kInvalidField, "worker_id");
+    expect_worker_error(hello_with(R"("namespaces":"default")"), code::kInvalidField, "namespaces");
+    expect_worker_error(hello_with(R"("namespaces":[1])"), code::kInvalidField, "namespaces");
+    expect_worker_error(hello_with(R"("namespaces":[""])"), code::kInvalidField, "namespaces");
+    expect_worker_error(hello_with(R"("namespaces":[])"), code::kInvalidField, "namespaces");
+    expect_worker_error(hello_with(R"("task_queue":"")"), code::kInvalidField, "task_queue");
+    expect_worker_error(hello_with(R"("task_queue":3)"), code::kInvalidField, "task_queue");
+    expect_worker_error(hello_with(R"("node":5)"), code::kInvalidField, "node");
+    expect_worker_error(hello_with(R"("node":"")"), code::kInvalidField, "node");
     expect_worker_error(R"({"type":"hello","worker_id":"w1","activity_types":"charge"})",
-                        code::invalid_field, "activity_types");
+                        code::kInvalidField, "activity_types");
     expect_worker_error(R"({"type":"hello","worker_id":"w1","activity_types":[""]})",
-                        code::invalid_field, "activity_types");
+                        code::kInvalidField, "activity_types");
     expect_worker_error(R"({"type":"hello","worker_id":"w1","activity_types":[]})",
-                        code::invalid_field, "activity_types");
+                        code::kInvalidField, "activity_types");
     for (const std::string bad : {"0", "-1", "10001", "1.5", "\"16\"", "true", "[]",
                                   "18446744073709551615", "-9223372036854775809"}) {
         INFO("max_in_flight " << bad);
-        expect_worker_error(hello_with(R"("max_in_flight":)" + bad), code::invalid_field,
+        expect_worker_error(hello_with(R"("max_in_flight":)" + bad), code::kInvalidField,
                             "max_in_flight");
     }
     for (const std::string bad : {"-1", "10001", "1.5", "\"4\"", "false"}) {
         INFO("credit " << bad);
-        expect_worker_error(R"({"type":"credit","max_in_flight":)" + bad + "}", code::invalid_field,
+        expect_worker_error(R"({"type":"credit","max_in_flight":)" + bad + "}", code::kInvalidField,
                             "max_in_flight");
     }
-    expect_worker_error(R"({"type":"complete","task_id":7})", code::invalid_field, "task_id");
-    expect_worker_error(R"({"type":"complete","task_id":""})", code::invalid_field, "task_id");
-    expect_worker_error(R"({"type":"fail","task_id":"t","retryable":"yes"})", code::invalid_field,
+    expect_worker_error(R"({"type":"complete","task_id":7})", code::kInvalidField, "task_id");
+    expect_worker_error(R"({"type":"complete","task_id":""})", code::kInvalidField, "task_id");
+    expect_worker_error(R"({"type":"fail","task_id":"t","retryable":"yes"})", code::kInvalidField,
                         "retryable");
 }
 
 TEST_CASE("an unknown frame type is unknown_type, naming it", "[unit][worker]") {
-    expect_worker_error(R"({"type":"hullo"})", code::unknown_type, "hullo");
-    expect_worker_error(R"({"type":""})", code::unknown_type, "");
+    expect_worker_error(R"({"type":"hullo"})", code::kUnknownType, "hullo");
+    expect_worker_error(R"({"type":""})", code::kUnknownType, "");
     // Node frames are not worker frames, and the other way round.
-    expect_worker_error(R"({"type":"task"})", code::unknown_type, "task");
-    expect_node_error(R"({"type":"hello"})", code::unknown_type, "hello");
+    expect_worker_error(R"({"type":"task"})", code::kUnknownType, "task");
+    expect_node_error(R"({"type":"hello"})", code::kUnknownType, "hello");
 }
 
 TEST_CASE("complete keeps its result as JSON text", "[unit][worker]") {
@@ -385,7 +385,7 @@ TEST_CASE("encode(Task) is the design's example, field for field", "[unit][worke
 TEST_CASE("task frames refuse missing or invalid members", "[unit][worker]") {
     for (const std::string field : {"task_id", "dispatch_key", "workflow_id", "ordinal",
                                     "namespace", "task_queue", "activity_type", "attempt"}) {
-        expect_node_error(task_without(field), code::missing_field, field);
+        expect_node_error(task_without(field), code::kMissingField, field);
     }
     // Optional members of a task.
     for (const std::string field : {"run_id", "node", "input", "timeout_ms"}) {
@@ -394,16 +394,16 @@ TEST_CASE("task frames refuse missing or invalid members", "[unit][worker]") {
     }
     json task = json::parse(task_without("attempt"));
     task["attempt"] = 0;  // one-based on the wire
-    expect_node_error(task.dump(), code::invalid_field, "attempt");
+    expect_node_error(task.dump(), code::kInvalidField, "attempt");
     task["attempt"] = 1;
     task["ordinal"] = -1;
-    expect_node_error(task.dump(), code::invalid_field, "ordinal");
+    expect_node_error(task.dump(), code::kInvalidField, "ordinal");
 
-    expect_node_error(R"({"type":"welcome","session_id":"s"})", code::missing_field, "node_id");
+    expect_node_error(R"({"type":"welcome","session_id":"s"})", code::kMissingField, "node_id");
     expect_node_error(R"({"type":"welcome","node_id":"n","session_id":"s","cluster":{}})",
-                      code::invalid_field, "cluster");
-    CHECK(node_error(R"({"type":"cluster","nodes":[1]})").code == code::invalid_field);
-    expect_node_error(R"({"type":"cluster","nodes":[{"node_id":"n"}]})", code::missing_field,
+                      code::kInvalidField, "cluster");
+    CHECK(node_error(R"({"type":"cluster","nodes":[1]})").code == code::kInvalidField);
+    expect_node_error(R"({"type":"cluster","nodes":[{"node_id":"n"}]})", code::kMissingField,
                       "url");
 }
 
@@ -496,7 +496,7 @@ TEST_CASE("an error frame with an empty or absent message parses", "[unit][worke
     const auto bare = node_frame<Error>(R"({"type":"error"})");
     CHECK(bare.code == "unknown");
     CHECK(bare.message.empty());
-    expect_node_error(R"({"type":"error","code":"x","message":5})", code::invalid_field, "message");
+    expect_node_error(R"({"type":"error","code":"x","message":5})", code::kInvalidField, "message");
 }
 
 // --- batch frames (compatible extension) --------------------------------------------------
@@ -504,7 +504,7 @@ TEST_CASE("an error frame with an empty or absent message parses", "[unit][worke
 TEST_CASE("hello and welcome carry the batch handshake, off unless stated", "[unit][worker]") {
     CHECK_FALSE(worker_frame<Hello>(hello_with(R"("max_in_flight":2)")).batch);
     CHECK(worker_frame<Hello>(hello_with(R"("batch":true)")).batch);
-    expect_worker_error(hello_with(R"("batch":"yes")"), code::invalid_field, "batch");
+    expect_worker_error(hello_with(R"("batch":"yes")"), code::kInvalidField, "batch");
 
     Hello hello;
     hello.worker_id = "w";
@@ -516,7 +516,7 @@ TEST_CASE("hello and welcome carry the batch handshake, off unless stated", "[un
     CHECK(worker_frame<Hello>(encode(hello)).batch);
     CHECK(worker_frame<Hello>(encode(hello)).max_frame_bytes == 4096);
     CHECK(worker_frame<Hello>(hello_with(R"("batch":true)")).max_frame_bytes == 0);
-    expect_worker_error(hello_with(R"("max_frame_bytes":0)"), code::invalid_field,
+    expect_worker_error(hello_with(R"("max_frame_bytes":0)"), code::kInvalidField,
                         "max_frame_bytes");
 
     const auto plain = node_frame<Welcome>(encode(Welcome{"n1", "s1", {}}));
@@ -571,27 +571,27 @@ TEST_CASE("a batch with one bad member is refused whole, naming the member", "[u
     const auto complete = encode(Complete{"t1", "null"});
 
     auto error = refused(R"({"type":"batch","frames":[)" + complete + R"(,{"type":"complete"}]})");
-    CHECK(error.code == code::missing_field);
+    CHECK(error.code == code::kMissingField);
     CHECK_THAT(error.message, Contains("frames[1]") && Contains("'task_id'"));
 
     Hello hello;
     hello.worker_id = "w";
     hello.activity_types = {"a"};
     error = refused(encode_batch(std::vector<std::string>{complete, encode(hello)}));
-    CHECK(error.code == code::invalid_field);
+    CHECK(error.code == code::kInvalidField);
     CHECK_THAT(error.message, Contains("frames[1]") && Contains("hello"));
 
     error = refused(encode_batch(std::vector<std::string>{encode_batch(std::vector{complete})}));
     CHECK_THAT(error.message, Contains("frames[0]") && Contains("batch"));
 
-    CHECK(refused(R"({"type":"batch"})").code == code::missing_field);
-    CHECK(refused(R"({"type":"batch","frames":[]})").code == code::invalid_field);
-    CHECK(refused(R"({"type":"batch","frames":{}})").code == code::invalid_field);
+    CHECK(refused(R"({"type":"batch"})").code == code::kMissingField);
+    CHECK(refused(R"({"type":"batch","frames":[]})").code == code::kInvalidField);
+    CHECK(refused(R"({"type":"batch","frames":{}})").code == code::kInvalidField);
     CHECK_THAT(refused(R"({"type":"batch","frames":[1]})").message, Contains("frames[0]"));
-    CHECK(refused(R"({"type":"batch","frames":[{"type":"nope"}]})").code == code::unknown_type);
+    CHECK(refused(R"({"type":"batch","frames":[{"type":"nope"}]})").code == code::kUnknownType);
 
     // The single-message parser does not take batches: only peers that negotiated them do.
-    CHECK(worker_error(encode_batch(std::vector{complete})).code == code::unknown_type);
+    CHECK(worker_error(encode_batch(std::vector{complete})).code == code::kUnknownType);
 }
 
 TEST_CASE("a frame queue writes one frame alone, or what is queued as batches within a size",
@@ -667,7 +667,7 @@ TEST_CASE("only a batch may nest two levels deeper than a message", "[unit][work
         return R"({"type":"complete","task_id":"t","result":)" + nested(depth - 1) + "}";
     };
     CHECK_NOTHROW(worker_frame<Complete>(complete(128)));
-    CHECK(worker_error(complete(129)).code == code::bad_json);
+    CHECK(worker_error(complete(129)).code == code::kBadJson);
     CHECK(std::holds_alternative<ProtocolError>(parse_worker_frame(complete(129))));
     // The same deepest message inside a batch is accepted; one level more is not.
     const auto in_batch = [&](std::size_t depth) {
@@ -702,19 +702,19 @@ TEST_CASE("names and ids a database or a log could not take are refused where th
         frame[field] = value;
         return frame.dump();
     };
-    expect_worker_error(hello_with("activity_types", {std::string{"b\0", 2}}), code::invalid_field,
+    expect_worker_error(hello_with("activity_types", {std::string{"b\0", 2}}), code::kInvalidField,
                         "activity_types");
     expect_worker_error(hello_with("namespaces", {std::string(kMaxIdentifierBytes + 1, 'n')}),
-                        code::invalid_field, "namespaces");
-    expect_worker_error(hello_with("worker_id", std::string{"w\0", 2}), code::invalid_field,
+                        code::kInvalidField, "namespaces");
+    expect_worker_error(hello_with("worker_id", std::string{"w\0", 2}), code::kInvalidField,
                         "worker_id");
-    expect_worker_error(hello_with("task_queue", std::string{"q\0", 2}), code::invalid_field,
+    expect_worker_error(hello_with("task_queue", std::string{"q\0", 2}), code::kInvalidField,
                         "task_queue");
-    expect_worker_error(hello_with("node", std::string{"n\0", 2}), code::invalid_field, "node");
+    expect_worker_error(hello_with("node", std::string{"n\0", 2}), code::kInvalidField, "node");
     // A task id names one claim: anything much longer is refused without being echoed.
     const auto long_id = worker_error(
         nlohmann::json{{"type", "complete"}, {"task_id", std::string(100'000, '7')}}.dump());
-    CHECK(long_id.code == code::invalid_field);
+    CHECK(long_id.code == code::kInvalidField);
     CHECK(long_id.message.size() < 200);
 }
 
@@ -768,7 +768,7 @@ TEST_CASE("a worker takes a node's task frame whatever the length of the row's n
 TEST_CASE("a hello may not state a frame limit no task fits in", "[unit][worker]") {
     expect_worker_error(
         R"({"type":"hello","worker_id":"w","activity_types":["a"],"max_frame_bytes":1})",
-        code::invalid_field, "max_frame_bytes");
+        code::kInvalidField, "max_frame_bytes");
     const auto hello = worker_frame<Hello>(
         R"({"type":"hello","worker_id":"w","activity_types":["a"],"max_frame_bytes":1024})");
     CHECK(hello.max_frame_bytes == 1024);
