@@ -41,7 +41,7 @@ void BenchDatabases::exec_admin(const std::string& sql) const {
 std::string BenchDatabases::create_migrated(const std::string& name) {
     drop(name);
     exec_admin("CREATE DATABASE " + quoted(name));
-    const auto database_url = url(name);
+    auto database_url = url(name);
     outboxd::store::migrate(database_url);
     return database_url;
 }

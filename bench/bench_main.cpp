@@ -251,9 +251,7 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
     if (wanted(s, "quiet_tenant")) report.quiet_tenant = run_quiet_tenant(context);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     auto logger = spdlog::stderr_color_mt("bench");
     logger->set_pattern("[bench %H:%M:%S] %v");
     spdlog::set_default_logger(logger);
@@ -288,4 +286,18 @@ int main(int argc, char** argv) {
     std::cout << "\n" << json.dump() << std::endl;
     if (!command.json_file.empty()) std::ofstream{command.json_file} << json.dump(2) << "\n";
     return error.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+// What a run throws outside a scenario (logger, report) ends it with status 1, not terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& failure) {
+        std::cerr << "outboxd-bench: " << failure.what() << "\n";
+    } catch (...) {
+        std::cerr << "outboxd-bench: unknown exception\n";
+    }
+    return 1;
 }

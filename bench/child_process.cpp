@@ -62,7 +62,7 @@ std::vector<std::string> merged_environment(
         for (const auto& [name, value] : overrides) overridden = overridden || name == key;
         if (!overridden) result.push_back(item);
     }
-    for (const auto& [name, value] : overrides) result.push_back(name + "=" + value);
+    for (const auto& [name, value] : overrides) result.emplace_back(name).append("=").append(value);
     return result;
 }
 

@@ -36,8 +36,8 @@ private:
 // A database holding N staged rows: fresh, or a copy of the history template.
 std::string staged_database(const BenchContext& context, const std::string& name, bool history,
                             std::int64_t rows) {
-    const auto url = history ? context.databases.create_copy(name, kTemplate)
-                             : context.databases.create_migrated(name);
+    auto url = history ? context.databases.create_copy(name, kTemplate)
+                       : context.databases.create_migrated(name);
     stage_pending_rows(url, rows, "hist-run-");
     settle(url);
     return url;

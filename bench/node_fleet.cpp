@@ -69,7 +69,7 @@ NodeFleet::NodeFleet(const FleetSettings& settings, int count, const std::string
                     {"OUTBOXD_LOG_LEVEL", "info"}};
         for (const auto& entry : settings.extra_env) spec.env.push_back(entry);
         spec.log_path = settings.log_dir + "/" + node_id + ".log";
-        std::ofstream{spec.log_path, std::ios::trunc};  // a rerun must not read an old port
+        std::ofstream{spec.log_path, std::ios::trunc}.close();  // a rerun must not read an old port
         nodes_.push_back(std::make_unique<ChildProcess>(spec));
     }
     const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;

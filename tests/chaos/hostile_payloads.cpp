@@ -8,10 +8,11 @@ namespace outboxd::chaos {
 
 namespace {
 
+using namespace std::string_literals;
+
 constexpr std::size_t kDeepNesting = 100000;
 constexpr std::size_t kOpenBrackets = 30000;
 constexpr std::size_t kHugeHeaderBytes = 1 << 20;
-constexpr std::size_t kManyHeaders = 10000;
 constexpr std::uint32_t kSeed = 20261201;
 
 std::string random_bytes(std::size_t count, std::uint32_t seed) {
@@ -62,13 +63,13 @@ std::string nested(char open_char, char close_char, std::size_t depth, bool clos
 std::vector<HostileBytes> hostile_http_payloads() {
     std::vector<HostileBytes> out{
         {"random-bytes", random_bytes(8192, kSeed)},
-        {"tls-client-hello", std::string{"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11} +
-                                 random_bytes(300, kSeed + 1)},
+        {"tls-client-hello",
+         "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"s + random_bytes(300, kSeed + 1)},
         {"blank-lines", "\r\n\r\n\r\n\r\n"},
         {"unknown-method", "GARBAGE / HTTP/1.1\r\nHost: x\r\n\r\n"},
         {"bad-version", "GET / HTTP/9.9\r\nHost: x\r\n\r\n"},
         {"http-0.9", "GET /\r\n\r\n"},
-        {"nul-bytes", std::string{"GET /\0 HTTP/1.1\r\nHost: \0\r\n\r\n", 30}},
+        {"nul-bytes", "GET /\0 HTTP/1.1\r\nHost: \0\r\n\r\n"s},
         {"bare-lf", "GET /healthz HTTP/1.1\nHost: x\n\n"},
         {"partial-request", "GET /healthz HTTP/1.1\r\nHost:"},
         {"huge-header-value", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " +

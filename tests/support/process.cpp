@@ -18,7 +18,7 @@ extern char** environ;
 
 namespace outboxd::test {
 
-Process::Process(std::vector<std::string> argv, std::map<std::string, std::string> env,
+Process::Process(std::vector<std::string> argv, const std::map<std::string, std::string>& env,
                  std::string log_path)
     : log_path_(std::move(log_path)) {
     std::map<std::string, std::string> merged;
@@ -27,7 +27,7 @@ Process::Process(std::vector<std::string> argv, std::map<std::string, std::strin
         const auto eq = entry.find('=');
         if (eq != std::string::npos) merged[entry.substr(0, eq)] = entry.substr(eq + 1);
     }
-    for (auto& [key, value] : env) merged[key] = value;
+    for (const auto& [key, value] : env) merged[key] = value;
     std::vector<std::string> env_strings;
     for (const auto& [key, value] : merged) env_strings.push_back(key + "=" + value);
 

@@ -15,7 +15,7 @@ namespace outboxd::test {
 
 class Process {
 public:
-    Process(std::vector<std::string> argv, std::map<std::string, std::string> env,
+    Process(std::vector<std::string> argv, const std::map<std::string, std::string>& env,
             std::string log_path);
     ~Process();
     Process(const Process&) = delete;

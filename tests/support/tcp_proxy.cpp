@@ -134,7 +134,11 @@ TcpProxy::TcpProxy(std::uint16_t target_port) : impl_(std::make_shared<Impl>(tar
 }
 
 TcpProxy::~TcpProxy() {
-    on_proxy(impl_, [impl = impl_.get()] { impl->cut(); });
+    // Never throws: the relayed connections close with the loop below all the same.
+    try {
+        on_proxy(impl_, [impl = impl_.get()] { impl->cut(); });
+    } catch (...) {
+    }
     impl_->work.reset();
     impl_->ioc.stop();
     impl_->thread.join();

@@ -79,7 +79,7 @@ TEST_CASE("a result whose owner is gone is dropped, not delivered", "[unit][disp
         util::Lifetime owner;
         REQUIRE(lane.call(
             ioc.get_executor(), owner.watch(), [&](DbHandles) { ran = true; },
-            [&](LaneResult<std::monostate>) { delivered = true; }));
+            [&](const LaneResult<std::monostate>&) { delivered = true; }));
         while (!ran) std::this_thread::sleep_for(std::chrono::milliseconds{1});
     }
     ioc.run_for(std::chrono::milliseconds{50});
@@ -103,10 +103,10 @@ TEST_CASE("a full lane refuses a call, counts it, and never calls back", "[unit]
     int delivered = 0;
     REQUIRE(lane.call(
         ioc.get_executor(), owner.watch(), [](DbHandles) {},
-        [&](LaneResult<std::monostate>) { ++delivered; }));
+        [&](const LaneResult<std::monostate>&) { ++delivered; }));
     CHECK_FALSE(lane.call(
         ioc.get_executor(), owner.watch(), [](DbHandles) {},
-        [&](LaneResult<std::monostate>) { ++delivered; }));
+        [&](const LaneResult<std::monostate>&) { ++delivered; }));
     CHECK(rejected.Value() == 1);
     release = true;
     run_until(ioc, [&] { return delivered == 1; });

@@ -11,13 +11,13 @@ using std::chrono::milliseconds;
 
 namespace {
 
-const InFlightTable::Clock::time_point t0{std::chrono::seconds{1000}};
+const InFlightTable::Clock::time_point kT0{std::chrono::seconds{1000}};
 
 InFlightTask task(std::int64_t id, std::string session, std::int32_t attempt = 0) {
     return {{id, id * 10}, std::move(session), "ns", attempt};
 }
 
-const dispatch::FailurePolicy policy{3, {milliseconds{100}, 2.0, milliseconds{1000}}};
+const dispatch::FailurePolicy kPolicy{3, {milliseconds{100}, 2.0, milliseconds{1000}}};
 
 }  // namespace
 
@@ -27,8 +27,8 @@ TEST_CASE("a task id names one claim of one row", "[unit][dispatch]") {
 
 TEST_CASE("an answer takes a task only from the worker that holds it", "[unit][dispatch]") {
     InFlightTable table;
-    REQUIRE(table.add(task(1, "s1"), t0 + milliseconds{100}));
-    CHECK_FALSE(table.add(task(1, "s2"), t0 + milliseconds{200}));  // one claim, tracked once
+    REQUIRE(table.add(task(1, "s1"), kT0 + milliseconds{100}));
+    CHECK_FALSE(table.add(task(1, "s2"), kT0 + milliseconds{200}));  // one claim, tracked once
     CHECK(table.size() == 1);
 
     CHECK_FALSE(table.take("1.10", "s2"));  // another worker's answer changes nothing
@@ -39,30 +39,30 @@ TEST_CASE("an answer takes a task only from the worker that holds it", "[unit][d
     REQUIRE(taken);
     CHECK(taken->ref == store::ClaimRef{1, 10});
     CHECK(table.empty());
-    CHECK_FALSE(table.take("1.10", "s1"));                       // a second answer finds nothing
-    CHECK(table.take_expired(t0 + milliseconds{1000}).empty());  // its deadline went with it
+    CHECK_FALSE(table.take("1.10", "s1"));                        // a second answer finds nothing
+    CHECK(table.take_expired(kT0 + milliseconds{1000}).empty());  // its deadline went with it
 }
 
 TEST_CASE("deadlines expire at their instant, earliest first", "[unit][dispatch]") {
     InFlightTable table;
-    REQUIRE(table.add(task(1, "s1"), t0 + milliseconds{300}));
-    REQUIRE(table.add(task(2, "s1"), t0 + milliseconds{100}));
-    REQUIRE(table.add(task(3, "s2"), t0 + milliseconds{200}));
+    REQUIRE(table.add(task(1, "s1"), kT0 + milliseconds{300}));
+    REQUIRE(table.add(task(2, "s1"), kT0 + milliseconds{100}));
+    REQUIRE(table.add(task(3, "s2"), kT0 + milliseconds{200}));
 
-    CHECK(table.take_expired(t0 + milliseconds{99}).empty());
-    const auto expired = table.take_expired(t0 + milliseconds{200});
+    CHECK(table.take_expired(kT0 + milliseconds{99}).empty());
+    const auto expired = table.take_expired(kT0 + milliseconds{200});
     REQUIRE(expired.size() == 2);
     CHECK(expired[0].ref.id == 2);
     CHECK(expired[1].ref.id == 3);
     CHECK(table.size() == 1);
-    CHECK(table.take_expired(t0 + milliseconds{300}).size() == 1);
+    CHECK(table.take_expired(kT0 + milliseconds{300}).size() == 1);
     CHECK(table.empty());
 }
 
 TEST_CASE("a lost worker's tasks, and only its, are taken together", "[unit][dispatch]") {
     InFlightTable table;
     for (std::int64_t id = 1; id <= 6; ++id) {
-        REQUIRE(table.add(task(id, id % 2 == 0 ? "even" : "odd"), t0));
+        REQUIRE(table.add(task(id, id % 2 == 0 ? "even" : "odd"), kT0));
     }
     const auto even = table.take_session("even");
     CHECK(even.size() == 3);
@@ -71,7 +71,7 @@ TEST_CASE("a lost worker's tasks, and only its, are taken together", "[unit][dis
     CHECK(table.take_session("gone").empty());
     CHECK(table.take_all().size() == 3);
     CHECK(table.empty());
-    CHECK(table.take_expired(t0 + milliseconds{1}).empty());
+    CHECK(table.take_expired(kT0 + milliseconds{1}).empty());
 }
 
 TEST_CASE("a completed task is done", "[unit][dispatch]") {
@@ -84,39 +84,39 @@ TEST_CASE("a completed task is done", "[unit][dispatch]") {
 TEST_CASE("failures retry with the attempt's backoff until attempts run out", "[unit][dispatch]") {
     SECTION("a reported failure retries after base x multiplier^attempt") {
         const auto first =
-            dispatch::failed(task(1, "s1", 0), Failure::reported, "boom", true, policy);
+            dispatch::failed(task(1, "s1", 0), Failure::reported, "boom", true, kPolicy);
         CHECK(first.outcome.kind == Kind::retry);
         CHECK(first.outcome.delay == milliseconds{100});
         CHECK(first.outcome.error == "boom");
         CHECK(first.label == "retry");
         const auto second =
-            dispatch::failed(task(1, "s1", 1), Failure::timed_out, "late", true, policy);
+            dispatch::failed(task(1, "s1", 1), Failure::timed_out, "late", true, kPolicy);
         CHECK(second.outcome.kind == Kind::retry);
         CHECK(second.outcome.delay == milliseconds{200});
     }
     SECTION("the last attempt is a dead letter, whatever the cause") {
         for (const auto how : {Failure::reported, Failure::timed_out, Failure::lost}) {
-            const auto last = dispatch::failed(task(1, "s1", 2), how, "boom", true, policy);
+            const auto last = dispatch::failed(task(1, "s1", 2), how, "boom", true, kPolicy);
             CHECK(last.outcome.kind == Kind::fail);
             CHECK(last.label == "failed");
         }
     }
     SECTION("a non-retryable failure is a dead letter at once") {
         const auto settled =
-            dispatch::failed(task(1, "s1", 0), Failure::reported, "bad", false, policy);
+            dispatch::failed(task(1, "s1", 0), Failure::reported, "bad", false, kPolicy);
         CHECK(settled.outcome.kind == Kind::fail);
         CHECK(settled.outcome.error == "bad");
     }
     SECTION("a lost connection re-arms at once, still consuming the attempt") {
         const auto settled = dispatch::failed(task(1, "s1", 1), Failure::lost,
-                                              "worker connection lost", true, policy);
+                                              "worker connection lost", true, kPolicy);
         CHECK(settled.outcome.kind == Kind::retry);
         CHECK(settled.outcome.delay == milliseconds{0});
         CHECK(settled.label == "failover");
     }
     SECTION("an attempt beyond the limit (a row inserted by plain SQL) is a dead letter") {
         const auto settled =
-            dispatch::failed(task(1, "s1", 2147483647), Failure::reported, "x", true, policy);
+            dispatch::failed(task(1, "s1", 2147483647), Failure::reported, "x", true, kPolicy);
         CHECK(settled.outcome.kind == Kind::fail);
     }
 }

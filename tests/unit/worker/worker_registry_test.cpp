@@ -45,7 +45,7 @@ worker::WorkerEntry& add(WorkerRegistry& registry, const std::string& id,
     return registry.add(id, std::move(h), std::make_shared<NullChannel>());
 }
 
-const auto unplaced = [](const std::string&) { return Placement{}; };
+Placement unplaced(const std::string& /*ns*/) { return {}; }
 
 std::int32_t capacity_of(const std::vector<worker::Route>& routes, const std::string& ns) {
     std::int32_t total = 0;
