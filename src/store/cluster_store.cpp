@@ -83,8 +83,8 @@ std::int64_t millis(std::chrono::milliseconds d) { return d.count(); }
 
 }  // namespace
 
-ClusterStore::ClusterStore(std::string database_url)
-    : session_(std::make_unique<PgSession>(std::move(database_url), kClusterStatements)) {}
+ClusterStore::ClusterStore(const std::string& database_url)
+    : session_(std::make_unique<PgSession>(database_url, kClusterStatements)) {}
 
 ClusterStore::~ClusterStore() = default;
 

@@ -22,9 +22,9 @@ std::vector<std::string> session_setup(OutboxSession::Commits commits,
 
 }  // namespace
 
-OutboxSession::OutboxSession(std::string database_url, Commits commits,
+OutboxSession::OutboxSession(const std::string& database_url, Commits commits,
                              std::chrono::milliseconds statement_timeout)
-    : pg_(std::make_unique<PgSession>(std::move(database_url), sql::kOutboxStatements,
+    : pg_(std::make_unique<PgSession>(database_url, sql::kOutboxStatements,
                                       session_setup(commits, statement_timeout))) {}
 
 OutboxSession::~OutboxSession() = default;

@@ -28,7 +28,7 @@ struct NodeRecord {
 
 class ClusterStore {
 public:
-    explicit ClusterStore(std::string database_url);
+    explicit ClusterStore(const std::string& database_url);
     ~ClusterStore();
     ClusterStore(const ClusterStore&) = delete;
     ClusterStore& operator=(const ClusterStore&) = delete;

@@ -49,7 +49,7 @@ public:
     // Connects lazily on first use; `database_url` is a libpq string or URI. A positive
     // `statement_timeout` bounds every statement on the server (a request must not hold its
     // lane for minutes).
-    explicit OutboxSession(std::string database_url, Commits commits = Commits::durable,
+    explicit OutboxSession(const std::string& database_url, Commits commits = Commits::durable,
                            std::chrono::milliseconds statement_timeout = {});
     ~OutboxSession();
     OutboxSession(const OutboxSession&) = delete;
