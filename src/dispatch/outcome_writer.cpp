@@ -19,12 +19,12 @@ constexpr auto kRetryMax = std::chrono::milliseconds{5000};
 
 OutcomeWriter::OutcomeWriter(boost::asio::any_io_executor loop, DbLane& lane,
                              metrics::NodeMetrics& metrics, std::size_t max_batch)
-    : loop_(loop),
+    : loop_(std::move(loop)),
       lane_(lane),
       metrics_(metrics),
       max_batch_(max_batch),
       retry_backoff_(kRetryMin, kRetryMax, std::random_device{}()),
-      retry_timer_(loop) {}
+      retry_timer_(loop_) {}
 
 void OutcomeWriter::record(store::Outcome outcome, std::string namespace_name, std::string label) {
     batches_.add({std::move(outcome), std::move(namespace_name), std::move(label)});
@@ -120,7 +120,7 @@ void OutcomeWriter::fail(std::vector<PendingOutcome> batch, WriteFailure failure
     act(batches_.failed(std::move(batch), failure, error));
 }
 
-void OutcomeWriter::act(OutcomeBatches::Verdict verdict) {
+void OutcomeWriter::act(const OutcomeBatches::Verdict& verdict) {
     for (const auto& [ref, why] : verdict.abandoned) {
         // Not even a dead letter is accepted: the row stays claimed and the stale-claim
         // backstop re-arms it; nothing is lost.

@@ -70,7 +70,7 @@ private:
     void fail(std::vector<PendingOutcome> batch, WriteFailure failure, const std::string& error);
     // Logs and counts what a verdict gave up on or turned into dead letters; schedules the
     // retry it asks for.
-    void act(OutcomeBatches::Verdict verdict);
+    void act(const OutcomeBatches::Verdict& verdict);
     void retry_later(const std::string& error);
 
     boost::asio::any_io_executor loop_;
