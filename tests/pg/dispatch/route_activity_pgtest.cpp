@@ -107,6 +107,25 @@ TEST_CASE("wake payloads are read defensively", "[pg][store][tenant]") {
     CHECK(odd.routes.empty());
     odd.add("front");
     CHECK(odd.from_front);
+
+    // Anyone who may NOTIFY can send anything: it only ever widens the look, never throws.
+    for (const std::string& hostile :
+         {std::string{"{\"routes\":[[\"\xc3\",\"q\"]]}"},                  // not UTF-8
+          std::string(10000, '[') + std::string(10000, ']'),               // deep nesting
+          "{\"routes\":[[\"" + std::string(1 << 20, 'x') + "\",\"q\"]]}",  // 1 MB name
+          std::string{"{\"routes\":[[1e999999,\"q\"]]}"},                  // a huge number
+          std::string{"\0garbage", 8}}) {
+        store::WakeNotice notice_of_hostile;
+        notice_of_hostile.add(hostile);
+        CHECK(notice_of_hostile.routes.size() <= 1);
+        CHECK((notice_of_hostile.anywhere || notice_of_hostile.routes.size() == 1));
+    }
+    // A NUL inside a name is a name like any other: it can only match a route a worker
+    // connected with, and names with NUL never get that far (hello validation).
+    store::WakeNotice nul;
+    nul.add(R"({"routes":[["a\u0000b","q"]]})");
+    REQUIRE(nul.routes.size() == 1);
+    CHECK(nul.routes[0].first == std::string("a\0b", 3));
 }
 
 TEST_CASE("namespace weights share the rounds of busy namespaces", "[pg][dispatch][tenant]") {
