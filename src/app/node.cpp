@@ -120,8 +120,8 @@ dispatch::LaneSettings lane(std::string name, metrics::NodeMetrics& metrics,
 }
 
 // Claims need not wait for the WAL flush: one lost in a crash is claimed again.
-dispatch::LaneSettings claims_lane(metrics::NodeMetrics& metrics) {
-    auto s = lane("claims", metrics);
+dispatch::LaneSettings claims_lane(std::string name, metrics::NodeMetrics& metrics) {
+    auto s = lane(std::move(name), metrics);
     s.commits = store::OutboxSession::Commits::relaxed;
     return s;
 }
@@ -143,7 +143,8 @@ public:
     explicit Impl(config::Config c)
         : config(std::move(c)),
           metrics(prometheus_registry),
-          claims(claims_lane(metrics), config.database_url),
+          claims(claims_lane("claims", metrics), config.database_url),
+          claims_apart(claims_lane("claims_apart", metrics), config.database_url),
           outcomes(lane("outcomes", metrics), config.database_url),
           maintenance(lane("maintenance", metrics), config.database_url),
           api(api_lane(metrics, config.api_statement_timeout), config.database_url),
@@ -152,8 +153,9 @@ public:
           member(ioc.get_executor(), cluster_lane, metrics,
                  {config.node_id, config.node_id + "/" + boot_id(), config.advertise_url,
                   config.lease_ttl}),
-          dispatcher(ioc.get_executor(), {claims, outcomes, maintenance}, registry, namespaces,
-                     metrics, dispatch_settings(config), [this] { return member.owner(); }),
+          dispatcher(ioc.get_executor(), {claims, claims_apart, outcomes, maintenance}, registry,
+                     namespaces, metrics, dispatch_settings(config),
+                     [this] { return member.owner(); }),
           server(ioc, server_settings(config),
                  {dispatcher, registry, member, namespaces, api, prometheus_registry, metrics,
                   [this] { return member.healthy(); }}),
@@ -242,6 +244,7 @@ public:
     metrics::NodeMetrics metrics;
     net::io_context ioc{1};
     dispatch::DbLane claims;
+    dispatch::DbLane claims_apart;
     dispatch::DbLane outcomes;
     dispatch::DbLane maintenance;
     dispatch::DbLane api;

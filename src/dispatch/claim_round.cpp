@@ -135,6 +135,28 @@ std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
     return rows;
 }
 
+// Adds one claim's rows to the result; true when the claim got every row it asked for.
+bool collect(ClaimRoundResult& result, const store::ClaimStore::RouteClaim& claim,
+             std::vector<store::OutboxRow>& rows) {
+    const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
+    result.from_front = result.from_front || !claim.after;
+    for (const auto& row : rows) result.last_token = std::max(result.last_token, row.claim_token);
+    if (filled) {
+        result.saturated = true;
+    } else {
+        result.came_back_short.push_back(claim.scope);
+    }
+    result.rows.insert(result.rows.end(), std::make_move_iterator(rows.begin()),
+                       std::make_move_iterator(rows.end()));
+    return filled;
+}
+
+std::vector<std::string> namespaces_of(const std::vector<worker::Route>& routes) {
+    std::set<std::string> names;
+    for (const auto& route : routes) names.insert(route.scope.namespace_name);
+    return {names.begin(), names.end()};
+}
+
 }  // namespace
 
 ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& request,
@@ -151,9 +173,7 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
     if (routes.empty()) return result;
 
     auto& tally = state.tally;
-    std::set<std::string> names;
-    for (const auto& route : routes) names.insert(route.scope.namespace_name);
-    const std::vector<std::string> namespaces(names.begin(), names.end());
+    const auto namespaces = namespaces_of(routes);
     const auto count = [&] {
         tally.upper = store.count_claimed_by_namespace(namespaces, owner.ranges);
         tally.ranges = owner.ranges;
@@ -171,6 +191,9 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
             if (auto it = tally.upper.find(ns); it != tally.upper.end()) {
                 it->second = std::max<std::int64_t>(0, it->second - rows);
             }
+        }
+        for (const auto& [ns, rows] : request.claimed_apart) {
+            if (auto it = tally.upper.find(ns); it != tally.upper.end()) it->second += rows;
         }
     }
 
@@ -204,20 +227,37 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
             const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
             state.cursors.advance(claim.scope, rows, !claim.after, filled, done,
                                   request.generations.front);
-            result.from_front = result.from_front || !claim.after;
-            for (const auto& row : rows)
-                result.last_token = std::max(result.last_token, row.claim_token);
-            if (filled) {
-                result.saturated = true;
-            } else {
-                result.came_back_short.push_back(claim.scope);
-            }
-            result.rows.insert(result.rows.end(), std::make_move_iterator(rows.begin()),
-                               std::make_move_iterator(rows.end()));
+            (void)collect(result, claim, rows);
         }
     } catch (...) {
         tally.known = false;  // a failed claim may have claimed rows after all
         throw;
+    }
+    return result;
+}
+
+ClaimRoundResult claim_apart(store::ClaimStore& store, const ClaimRequest& request) {
+    ClaimRoundResult result;
+    const auto& owner = request.owner;
+    if (owner.ranges.empty()) return result;
+    auto routes = askable(request.routes, result);
+    if (routes.empty()) return result;
+    PlanInput input;
+    input.claimed = store.count_claimed_by_namespace(namespaces_of(routes), owner.ranges);
+    result.counted = true;
+    input.routes = std::move(routes);
+    input.quota = request.quota;
+    input.owned_shards = owner.ranges.count();
+    input.batch_size = request.batch_size;
+    FairShare once;  // nothing carried: each claim apart stands alone
+    std::vector<store::ClaimStore::RouteClaim> claims;
+    for (const auto& planned : plan_claims(input, once))
+        claims.push_back({planned.scope, planned.limit, std::nullopt});
+    auto claimed = claim_planned(store, owner, claims, result);
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        if (!claimed[i]) continue;  // refused
+        // A route that filled its claim has a backlog: it joins the claimer's rounds.
+        if (collect(result, claims[i], *claimed[i])) result.found.push_back(claims[i].scope);
     }
     return result;
 }

@@ -36,7 +36,7 @@ Dispatcher::Dispatcher(const boost::asio::any_io_executor& loop, DispatchLanes l
       failure_policy_{settings.max_attempts, settings.backoff},
       owner_(std::move(owner)),
       outcomes_(loop, lanes.outcomes, metrics, settings.max_outcome_batch),
-      claimer_(loop, lanes.claims, metrics,
+      claimer_(loop, lanes.claims, lanes.claims_apart, metrics,
                {settings.poll_interval, settings.batch_size, settings.claim_lookback}),
       maintenance_(loop, lanes.maintenance, metrics, maintenance_settings(settings), owner_,
                    [this](std::size_t) { claim_from_front(); }),
@@ -94,8 +94,77 @@ void Dispatcher::worker_joined() {
 void Dispatcher::woken(const std::vector<std::pair<std::string, std::string>>& queues,
                        bool anywhere) {
     if (anywhere) activity_.look_everywhere();
-    activity_.woken(queues, Clock::now());
+    const auto now = Clock::now();
+    activity_.woken(claim_apart(queues, now), now);
     request_sweep();
+}
+
+std::vector<Dispatcher::QueueKey> Dispatcher::claim_apart(const std::vector<QueueKey>& queues,
+                                                          Clock::time_point now) {
+    // Without a round in flight the next round is as quick; the busy routes' own wakes
+    // (their namespaces are in the round) cost nothing more than this look.
+    if (!claimer_.claiming() || !claimer_.can_claim_apart(now) || draining_ || stopped_ ||
+        !outcomes_.healthy() ||
+        std::all_of(queues.begin(), queues.end(),
+                    [this](const QueueKey& q) { return round_namespaces_.contains(q.first); })) {
+        return queues;
+    }
+    auto owner = owner_();
+    if (owner.ranges.empty()) return queues;
+    const std::set<QueueKey> woken(queues.begin(), queues.end());
+    auto routes =
+        registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
+    claimer_.drop_resting(routes, now);
+    // A queue is claimed apart only when none of its routes is active (the rounds serve
+    // those) and its namespace is not in the round in flight.
+    std::set<QueueKey> to_rounds;
+    std::vector<worker::Route> apart;
+    for (auto& route : routes) {
+        QueueKey key{route.scope.namespace_name, route.scope.task_queue};
+        if (!woken.contains(key)) continue;
+        if (activity_.active(route.scope) || round_namespaces_.contains(key.first)) {
+            to_rounds.insert(std::move(key));
+        } else {
+            apart.push_back(std::move(route));
+        }
+    }
+    std::erase_if(apart, [&to_rounds](const worker::Route& route) {
+        return to_rounds.contains({route.scope.namespace_name, route.scope.task_queue});
+    });
+    if (apart.empty()) return queues;
+
+    std::map<std::string, std::int64_t> quotas;
+    for (const auto& route : apart) {
+        const auto& ns = route.scope.namespace_name;
+        quotas.try_emplace(ns, namespaces_.quota(ns));
+        apart_namespaces_.insert(ns);
+    }
+    std::vector<QueueKey> rest;
+    for (const auto& queue : queues) {
+        if (!apart_namespaces_.contains(queue.first) || to_rounds.contains(queue))
+            rest.push_back(queue);
+    }
+    ClaimRequest request;
+    request.owner = std::move(owner);
+    request.routes = std::move(apart);
+    request.quota = [quotas](const std::string& ns) { return quotas.at(ns); };
+    claimer_.claim_apart(std::move(request),
+                         [this](Claimer::Round round) { on_claimed_apart(std::move(round)); });
+    return rest;
+}
+
+void Dispatcher::on_claimed_apart(Claimer::Round round) {
+    apart_namespaces_.clear();
+    if (!round.error.empty()) {
+        activity_.look_everywhere();  // what it was to claim is for the rounds now
+    } else {
+        auto& result = round.result;
+        activity_.settled(result.found, result.came_back_short, Clock::now());
+        for (const auto& row : result.rows) ++claimed_apart_[row.namespace_name];
+        push_all(place(result.rows), round.started);
+    }
+    request_sweep();  // wakes for its namespaces meanwhile wait for a round
+    check_drained();
 }
 
 void Dispatcher::ranges_changed() {
@@ -126,6 +195,11 @@ void Dispatcher::sweep() {
     auto routes =
         registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
     claimer_.drop_resting(routes, now);
+    if (!apart_namespaces_.empty()) {
+        std::erase_if(routes, [this](const worker::Route& route) {
+            return apart_namespaces_.contains(route.scope.namespace_name);
+        });
+    }
     // Only routes known to have due rows are claimed; the others are probed when rows may
     // have become due anywhere. An idle route costs nothing.
     auto split = activity_.split(routes, now);
@@ -133,12 +207,14 @@ void Dispatcher::sweep() {
 
     std::map<std::string, std::int64_t> quotas;
     std::map<std::string, std::int64_t> weights;
+    round_namespaces_.clear();
     for (const auto* list : {&split.claim, &split.probe}) {
         for (const auto& route : *list) {
             const auto& ns = route.scope.namespace_name;
             if (!quotas.contains(ns)) {
                 quotas.emplace(ns, namespaces_.quota(ns));
                 weights.emplace(ns, namespaces_.weight(ns));
+                round_namespaces_.insert(ns);
             }
         }
     }
@@ -150,6 +226,7 @@ void Dispatcher::sweep() {
     request.quota = [quotas](const std::string& ns) { return quotas.at(ns); };
     request.weight = [weights](const std::string& ns) { return weights.at(ns); };
     request.settled = outcomes_.take_settled();
+    request.claimed_apart = std::exchange(claimed_apart_, {});
     claiming_ = true;
     sweep_again_ = false;
     claimer_.claim(std::move(request),
@@ -158,6 +235,7 @@ void Dispatcher::sweep() {
 
 void Dispatcher::on_claimed(Claimer::Round round) {
     claiming_ = false;
+    round_namespaces_.clear();
     const auto now = Clock::now();
     if (!round.error.empty()) {
         // The next round waits for the backoff, whatever triggers it meanwhile, and looks
@@ -176,14 +254,21 @@ void Dispatcher::on_claimed(Claimer::Round round) {
     // Writes that landed while the round counted may be in its count already.
     if (result.counted) (void)outcomes_.take_settled();
     backlog_likely_ = result.saturated;
-    // Every row claimed counts, whether it is pushed or handed back.
-    for (const auto& row : result.rows) metrics_.claimed(row.namespace_name).Increment();
     // Each row gets its worker (and takes one of its credits) first; then the next round is
     // asked for, so that it runs in the database while this round's tasks are encoded and
     // sent.
-    std::vector<std::pair<worker::WorkerEntry*, store::OutboxRow*>> placed;
-    placed.reserve(result.rows.size());
-    for (auto& row : result.rows) {
+    const auto placed = place(result.rows);
+    if (result.saturated || sweep_again_) sweep();
+    push_all(placed, round.started);
+    check_drained();
+}
+
+std::vector<Dispatcher::Placed> Dispatcher::place(std::vector<store::OutboxRow>& rows) {
+    std::vector<Placed> placed;
+    placed.reserve(rows.size());
+    for (auto& row : rows) {
+        // Every row claimed counts, whether it is pushed or handed back.
+        metrics_.claimed(row.namespace_name).Increment();
         auto* worker = registry_.pick(row, namespaces_.placement(row.namespace_name));
         if (!worker || draining_ || !registry_.reserve(*worker)) {
             // The worker left (or we began draining) between planning and claiming: hand the
@@ -193,13 +278,16 @@ void Dispatcher::on_claimed(Claimer::Round round) {
                              "");
             continue;
         }
-        placed.emplace_back(worker, &row);
+        placed.push_back({worker, &row});
     }
-    if (result.saturated || sweep_again_) sweep();
-    for (auto& [worker, row] : placed) {
+    return placed;
+}
+
+void Dispatcher::push_all(const std::vector<Placed>& placed, Clock::time_point round_started) {
+    for (const auto& [worker, row] : placed) {
         // One row's fault must not strand the others' credit: hand it back and go on.
         try {
-            push(*worker, *row, round.started);
+            push(*worker, *row, round_started);
         } catch (const std::exception& error) {
             metrics_.fault("dispatch").Increment();
             spdlog::error("event=fault where=dispatch error=\"{}\"", util::log_safe(error.what()));
@@ -209,7 +297,6 @@ void Dispatcher::on_claimed(Claimer::Round round) {
             outcomes_.record(store::Outcome::release(ref), row->namespace_name, "");
         }
     }
-    check_drained();
 }
 
 void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
@@ -340,7 +427,7 @@ void Dispatcher::abandon_outstanding(const std::string& reason) {
 }
 
 void Dispatcher::check_drained() {
-    if (!draining_ || !drained_ || !in_flight_.empty() || !outcomes_.idle() || claiming_) return;
+    if (!draining_ || !drained_ || !in_flight_.empty() || !outcomes_.idle() || claiming()) return;
     auto done = std::move(drained_);
     drained_ = nullptr;
     done();

@@ -46,6 +46,11 @@ NodeMetrics::NodeMetrics(prometheus::Registry& registry)
                         .Help("Duration of one claim round trip")
                         .Register(registry)
                         .Add({}, latency_buckets())),
+      claims_apart_total(BuildCounter()
+                             .Name("outboxd_claims_apart_total")
+                             .Help("Claims for routes woken from idle, beside a round in flight")
+                             .Register(registry)
+                             .Add({})),
       owned_shards(BuildGauge()
                        .Name("outboxd_owned_shards")
                        .Help("Shards this node holds a valid lease on")

@@ -121,10 +121,14 @@ std::map<std::string, std::int64_t> ClaimStore::count_claimed_by_namespace(
     return counts;
 }
 
-std::int64_t ClaimStore::release_claims_after(const Owner& owner, std::int64_t token) {
+std::int64_t ClaimStore::release_claims_after(const Owner& owner, std::int64_t token,
+                                              std::span<const std::int64_t> kept) {
+    pg::ArrayLiteral kept_tokens;
+    for (const auto kept_token : kept) kept_tokens.add(kept_token);
     return session_.pg().autocommit(sql::kReleaseClaimsAfter, [&](pqxx::nontransaction& tx) {
         return static_cast<std::int64_t>(
-            tx.exec_prepared(std::string{sql::kReleaseClaimsAfter.name}, owner.incarnation, token)
+            tx.exec_prepared(std::string{sql::kReleaseClaimsAfter.name}, owner.incarnation, token,
+                             kept_tokens.str())
                 .affected_rows());
     });
 }

@@ -222,7 +222,8 @@ inline constexpr Statement kRearmOrphaned{"outbox_rearm_orphaned",
 inline constexpr Statement kReleaseClaimsAfter{"outbox_release_claims_after",
     "UPDATE outbox o SET status = 'pending', visible_after = least(o.visible_after, now()), "
     OUTBOXD_CLEAR_CLAIM
-    " WHERE o.status = 'claimed' AND o.claimed_by = $1 AND o.claim_token > $2"};
+    " WHERE o.status = 'claimed' AND o.claimed_by = $1 AND o.claim_token > $2"
+    "   AND o.claim_token <> ALL ($3::bigint[])"};
 
 
 // Remembers the cancel (rows staged later are settled too) and settles the live rows, in

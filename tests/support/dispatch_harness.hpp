@@ -62,12 +62,13 @@ class DispatchHarness {
 public:
     explicit DispatchHarness(dispatch::DispatchSettings settings = fast_settings())
         : claims_({.name = "claims"}, db.url()),
+          claims_apart_({.name = "claims_apart"}, db.url()),
           outcomes_({.name = "outcomes"}, db.url()),
           maintenance_({.name = "maintenance"}, db.url()),
           api_({.name = "api"}, db.url()),
           namespaces(ioc.get_executor(), api_, 10000, std::chrono::milliseconds{50}),
-          dispatcher(ioc.get_executor(), {claims_, outcomes_, maintenance_}, registry, namespaces,
-                     metrics, settings, [this] { return owner; }) {
+          dispatcher(ioc.get_executor(), {claims_, claims_apart_, outcomes_, maintenance_},
+                     registry, namespaces, metrics, settings, [this] { return owner; }) {
         db.lease(owner.incarnation);
     }
 
@@ -149,8 +150,12 @@ public:
     metrics::NodeMetrics metrics{prometheus_registry};
     boost::asio::io_context ioc{1};
 
+    // The lane of claim rounds (a test may hold it up to keep a round in flight).
+    dispatch::DbLane& claims_lane() { return claims_; }
+
 private:
     dispatch::DbLane claims_;
+    dispatch::DbLane claims_apart_;
     dispatch::DbLane outcomes_;
     dispatch::DbLane maintenance_;
     dispatch::DbLane api_;

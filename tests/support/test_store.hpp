@@ -80,8 +80,9 @@ public:
         std::span<const std::string> namespaces, const store::ShardRanges& ranges) {
         return claims.count_claimed_by_namespace(namespaces, ranges);
     }
-    std::int64_t release_claims_after(const store::Owner& owner, std::int64_t token) {
-        return claims.release_claims_after(owner, token);
+    std::int64_t release_claims_after(const store::Owner& owner, std::int64_t token,
+                                      std::span<const std::int64_t> kept = {}) {
+        return claims.release_claims_after(owner, token, kept);
     }
 
     std::vector<bool> record_outcomes(std::span<const store::Outcome> o) {

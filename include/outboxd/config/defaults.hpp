@@ -16,6 +16,8 @@ using std::chrono::milliseconds;
 inline constexpr milliseconds kPollInterval{500};
 inline constexpr milliseconds kClaimLookback{100};
 inline constexpr std::int32_t kBatchSize = 256;
+// Rows a claim apart from the rounds (routes woken from idle) takes at most.
+inline constexpr std::int32_t kClaimApartBatch = 32;
 // Tasks: attempts, retry backoff, timeout.
 inline constexpr std::int32_t kMaxAttempts = 10;
 inline constexpr milliseconds kBackoffBase{1000};

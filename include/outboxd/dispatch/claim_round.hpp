@@ -64,6 +64,9 @@ struct ClaimRequest {
     // the last round; they lower the tally, unless this round counts (the count saw them).
     // The claimer must also drop what landed while a round that counted was running.
     std::map<std::string, std::int64_t> settled;
+    // Rows per namespace claimed apart from the rounds since the last round (claim_apart);
+    // they raise the tally, unless this round counts.
+    std::map<std::string, std::int64_t> claimed_apart;
 };
 
 struct ClaimRoundResult {
@@ -90,5 +93,14 @@ struct ClaimRoundResult {
 // reported in `refused` and the round goes on.
 ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& request,
                              ClaimerState& state);
+
+// A claim apart from the rounds, for routes that were idle and were just woken while a round
+// is in flight (so that a quiet tenant does not wait for a busy one's rounds): counts the
+// claimed rows of their namespaces, plans under the quotas without fairness state, and claims
+// each from the front, up to `batch_size` rows in all. Touches none of the claimer's state:
+// the caller keeps its namespaces out of every round meanwhile and hands the rows claimed
+// to the next round (claimed_apart). Routes that filled their claim are listed in `found`
+// (they have a backlog), the others in `came_back_short`; `counted` is set.
+ClaimRoundResult claim_apart(store::ClaimStore& store, const ClaimRequest& request);
 
 }  // namespace outboxd::dispatch

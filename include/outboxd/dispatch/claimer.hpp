@@ -10,6 +10,10 @@
 // - the backoff of failed rounds and the rest of routes refused as data (ClaimFaults);
 // - the pacing of the poll backstop's reads from the front: at most about a twentieth of
 //   the time, however slow they get under an old snapshot.
+// Beside the rounds, one claim apart at a time runs on a lane of its own (claim_apart): a
+// small claim for routes just woken from idle, so that they are served while a busy
+// route's round is in flight instead of after it and their own round. Its caller keeps its
+// namespaces out of the rounds meanwhile.
 //
 // Thread affinity: the loop thread; rounds run on the claims lane.
 
@@ -40,6 +44,7 @@ public:
         std::chrono::milliseconds poll_interval{defaults::kPollInterval};
         std::int32_t batch_size = defaults::kBatchSize;
         std::chrono::milliseconds lookback{defaults::kClaimLookback};  // see ClaimCursors
+        std::int32_t apart_batch = defaults::kClaimApartBatch;         // see claim_apart
     };
 
     // What a round came back with.
@@ -53,8 +58,9 @@ public:
         std::chrono::milliseconds retry_after{0};
     };
 
-    Claimer(boost::asio::any_io_executor loop, DbLane& lane, metrics::NodeMetrics& metrics,
-            Settings settings);
+    // `lane` runs the rounds, `apart_lane` the claims apart.
+    Claimer(boost::asio::any_io_executor loop, DbLane& lane, DbLane& apart_lane,
+            metrics::NodeMetrics& metrics, Settings settings);
 
     // The next round reads every route from the front.
     void read_from_front() { ++front_generation_; }
@@ -65,8 +71,12 @@ public:
     // the front is due at `now`.
     [[nodiscard]] bool backstop_due(Clock::time_point now);
 
-    // Whether a round must still wait for the backoff of a failed one.
-    [[nodiscard]] bool waiting(Clock::time_point now) const { return faults_.waiting(now); }
+    // Whether a round must still wait: for the backoff of a failed one, or, when claims may
+    // have committed unseen, for the claim apart in flight (its rows must be seen before
+    // the release of what nobody saw).
+    [[nodiscard]] bool waiting(Clock::time_point now) const {
+        return faults_.waiting(now) || (release_from_ && claiming_apart_);
+    }
     // Removes the routes that rest after being refused (see ClaimFaults).
     void drop_resting(std::vector<worker::Route>& routes, Clock::time_point now) {
         faults_.drop_resting(routes, now);
@@ -78,11 +88,26 @@ public:
     void claim(ClaimRequest request, const std::function<void(Round)>& done);
     [[nodiscard]] bool claiming() const { return claiming_; }
 
+    // Runs a claim apart for `request.routes` (its batch size is the claimer's apart batch):
+    // `done` runs on the loop as for claim(). Only while can_claim_apart(now).
+    void claim_apart(ClaimRequest request, const std::function<void(Round)>& done);
+    [[nodiscard]] bool can_claim_apart(Clock::time_point now) const {
+        return !claiming_apart_ && !release_from_ && !faults_.waiting(now);
+    }
+    [[nodiscard]] bool claiming_apart() const { return claiming_apart_; }
+
 private:
     void finish(Round& round);
+    void finish_apart(Round& round);
+    // A claim failed with its outcome unknown: what it may have claimed goes back before the
+    // next round.
+    void release_unseen();
+    // A claim came back: its rows are seen.
+    void seen(const ClaimRoundResult& result);
 
     boost::asio::any_io_executor loop_;
     DbLane& lane_;
+    DbLane& apart_lane_;
     metrics::NodeMetrics& metrics_;
     Settings settings_;
     // Used by one round at a time, on the lane; shared so that a round in flight outlives
@@ -91,13 +116,17 @@ private:
     ClaimFaults faults_;
     std::uint64_t front_generation_ = 1;
     std::uint64_t ranges_generation_ = 1;
-    // The highest claim token this node has seen, and after a failed round, the point above
-    // which its own claims are released before the next claim.
+    // The highest claim token this node has seen. After a failed claim, the highest it had
+    // seen then: its claims above that, except those seen since (`kept_`: from the claim
+    // that ran beside the failed one), are released before the next round, which runs when
+    // no other claim is in flight.
     std::int64_t last_claim_token_ = 0;
-    std::optional<std::int64_t> release_after_;
+    std::optional<std::int64_t> release_from_;
+    std::vector<std::int64_t> kept_;
     Clock::time_point last_front_scan_{};
     Clock::duration front_scan_period_;
     bool claiming_ = false;
+    bool claiming_apart_ = false;
     util::Lifetime lifetime_;
 };
 

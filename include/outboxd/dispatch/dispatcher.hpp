@@ -6,7 +6,9 @@
 //
 // Triggers: the advisory wake (LISTEN), the poll backstop, freed credit while a backlog
 // is likely, a new worker. At most one claim round is in flight; triggers during it
-// coalesce into one more round.
+// coalesce into one more round. A wake for routes that were idle, while a round is in
+// flight, claims them apart at once (Claimer::claim_apart): a quiet tenant beside a busy
+// one waits for neither the busy one's round nor its own.
 //
 // Dispatch speaks to workers in domain terms (worker::Task out, answers in); the wire
 // protocol stays in the session.
@@ -17,6 +19,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +63,7 @@ struct DispatchSettings {
 // Lanes the dispatcher uses; they must outlive it.
 struct DispatchLanes {
     DbLane& claims;
+    DbLane& claims_apart;  // claims for routes woken from idle, beside a round in flight
     DbLane& outcomes;
     DbLane& maintenance;
 };
@@ -118,12 +123,29 @@ public:
     void abandon_outstanding(const std::string& reason);
 
     [[nodiscard]] std::size_t outstanding() const { return in_flight_.size(); }
-    [[nodiscard]] bool claiming() const { return claiming_; }
+    [[nodiscard]] bool claiming() const { return claiming_ || claimer_.claiming_apart(); }
     [[nodiscard]] const OutcomeWriter& outcomes() const { return outcomes_; }
 
 private:
+    using QueueKey = RouteActivity::QueueKey;
+    // A claimed row and the worker whose credit it took.
+    struct Placed {
+        worker::WorkerEntry* worker;
+        store::OutboxRow* row;
+    };
+
     void sweep();
     void on_claimed(Claimer::Round round);
+    // Claims the routes of woken `queues` that were idle apart from the round in flight, when
+    // one is; returns the queues left to the rounds.
+    std::vector<QueueKey> claim_apart(const std::vector<QueueKey>& queues,
+                                      std::chrono::steady_clock::time_point now);
+    void on_claimed_apart(Claimer::Round round);
+    // Each row gets its worker and takes one of its credits; a row no worker can take now
+    // goes back untouched.
+    std::vector<Placed> place(std::vector<store::OutboxRow>& rows);
+    void push_all(const std::vector<Placed>& placed,
+                  std::chrono::steady_clock::time_point round_started);
     // Hands a claimed row to the worker whose credit it has already taken. Moves the row's
     // task fields out; its id, token and namespace stay.
     // `round_started`: when the round that claimed it was submitted (dispatch latency).
@@ -149,6 +171,12 @@ private:
     // Which routes have due rows.
     RouteActivity activity_;
 
+    // The namespaces of the round in flight, and of the claim apart in flight: a namespace is
+    // in one claim at a time, so that each plans under its quota alone.
+    std::set<std::string> round_namespaces_;
+    std::set<std::string> apart_namespaces_;
+    // Rows claimed apart since the last round was asked for, per namespace (for its tally).
+    std::map<std::string, std::int64_t> claimed_apart_;
     // A round is in flight, or a sweep is posted (triggers meanwhile coalesce into one more).
     bool claiming_ = false;
     bool sweep_again_ = false;

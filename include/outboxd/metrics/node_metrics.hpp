@@ -28,6 +28,7 @@ public:
     prometheus::Family<prometheus::Counter>& outcomes_total;      // {namespace, outcome}
     prometheus::Histogram& dispatch_latency;                      // due -> pushed, seconds
     prometheus::Histogram& claim_seconds;                         // one claim round trip
+    prometheus::Counter& claims_apart_total;  // claims for routes woken from idle
     prometheus::Gauge& owned_shards;
     prometheus::Gauge& cluster_nodes_live;
     prometheus::Gauge& workers_connected;

@@ -50,10 +50,13 @@ public:
         std::span<const std::string> namespaces, const ShardRanges& ranges);
 
     // Hands back (pending, attempt unchanged, in its place in line) every row claimed by
-    // `owner`'s incarnation under a token above `token`: after a claim statement failed
-    // with its outcome unknown, the rows it may have claimed, which the claimer never saw.
-    // Only while the claimer runs no other claim. Returns how many rows it released.
-    std::int64_t release_claims_after(const Owner& owner, std::int64_t token);
+    // `owner`'s incarnation under a token above `token`, except the `kept` ones: after a
+    // claim statement failed with its outcome unknown, the rows it may have claimed, which
+    // the claimer never saw (`kept`: claims above `token` it did see, from claims that ran
+    // beside the failed one). Only while the claimer runs no other claim. Returns how many
+    // rows it released.
+    std::int64_t release_claims_after(const Owner& owner, std::int64_t token,
+                                      std::span<const std::int64_t> kept = {});
 
 private:
     OutboxSession& session_;

@@ -229,12 +229,16 @@ TEST_CASE("a scoped claim after a position reads only rows past it in claim orde
 TEST_CASE("a claimer releases its own claims above a token, and only those", "[pg][store]") {
     test::StoreFixture f;
     std::vector<store::NewRow> rows;
-    for (int i = 0; i < 6; ++i) rows.push_back(new_row("wf-" + std::to_string(i), 0));
+    for (int i = 0; i < 7; ++i) rows.push_back(new_row("wf-" + std::to_string(i), 0));
     f.store.append(rows);
     const auto seen = f.store.claim(f.owner, 2);  // a claim the claimer knows about
     REQUIRE(seen.size() == 2);
     const auto unseen = f.store.claim(f.owner, 2);  // one whose answer was lost
     REQUIRE(unseen.size() == 2);
+    // A claim that ran beside the lost one (a claim apart) and came back: kept.
+    const auto beside = f.store.claim(f.owner, 1);
+    REQUIRE(beside.size() == 1);
+    const std::vector<std::int64_t> kept{beside[0].claim_token};
     // Another claimer's claim, under a later token.
     const auto foreign_key = f.db.exec(
                                      "UPDATE outbox SET status = 'claimed', claimed_at = now(), "
@@ -244,12 +248,13 @@ TEST_CASE("a claimer releases its own claims above a token, and only those", "[p
                                      " WHERE status = 'pending') RETURNING dispatch_key")[0][0]
                                  .as<std::string>();
 
-    CHECK(f.store.release_claims_after(f.owner, seen[0].claim_token) == 2);
+    CHECK(f.store.release_claims_after(f.owner, seen[0].claim_token, kept) == 2);
     for (const auto& row : unseen) {
         CHECK(f.status_of(row.dispatch_key) == Status::pending);
         CHECK(f.store.find(row.dispatch_key)->attempt == 0);
     }
     for (const auto& row : seen) CHECK(f.status_of(row.dispatch_key) == Status::claimed);
+    CHECK(f.status_of(beside[0].dispatch_key) == Status::claimed);
     CHECK(f.status_of(foreign_key) == Status::claimed);
-    CHECK(f.store.release_claims_after(f.owner, seen[0].claim_token) == 0);
+    CHECK(f.store.release_claims_after(f.owner, seen[0].claim_token, kept) == 0);
 }
