@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "outboxd/util/untrusted_text.hpp"
+
 namespace outboxd::dispatch {
 namespace {
 
@@ -25,6 +27,17 @@ Claimer::Claimer(boost::asio::any_io_executor loop, DbLane& lane, DbLane& apart_
       state_(std::make_shared<ClaimerState>(settings.lookback)),
       faults_({}, std::random_device{}()),
       front_scan_period_(settings.poll_interval) {}
+
+void Claimer::connect_apart_lane() {
+    (void)apart_lane_.submit([](DbHandles db) {
+        try {
+            db.claims.connect();
+        } catch (const std::exception& error) {
+            spdlog::debug("event=claims_apart_connect_failed error=\"{}\"",
+                          util::log_safe(error.what()));
+        }
+    });
+}
 
 void Claimer::ranges_changed() {
     ++ranges_generation_;

@@ -68,6 +68,7 @@ void Dispatcher::start() {
     poll_timer_.start();
     timeout_timer_.start();
     maintenance_.start();
+    claimer_.connect_apart_lane();
     request_sweep();
 }
 

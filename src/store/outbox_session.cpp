@@ -29,4 +29,12 @@ OutboxSession::OutboxSession(const std::string& database_url, Commits commits,
 
 OutboxSession::~OutboxSession() = default;
 
+void OutboxSession::connect() {
+    try {
+        (void)pg_->connection();
+    } catch (...) {
+        pg_->rethrow_as_store_error("connect");
+    }
+}
+
 }  // namespace outboxd::store

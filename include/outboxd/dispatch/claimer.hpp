@@ -62,6 +62,10 @@ public:
     Claimer(boost::asio::any_io_executor loop, DbLane& lane, DbLane& apart_lane,
             metrics::NodeMetrics& metrics, Settings settings);
 
+    // Connects the claims-apart lane ahead of its first claim (which is all about latency);
+    // a failure is left to that claim.
+    void connect_apart_lane();
+
     // The next round reads every route from the front.
     void read_from_front() { ++front_generation_; }
     // The owned ranges changed: the next round counts claimed rows again and reads from the

@@ -20,6 +20,9 @@ class ClaimStore {
 public:
     explicit ClaimStore(OutboxSession& session) : session_(session) {}
 
+    // Connects now (see OutboxSession::connect).
+    void connect() { session_.connect(); }
+
     // Claims up to `limit` due pending rows inside `scope`; with `after`, only rows
     // past that position in claim order (visible_after, id): the index scan starts there
     // instead of stepping over every row claimed before it (see ClaimCursor). Rows of

@@ -55,6 +55,10 @@ public:
     OutboxSession(const OutboxSession&) = delete;
     OutboxSession& operator=(const OutboxSession&) = delete;
 
+    // Connects (and prepares the statements) now if not connected, for a session whose first
+    // statement must not wait for it. Errors as the stores'.
+    void connect();
+
     // For the stores (internal to src/store).
     [[nodiscard]] PgSession& pg() { return *pg_; }
 
