@@ -60,7 +60,7 @@ constexpr std::string_view kAdminToken = "admin-secret";
 constexpr std::string_view kWorkerToken = "worker-secret";
 // As HttpSession reads a request. The body limit is the node's max_body_bytes, set below the
 // fuzzer's -max_len so that bodies past it occur: the session refuses those (413) unrouted.
-constexpr std::size_t kHeaderLimit = 64 * 1024;
+constexpr std::size_t kHeaderLimit = std::size_t{64} * 1024;
 constexpr std::size_t kBodyLimit = 4096;
 // A refused connection answers within milliseconds; this only catches a lost answer.
 constexpr auto kAnswerDeadline = std::chrono::seconds{20};
@@ -75,8 +75,8 @@ struct Node {
           member(ioc.get_executor(), lane, metrics,
                  {"fuzz-node", "fuzz-node/boot", "ws://127.0.0.1:8080/v1/workers",
                   std::chrono::milliseconds{5000}}),
-          dispatcher(ioc.get_executor(), {lane, lane, lane}, registry, namespaces, metrics, {},
-                     [this] { return member.owner(); }),
+          dispatcher(ioc.get_executor(), {lane, lane, lane, lane}, registry, namespaces, metrics,
+                     {}, [this] { return member.owner(); }),
           open(ioc.get_executor(), services(), settings(false)),
           guarded(ioc.get_executor(), services(), settings(true)) {}
 

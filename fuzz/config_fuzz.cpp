@@ -91,6 +91,7 @@ std::optional<config::Config> resolve(const std::vector<std::string>& args) {
     app.add_subcommand("migrate", "Apply migrations and exit")->fallthrough();
     app.require_subcommand(0, 1);
     std::vector<const char*> argv;
+    argv.reserve(args.size());
     for (const auto& arg : args) argv.push_back(arg.c_str());
     try {
         app.parse(static_cast<int>(argv.size()), argv.data());
