@@ -1,5 +1,6 @@
 // Staging: idempotent batches, contract defaults, validation, plain-SQL writers.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -240,6 +241,42 @@ TEST_CASE("a transaction wakes listeners once, at commit, however many rows it s
     CHECK(wakes.await(listener, 1) == 1);  // nothing before the commit
     tx.commit();
     CHECK(wakes.await(listener, 5) == 2);
+}
+
+TEST_CASE("the wake names each route a transaction stages into, and bad rows fail as rows",
+          "[pg][store]") {
+    test::StoreFixture f;
+    auto listener = f.db.connect();
+    WakeCounter wakes{listener};
+    // 1,000 rows over two routes, alternating: one notification per route.
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) "
+        "SELECT 'bulk-' || g, 0, 'noop', CASE WHEN g % 2 = 0 THEN 'even' ELSE 'odd' END "
+        "FROM generate_series(1, 1000) g");
+    CHECK(wakes.await(listener, 5) == 2);
+    auto payloads = wakes.payloads;
+    std::sort(payloads.begin(), payloads.end());
+    CHECK(payloads == std::vector<std::string>{R"({"routes":[["even","default"]]})",
+                                               R"({"routes":[["odd","default"]]})"});
+
+    // A route whose names cannot travel in a notification wakes with an empty payload (look
+    // everywhere); names JSON must escape arrive escaped.
+    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) VALUES "
+              "('long', 0, 'noop', repeat('n', 9000))");
+    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, task_queue) VALUES "
+              "('quote', 0, 'noop', 'q\"\\')");
+    CHECK(wakes.await(listener, 5) == 4);
+    CHECK(wakes.payloads[2].empty());
+    CHECK(wakes.payloads[3] == R"({"routes":[["default","q\"\\"]]})");
+
+    // A NULL route is the row's own error (NOT NULL), not the trigger's, and wakes nobody.
+    try {
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) VALUES "
+                  "('null-ns', 0, 'noop', NULL)");
+        FAIL("a NULL namespace was accepted");
+    } catch (const pqxx::not_null_violation&) {
+    }
+    CHECK(wakes.await(listener, 1) == 4);
 }
 
 TEST_CASE("a resume wakes listeners to claim from the front, a requeue with a plain wake",
