@@ -48,7 +48,7 @@ struct BenchSettings {
     int tenant_queues = 3;
     double fairness_window_seconds = 5;
     std::int64_t weighted_rows = 200'000;      // per weighted namespace
-    std::int64_t quiet_busy_rows = 1'500'000;  // the busy tenant's backlog
+    std::int64_t quiet_busy_rows = 2'200'000;  // the busy tenant's backlog
     double quiet_seconds = 30;                 // one quiet row a second for this long
     std::vector<std::string> only;             // scenarios to run; empty: all
 };

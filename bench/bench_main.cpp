@@ -233,6 +233,10 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
                          report.idle_routes_runs.back().rows_per_s());
         }
         if (wanted(s, "tenants")) {
+            const auto tag = "e2e_1n_volume" + suffix;
+            report.one_route_volume_runs.push_back(run_e2e(context, 1, tag, s.tenant_rows));
+            spdlog::info("{}: {:.0f} rows/s", tag,
+                         report.one_route_volume_runs.back().rows_per_s());
             report.tenants_runs.push_back(run_tenants(context, "tenants" + suffix));
         }
     }

@@ -31,11 +31,13 @@ bool rows_left(pqxx::connection& conn) {
 
 }  // namespace
 
-E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag) {
+E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag,
+                  std::optional<std::int64_t> rows) {
     const auto database = "bench_" + tag;
     const auto url = context.databases.create_migrated(database);
-    spdlog::info("{}: staging {} rows", tag, context.settings.rows);
-    stage_pending_rows(url, context.settings.rows, "e2e-");
+    const auto staged = rows.value_or(context.settings.rows);
+    spdlog::info("{}: staging {} rows", tag, staged);
+    stage_pending_rows(url, staged, "e2e-");
     settle(url);
     auto result = drain_e2e(context, url, nodes, tag);
     context.databases.drop(database);

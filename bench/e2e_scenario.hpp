@@ -40,7 +40,9 @@ struct E2eResult {
     [[nodiscard]] double rows_per_s() const { return seconds > 0 ? rows / seconds : 0.0; }
 };
 
-E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag);
+// `rows`: how many to stage and drain (default: settings.rows).
+E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag,
+                  std::optional<std::int64_t> rows = std::nullopt);
 
 // The measured part of run_e2e on a database the caller prepared (rows staged and
 // settled) and keeps: `nodes` node(s), then the workers and the clock. `with_nodes` runs

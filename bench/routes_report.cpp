@@ -23,6 +23,13 @@ std::optional<double> one_route_rate(const BenchReport& report) {
     return run->rows_per_s();
 }
 
+// The denominator of the tenants ratio: a 1-route drain of as many rows, same run.
+std::optional<double> one_route_volume_rate(const BenchReport& report) {
+    const auto* run = median_run(report.one_route_volume_runs);
+    if (!run || run->rows_per_s() <= 0) return std::nullopt;
+    return run->rows_per_s();
+}
+
 double ms_per_round(const E2eResult& run) {
     return run.claim_rounds > 0 ? run.claim_seconds * 1e3 / static_cast<double>(run.claim_rounds)
                                 : 0;
@@ -96,14 +103,21 @@ std::string render_routes_table(const BenchSettings& settings, const BenchReport
             drain_note(*run).c_str());
     }
     if (const auto* run = median_run(report.tenants_runs)) {
-        const double ratio = one_route ? run->rows_per_s() / *one_route : 0;
+        const auto volume = one_route_volume_rate(report);
+        const double ratio = volume ? run->rows_per_s() / *volume : 0;
+        if (const auto* route1 = median_run(report.one_route_volume_runs)) {
+            out << strf("  1 route, %lld rows (the tenants' volume): %.0f rows/s (%s)\n",
+                        static_cast<long long>(settings.tenant_rows), route1->rows_per_s(),
+                        drain_note(*route1).c_str());
+        }
         out << strf(
-            "  %d namespaces x %d task queues, %lld rows: %.0f rows/s, ratio %.3f (target "
-            ">= %.1f: %s); runs %s; %s\n",
+            "  %d namespaces x %d task queues, %lld rows: %.0f rows/s, ratio %.3f to 1 route "
+            "of the same volume (target >= %.1f: %s), %.3f to the e2e run; runs %s; %s\n",
             settings.tenant_namespaces, settings.tenant_queues,
             static_cast<long long>(settings.tenant_rows), run->rows_per_s(), ratio,
             kTargetTenantsRatio, verdict(ratio >= kTargetTenantsRatio).c_str(),
-            rates(tenant_rates(report)).c_str(), drain_note(run->drain).c_str());
+            one_route ? run->rows_per_s() / *one_route : 0.0, rates(tenant_rates(report)).c_str(),
+            drain_note(run->drain).c_str());
         const auto* worst = least_fair(report);
         out << strf(
             "  fairness: max share deviation %.3f (target <= %.2f: %s) over %d window(s) "
@@ -168,7 +182,11 @@ void add_routes_json(nlohmann::json& out, const BenchReport& report) {
         out["idle_routes_rows_per_claim_round"] = json_fine(rows_per_round(*run));
     }
     if (const auto* run = median_run(report.tenants_runs)) {
-        if (one_route) out["tenants_100_ratio"] = json_fine(run->rows_per_s() / *one_route);
+        if (const auto volume = one_route_volume_rate(report)) {
+            out["tenants_100_ratio"] = json_fine(run->rows_per_s() / *volume);
+            out["one_route_volume_rows_per_s"] = json_rate(*volume);
+        }
+        if (one_route) out["tenants_100_ratio_to_e2e"] = json_fine(run->rows_per_s() / *one_route);
         out["tenants_100_rows_per_s"] = json_rate(run->rows_per_s());
         for (const double rate : tenant_rates(report))
             out["tenants_runs"].push_back(json_rate(rate));

@@ -15,6 +15,7 @@
 #include "outboxd/cluster/cluster_member.hpp"
 #include "outboxd/dispatch/dispatcher.hpp"
 #include "outboxd/http/server.hpp"
+#include "outboxd/push/http_targets.hpp"
 #include "outboxd/store/migrator.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "outboxd/store/wake_listener.hpp"
@@ -105,6 +106,18 @@ http::ServerSettings server_settings(const config::Config& c) {
     return s;
 }
 
+// Refused at start, naming the setting, like every other bad setting.
+push::PushSettings push_settings(const config::Config& c) {
+    if (const auto problem = push::HostPolicy::list_problem(c.http_allowed_hosts)) {
+        throw std::runtime_error("--http-allowed-hosts (OUTBOXD_HTTP_ALLOWED_HOSTS): " + *problem);
+    }
+    push::PushSettings s;
+    s.policy = push::HostPolicy::parse(c.http_allowed_hosts);
+    s.refresh = c.quota_cache_ttl;
+    s.max_response_bytes = c.http_max_response_bytes;
+    return s;
+}
+
 // Lanes the loop feeds one job at a time (claims, outcomes) or a few (maintenance, cluster)
 // hold a handful; the API lane takes one job per request in flight.
 constexpr std::size_t kInternalLaneCapacity = 16;
@@ -156,9 +169,10 @@ public:
           dispatcher(ioc.get_executor(), {claims, claims_apart, outcomes, maintenance}, registry,
                      namespaces, metrics, dispatch_settings(config),
                      [this] { return member.owner(); }),
+          targets(ioc.get_executor(), api, registry, dispatcher, metrics, push_settings(config)),
           server(ioc, server_settings(config),
                  {dispatcher, registry, member, namespaces, api, prometheus_registry, metrics,
-                  [this] { return member.healthy(); }}),
+                  [this] { return member.healthy(); }, &targets}),
           signals(ioc) {
         server.start();
         // With port 0 the derived advertise URL names port 0: name the bound port instead.
@@ -180,10 +194,16 @@ public:
             // New shards may hold a dead node's claims or cancelled rows: repair them now.
             dispatcher.reconcile();
             dispatcher.ranges_changed();
+            push::ShardCounts owned;
+            for (const auto& node : member.nodes()) owned[node.incarnation] = node.shards.count();
+            // Its own claimable shards, as every claim of this node sees them.
+            owned[member.settings().incarnation] = member.owner().ranges.count();
+            targets.set_cluster(std::move(owned), member.settings().incarnation);
         });
         member.start();
         namespaces.start();
         dispatcher.start();
+        targets.start();
         wake = std::make_unique<store::WakeListener>(
             config.database_url, [this](const store::WakeNotice& notice) {
                 net::post(ioc, [this, notice] { on_wake(notice); });
@@ -226,6 +246,7 @@ public:
             drain_timer.cancel();
             member.leave([this] {
                 server.close_workers();
+                targets.stop();
                 dispatcher.stop();
                 namespaces.stop();
                 wake.reset();
@@ -253,6 +274,7 @@ public:
     dispatch::NamespaceCache namespaces;
     cluster::ClusterMember member;
     dispatch::Dispatcher dispatcher;
+    push::HttpTargets targets;
     http::HttpServer server;
     net::signal_set signals;
     net::steady_timer drain_timer{ioc};

@@ -159,6 +159,18 @@ std::vector<Field> make_fields() {
         {kTlsKeyFile, "FILE", "PEM private key of --tls-cert-file", false,
          [](const Config&) -> std::string { return "unset"; },
          [](const std::string& text, Config& c) { c.tls_key_file = text; }},
+        {kHttpAllowedHosts, "LIST",
+         "hosts HTTP push targets may name: host names, '*.suffix', addresses and CIDR blocks, "
+         "comma-separated; link-local addresses only when a block holds them",
+         false, [](const Config&) -> std::string { return "unset: any host"; },
+         [](const std::string& text, Config& c) { c.http_allowed_hosts = text; }},
+        {kHttpMaxResponseBytes, "BYTES",
+         "the longest response body of an HTTP push target that is read", false,
+         [](const Config& d) { return number_text(d.http_max_response_bytes); },
+         [](const std::string& text, Config& c) {
+             c.http_max_response_bytes =
+                 static_cast<std::size_t>(to_integer(kHttpMaxResponseBytes, text));
+         }},
         {kApiStatementTimeout, "MS",
          "server-side limit of each statement of an API request; 0 disables", false,
          [](const Config& d) { return number_text(d.api_statement_timeout.count()); },

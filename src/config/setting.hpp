@@ -62,6 +62,9 @@ inline constexpr Setting kHttpIdleTimeout{"http-idle-timeout-ms", "OUTBOXD_HTTP_
                                           1'000, kHourMs};
 inline constexpr Setting kTlsCertFile{"tls-cert-file", "OUTBOXD_TLS_CERT_FILE"};
 inline constexpr Setting kTlsKeyFile{"tls-key-file", "OUTBOXD_TLS_KEY_FILE"};
+inline constexpr Setting kHttpAllowedHosts{"http-allowed-hosts", "OUTBOXD_HTTP_ALLOWED_HOSTS"};
+inline constexpr Setting kHttpMaxResponseBytes{
+    "http-max-response-bytes", "OUTBOXD_HTTP_MAX_RESPONSE_BYTES", 1'024, 16'777'216};
 inline constexpr Setting kApiStatementTimeout{"api-statement-timeout-ms",
                                               "OUTBOXD_API_STATEMENT_TIMEOUT_MS", 0, kHourMs};
 

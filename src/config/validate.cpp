@@ -53,6 +53,7 @@ void check_ranges(const Config& config) {
     check_range(detail::kMaxConnections, config.max_connections);
     check_range(detail::kHttpIdleTimeout, config.http_idle_timeout.count());
     check_range(detail::kApiStatementTimeout, config.api_statement_timeout.count());
+    check_range(detail::kHttpMaxResponseBytes, config.http_max_response_bytes);
 
     const double multiplier = config.backoff_multiplier;
     const auto& bounds = detail::kBackoffMultiplier;

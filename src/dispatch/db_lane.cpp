@@ -46,6 +46,7 @@ void DbLane::run() {
     store::MaintenanceStore maintenance{session};
     store::AdminStore admin{session};
     store::ClusterStore cluster{database_url_};
+    store::TargetStore targets{session};
     while (true) {
         Job job;
         {
@@ -57,7 +58,7 @@ void DbLane::run() {
         }
         // Jobs report their own errors; this only keeps one fault from ending the lane.
         try {
-            job(DbHandles{claims, outcomes, maintenance, admin, cluster});
+            job(DbHandles{claims, outcomes, maintenance, admin, cluster, targets});
         } catch (const std::exception& error) {
             spdlog::error("event=db_job_escaped lane={} error=\"{}\"", settings_.name,
                           error.what());

@@ -303,8 +303,9 @@ void Dispatcher::push_all(const std::vector<Placed>& placed, Clock::time_point r
 void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
                       Clock::time_point round_started) {
     const store::ClaimRef ref{row.id, row.claim_token};
+    const auto timeout = worker.task_timeout.value_or(settings_.task_timeout);
     if (!in_flight_.add({ref, worker.session_id, row.namespace_name, row.attempt},
-                        Clock::now() + settings_.task_timeout)) {
+                        Clock::now() + timeout + worker.deadline_grace)) {
         // A claim token handed out twice; never expected (see OutboxSession::Commits). Hand
         // the row back rather than track two deliveries under one id.
         spdlog::error("event=duplicate_task_id task_id={}", task_id_for(ref));
@@ -324,7 +325,7 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
     task.activity_type = std::move(row.activity_type);
     task.input_json = std::move(row.input_json);
     task.attempt = std::int64_t{row.attempt} + 1;  // one-based on the wire
-    task.timeout_ms = settings_.task_timeout.count();
+    task.timeout_ms = timeout.count();
     if (auto refused = worker.channel->send_task(task)) {
         // No frame can carry it to this worker (e.g. a row inserted by plain SQL whose input
         // nests too deep): dead-lettered with the reason, at once, instead of failing every
@@ -370,13 +371,13 @@ Answer Dispatcher::on_complete(const std::string& session_id, const std::string&
 }
 
 Answer Dispatcher::on_fail(const std::string& session_id, const std::string& task_id,
-                           std::string error, bool retryable) {
+                           std::string error, bool retryable, std::chrono::milliseconds min_delay) {
     const auto task = in_flight_.take(task_id, session_id);
     if (!task) return Answer::unknown_task;
     untrack(*task);
     settle(*task, failed(*task, Failure::reported,
                          error.empty() ? "worker reported failure" : std::move(error), retryable,
-                         failure_policy_));
+                         failure_policy_, min_delay));
     if (backlog_likely_ || sweep_again_) request_sweep();
     check_drained();
     return Answer::accepted;

@@ -56,7 +56,7 @@ std::vector<InFlightTask> InFlightTable::take_all() {
 SettledTask completed(const InFlightTask& task) { return {store::Outcome::done(task.ref), "done"}; }
 
 SettledTask failed(const InFlightTask& task, Failure how, std::string error, bool retryable,
-                   const FailurePolicy& policy) {
+                   const FailurePolicy& policy, std::chrono::milliseconds min_delay) {
     if (!retryable || std::int64_t{task.attempt} + 1 >= policy.max_attempts) {
         return {store::Outcome::fail(task.ref, std::move(error)), "failed"};
     }
@@ -64,9 +64,8 @@ SettledTask failed(const InFlightTask& task, Failure how, std::string error, boo
         return {store::Outcome::retry(task.ref, std::chrono::milliseconds{0}, std::move(error)),
                 "failover"};
     }
-    return {
-        store::Outcome::retry(task.ref, policy.backoff.delay_for(task.attempt), std::move(error)),
-        "retry"};
+    const auto delay = std::max(policy.backoff.delay_for(task.attempt), min_delay);
+    return {store::Outcome::retry(task.ref, delay, std::move(error)), "retry"};
 }
 
 }  // namespace outboxd::dispatch

@@ -22,14 +22,6 @@ ApiResponse ok(const json& body, int status = 200) {
 // How much of a request's own target an error message echoes.
 constexpr std::size_t kEchoBytes = 200;
 
-json optional_json(const std::optional<std::string>& value) {
-    return value ? json(*value) : json(nullptr);
-}
-
-json optional_time(const std::optional<store::TimePoint>& value) {
-    return value ? json(format_rfc3339(*value)) : json(nullptr);
-}
-
 // The row as JSON text. Its input is spliced as stored, never parsed: a row inserted by
 // plain SQL may nest deeper than anything outboxd would build, and re-serializing recurses
 // once per level.
@@ -319,6 +311,9 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
                            : not_found("no dead letter with dispatch_key '" + key + "'");
             },
             std::move(respond));
+    }
+    if (route_is({"v1", "http-targets"}) || route_is({"v1", "http-targets", "*"})) {
+        return http_targets(seg, request, std::move(respond));
     }
     if (route_is({"v1", "namespaces", "*"})) {
         if (method == "PUT") return put_namespace(seg[2], request.body, std::move(respond));

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "outboxd/util/untrusted_text.hpp"
+#include "time_format.hpp"
 
 namespace outboxd::http {
 namespace {
@@ -42,6 +43,14 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
 
 std::string json_text(const nlohmann::json& value) {
     return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json optional_json(const std::optional<std::string>& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+nlohmann::json optional_time(const std::optional<store::TimePoint>& value) {
+    return value ? nlohmann::json(format_rfc3339(*value)) : nlohmann::json(nullptr);
 }
 
 ApiResponse error_response(int status, std::string_view code, std::string_view message) {

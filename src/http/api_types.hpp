@@ -11,6 +11,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "outboxd/store/outbox_row.hpp"
+
 namespace outboxd::http {
 
 struct ApiRequest {
@@ -47,6 +49,9 @@ struct TargetError {
 
 // JSON text of `value` that never throws: invalid UTF-8 in a string becomes U+FFFD.
 [[nodiscard]] std::string json_text(const nlohmann::json& value);
+// A text that may be absent, and an instant that may be absent (RFC 3339), as JSON (null).
+[[nodiscard]] nlohmann::json optional_json(const std::optional<std::string>& value);
+[[nodiscard]] nlohmann::json optional_time(const std::optional<store::TimePoint>& value);
 
 // Whether a presented bearer token is the expected one, in time that depends on neither.
 [[nodiscard]] bool token_matches(const std::optional<std::string>& presented,

@@ -132,7 +132,20 @@ NodeMetrics::NodeMetrics(prometheus::Registry& registry)
                                    .Help("Claims of one route refused by the database; the "
                                          "route rests while the others are served")
                                    .Register(registry)
-                                   .Add({})) {}
+                                   .Add({})),
+      http_requests_total(BuildCounter()
+                              .Name("outboxd_http_requests_total")
+                              .Help("HTTP push requests ended, by target and code class "
+                                    "(2xx..5xx, timeout, error)")
+                              .Register(registry)),
+      http_request_seconds(BuildHistogram()
+                               .Name("outboxd_http_request_seconds")
+                               .Help("Duration of one HTTP push request, by target")
+                               .Register(registry)),
+      http_inflight(BuildGauge()
+                        .Name("outboxd_http_inflight")
+                        .Help("HTTP push requests out now, by target")
+                        .Register(registry)) {}
 
 prometheus::Counter& NodeMetrics::fault(const std::string& where) {
     auto& slot = faults_[where];

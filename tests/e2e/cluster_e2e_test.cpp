@@ -32,40 +32,6 @@ json cluster_view(const test::NodeHandle& node) {
     return json::parse(test::http_call(node.port, "GET", "/v1/cluster").body);
 }
 
-// Shard ranges per node id, when the view covers every shard exactly once; empty otherwise.
-std::map<std::string, int> partition_of(const json& view) {
-    std::vector<int> owners(1024, 0);
-    std::map<std::string, int> sizes;
-    for (const auto& node : view["nodes"]) {
-        for (const auto& range : node["shards"]) {
-            for (int s = range[0].get<int>(); s <= range[1].get<int>(); ++s) {
-                ++owners[s];
-                ++sizes[node["node_id"].get<std::string>()];
-            }
-        }
-    }
-    for (const int count : owners) {
-        if (count != 1) return {};
-    }
-    return sizes;
-}
-
-bool balanced_over(const test::NodeHandle& node, std::size_t members) {
-    try {
-        const auto sizes = partition_of(cluster_view(node));
-        if (sizes.size() != members) return false;
-        for (const auto& [id, size] : sizes) {
-            if (size < 1024 / static_cast<int>(members) - 1 ||
-                size > 1024 / static_cast<int>(members) + 1) {
-                return false;
-            }
-        }
-        return true;
-    } catch (const std::exception&) {
-        return false;
-    }
-}
-
 // dispatch_key -> deliveries, over the received logs of every worker.
 std::map<std::string, int> deliveries(const std::vector<std::string>& logs) {
     std::map<std::string, int> count;
@@ -125,7 +91,7 @@ TEST_CASE("three nodes started together migrate once and partition the shards", 
     REQUIRE(E2eCluster::await(
         [&] {
             return std::all_of(nodes.begin(), nodes.end(),
-                               [](const auto* node) { return balanced_over(*node, 3); });
+                               [](const auto* node) { return test::balanced_over(*node, 3); });
         },
         10s));
     for (auto* node : nodes) {
@@ -145,14 +111,14 @@ TEST_CASE("a fourth node joins under load: ranges rebalance and every row is del
     auto& first = cluster.start_node("node-1", node_env());
     cluster.start_node("node-2", node_env());
     cluster.start_node("node-3", node_env());
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 10s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 10s));
     const auto logs = start_workers(cluster, first, 2);
 
     stage(cluster, 0, 3000, R"({"ms": 5})");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > 500; }, 30s));
     cluster.start_node("node-4", node_env());
     stage(cluster, 3000, 3000, R"({"ms": 5})");
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 4); }, 15s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 4); }, 15s));
     stage(cluster, 6000, 3000, R"({"ms": 5})");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 9000; }, 90s));
 
@@ -182,7 +148,7 @@ TEST_CASE("kill -9 of one of three nodes under load: nothing is lost, failover i
     auto& first = cluster.start_node("node-1", node_env(kTtlMs));
     auto& victim = cluster.start_node("node-2", node_env(kTtlMs));
     cluster.start_node("node-3", node_env(kTtlMs));
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 15s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 15s));
     const auto logs = start_workers(cluster, first, 2);
     REQUIRE(E2eCluster::await(
         [&] {
@@ -264,7 +230,7 @@ TEST_CASE("SIGTERM drain under load delivers nothing twice", "[e2e][cluster]") {
     auto& first = cluster.start_node("node-1", node_env());
     auto& leaving = cluster.start_node("node-2", node_env());
     cluster.start_node("node-3", node_env());
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 10s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 10s));
     const auto logs = start_workers(cluster, first, 2);
     stage(cluster, 0, kRows, R"({"ms": 10})");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > kRows / 4; }, 60s));
@@ -272,7 +238,7 @@ TEST_CASE("SIGTERM drain under load delivers nothing twice", "[e2e][cluster]") {
     const auto code = leaving.process->wait(40s);
     REQUIRE(code);
     CHECK(*code == 0);
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 2); }, 10s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 2); }, 10s));
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 120s));
     const auto delivered = deliveries(logs);
     CHECK(delivered.size() == static_cast<std::size_t>(kRows));
@@ -293,7 +259,7 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
     auto env = node_env();
     env["OUTBOXD_DATABASE_URL"] = proxied_url;
     auto& island = cluster.start_node("node-3", env);
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 10s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 10s));
     const auto logs = start_workers(cluster, first, 2);
     stage(cluster, 0, 1000, R"({"ms": 1})");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 1000; }, 60s));
@@ -301,7 +267,7 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
     proxy.cut();
     const auto cut_at = cluster.db_now();
     // The others see it go and take its ranges once its leases lapse.
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 2); }, 15s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 2); }, 15s));
     stage(cluster, 1000, 1000, R"({"ms": 1})");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 2000; }, 60s));
     // Cut off, it claimed nothing after its lease lapsed.
@@ -314,7 +280,7 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
     CHECK(island.process->running());  // it waits for the database, it does not die
 
     proxy.restore();
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 3); }, 20s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 20s));
     stage(cluster, 2000, 1000, R"({"ms": 1})");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 3000; }, 60s));
     // Back in the cluster, it dispatches its share of the new rows.
@@ -346,7 +312,7 @@ TEST_CASE("workers follow a node that restarts on another port", "[e2e][cluster]
     E2eCluster cluster{"new-port"};
     auto& first = cluster.start_node("node-1", node_env());
     auto& second = cluster.start_node("node-2", node_env());
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 2); }, 10s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 2); }, 10s));
     // Seeded with both, as a deployment lists its nodes: a seed is never dropped, so the
     // old URL stays known under node-1's id.
     for (const auto* name : {"w1", "w2"}) {
@@ -358,13 +324,13 @@ TEST_CASE("workers follow a node that restarts on another port", "[e2e][cluster]
 
     first.process->signal(SIGKILL);
     REQUIRE(first.process->wait(5s));
-    REQUIRE(E2eCluster::await([&] { return balanced_over(second, 1); }, 15s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(second, 1); }, 15s));
     // Same node id, a new port (listen :0): its old URL leads nowhere now.
     auto env = node_env();
     env["OUTBOXD_NODE_ID"] = "node-1";
     auto& again = cluster.start_node("node-1-again", env);
     REQUIRE(again.port != first.port);
-    REQUIRE(E2eCluster::await([&] { return balanced_over(second, 2); }, 15s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(second, 2); }, 15s));
     CHECK(E2eCluster::await(
         [&] { return E2eCluster::metric(again, "outboxd_workers_connected") == 2.0; }, 15s));
     // Rows on the restarted node's shards are delivered there.
@@ -379,7 +345,7 @@ TEST_CASE("a node taking over a dead node's shards settles rows of cancelled wor
     E2eCluster cluster{"takeover-cancel"};
     auto& first = cluster.start_node("node-1", node_env());
     auto& second = cluster.start_node("node-2", node_env());
-    REQUIRE(E2eCluster::await([&] { return balanced_over(first, 2); }, 10s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 2); }, 10s));
     // A workflow whose shard node-1 owns.
     const auto view = cluster_view(first);
     std::vector<std::pair<int, int>> first_ranges;
@@ -409,7 +375,7 @@ TEST_CASE("a node taking over a dead node's shards settles rows of cancelled wor
     const auto log = cluster.dir() + "/w1.received";
     cluster.start_worker("w1", {second.worker_url()},
                          {"--activity-types", "sleep", "--received-log", log});
-    REQUIRE(E2eCluster::await([&] { return balanced_over(second, 1); }, 15s));
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(second, 1); }, 15s));
     CHECK(E2eCluster::await(
         [&] {
             return cluster.count("workflow_id = '" + workflow + "' AND status = 'cancelled'") == 10;

@@ -5,7 +5,47 @@
 #include <stdexcept>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 namespace outboxd::test {
+namespace {
+
+// Shard ranges per node id, when the view covers every shard exactly once; empty otherwise.
+std::map<std::string, int> partition_of(const nlohmann::json& view) {
+    std::vector<int> owners(1024, 0);
+    std::map<std::string, int> sizes;
+    for (const auto& node : view["nodes"]) {
+        for (const auto& range : node["shards"]) {
+            for (int s = range[0].get<int>(); s <= range[1].get<int>(); ++s) {
+                ++owners[s];
+                ++sizes[node["node_id"].get<std::string>()];
+            }
+        }
+    }
+    for (const int count : owners) {
+        if (count != 1) return {};
+    }
+    return sizes;
+}
+
+}  // namespace
+
+bool balanced_over(const NodeHandle& node, std::size_t members) {
+    try {
+        const auto sizes =
+            partition_of(nlohmann::json::parse(http_call(node.port, "GET", "/v1/cluster").body));
+        if (sizes.size() != members) return false;
+        for (const auto& [id, size] : sizes) {
+            if (size < 1024 / static_cast<int>(members) - 1 ||
+                size > 1024 / static_cast<int>(members) + 1) {
+                return false;
+            }
+        }
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
 
 std::vector<std::string> received(const std::string& path) {
     std::ifstream in{path};

@@ -31,6 +31,10 @@ struct NodeHandle {
 [[nodiscard]] std::optional<double> metric_sample(const std::string& text,
                                                   const std::string& series);
 
+// Whether the GET /v1/cluster of `node` shows every shard owned once, over `members` nodes
+// of nearly equal share.
+[[nodiscard]] bool balanced_over(const NodeHandle& node, std::size_t members);
+
 // The `dispatch_key:attempt` lines outboxd-worker --received-log appended, in order.
 [[nodiscard]] std::vector<std::string> received(const std::string& path);
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <functional>
+#include <random>
 #include <regex>
 #include <stdexcept>
 
@@ -147,6 +148,22 @@ std::optional<std::uint16_t> listening_port(const std::string& log) {
     std::smatch match;
     if (!std::regex_search(log, match, pattern)) return std::nullopt;
     return static_cast<std::uint16_t>(std::stoi(match[1]));
+}
+
+std::uint16_t free_port() {
+    namespace net = boost::asio;
+    static std::mt19937 random{std::random_device{}()};
+    net::io_context ioc;
+    const auto start = std::uniform_int_distribution<int>{20000, 32767}(random);
+    for (int i = 0; i < 12768; ++i) {
+        const auto port = static_cast<std::uint16_t>(20000 + (start - 20000 + i) % 12768);
+        net::ip::tcp::acceptor acceptor{ioc};
+        boost::system::error_code ec;
+        acceptor.open(net::ip::tcp::v4(), ec);
+        if (!ec) acceptor.bind({net::ip::make_address("127.0.0.1"), port}, ec);
+        if (!ec) return port;
+    }
+    throw std::runtime_error("no free port between 20000 and 32767");
 }
 
 }  // namespace outboxd::test

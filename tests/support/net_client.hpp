@@ -41,6 +41,10 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// A TCP port on 127.0.0.1 that nothing listens on now, below the ephemeral range (20000 up
+// to 32767, from a random start), for a program that must be told its port.
+[[nodiscard]] std::uint16_t free_port();
+
 // Parses the node's "event=listening … address=HOST:PORT" log line.
 std::optional<std::uint16_t> listening_port(const std::string& log);
 

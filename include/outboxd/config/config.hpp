@@ -75,6 +75,11 @@ struct Config {
     // and wss:// only (PEM certificate chain and private key); neither, plain HTTP and ws://.
     std::optional<std::string> tls_cert_file;
     std::optional<std::string> tls_key_file;
+    // OUTBOXD_HTTP_ALLOWED_HOSTS: where HTTP push targets may point (README, "HTTP push");
+    // empty: anywhere but link-local addresses.
+    std::string http_allowed_hosts;
+    // OUTBOXD_HTTP_MAX_RESPONSE_BYTES: the longest response body of a target read.
+    std::size_t http_max_response_bytes = defaults::kHttpMaxResponseBytes;
 };
 
 // Binds every setting to a CLI11 app as `--flag` with its OUTBOXD_* environment twin

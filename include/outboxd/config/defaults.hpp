@@ -38,6 +38,7 @@ inline constexpr std::size_t kMaxBodyBytes = 8 << 20;
 inline constexpr std::size_t kMaxWriteQueue = 4096;
 inline constexpr std::size_t kMaxWriteQueueBytes = 16 << 20;
 inline constexpr std::size_t kMaxConnections = 4096;
+inline constexpr std::size_t kHttpMaxResponseBytes = std::size_t{64} * 1024;
 inline constexpr milliseconds kHttpIdleTimeout{60000};
 inline constexpr milliseconds kApiStatementTimeout{10000};
 inline constexpr milliseconds kDrainTimeout{30000};

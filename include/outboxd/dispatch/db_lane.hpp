@@ -33,6 +33,7 @@
 #include "outboxd/store/maintenance_store.hpp"
 #include "outboxd/store/outbox_session.hpp"
 #include "outboxd/store/outcome_store.hpp"
+#include "outboxd/store/target_store.hpp"
 
 namespace prometheus {
 class Counter;
@@ -47,6 +48,7 @@ struct DbHandles {
     store::MaintenanceStore& maintenance;
     store::AdminStore& admin;
     store::ClusterStore& cluster;
+    store::TargetStore& targets;
 };
 
 struct LaneSettings {

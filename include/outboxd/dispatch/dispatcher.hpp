@@ -111,8 +111,9 @@ public:
     // Answers from the worker of `session_id`. An answer for a task it does not hold changes
     // nothing (unknown_task).
     Answer on_complete(const std::string& session_id, const std::string& task_id);
+    // A retry waits at least `min_delay` (an HTTP target's Retry-After), else the backoff.
     Answer on_fail(const std::string& session_id, const std::string& task_id, std::string error,
-                   bool retryable);
+                   bool retryable, std::chrono::milliseconds min_delay = {});
     // The worker's connection is gone: its tasks are re-armed for immediate re-claim, each
     // consuming one attempt (dead-lettered when none is left). Removes it from the registry.
     void on_worker_lost(const std::string& session_id);

@@ -84,7 +84,9 @@ struct SettledTask {
 // or at once (keeping the row's place) when the connection was lost, which still consumes
 // the attempt so that worker churn stays bounded by max_attempts. Anything else, or the
 // last attempt, is a dead letter.
+// A retry waits `min_delay` when that is longer than the backoff.
 [[nodiscard]] SettledTask failed(const InFlightTask& task, Failure how, std::string error,
-                                 bool retryable, const FailurePolicy& policy);
+                                 bool retryable, const FailurePolicy& policy,
+                                 std::chrono::milliseconds min_delay = {});
 
 }  // namespace outboxd::dispatch

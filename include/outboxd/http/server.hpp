@@ -24,6 +24,10 @@ namespace prometheus {
 class Registry;
 }
 
+namespace outboxd::push {
+class HttpTargets;
+}
+
 namespace outboxd::http {
 
 // The certificate chain and private key (PEM files) of a node that serves HTTPS and wss://.
@@ -60,6 +64,7 @@ struct NodeServices {
     prometheus::Registry& metrics_registry;
     metrics::NodeMetrics& metrics;
     std::function<bool()> ready;  // database reachable, migrations applied, node registered
+    push::HttpTargets* targets = nullptr;  // HTTP push; the routes answer without it too
 };
 
 class HttpServer {

@@ -47,6 +47,10 @@ public:
     prometheus::Counter& outcomes_refused_total;                      // poison outcomes isolated
     prometheus::Counter& outcomes_abandoned_total;  // ... whose dead letter failed too
     prometheus::Counter& claim_route_errors_total;  // a route's claim refused as data
+    // HTTP push (README, "HTTP push").
+    prometheus::Family<prometheus::Counter>& http_requests_total;     // {target, code_class}
+    prometheus::Family<prometheus::Histogram>& http_request_seconds;  // {target}
+    prometheus::Family<prometheus::Gauge>& http_inflight;             // {target}
 
     // A fault contained at `where` (http, websocket, loop, …); loop thread only.
     prometheus::Counter& fault(const std::string& where);
@@ -65,6 +69,10 @@ private:
     std::map<std::pair<std::string, std::string>, prometheus::Counter*> outcomes_;
     std::map<std::string, std::pair<prometheus::Gauge*, prometheus::Gauge*>> row_gauges_;
 };
+
+// Buckets of outboxd_http_request_seconds.
+inline const prometheus::Histogram::BucketBoundaries kHttpSecondsBuckets{
+    0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 
 // Prometheus text exposition of everything in `registry`.
 [[nodiscard]] std::string serialize(prometheus::Registry& registry);

@@ -6,6 +6,7 @@
 // Thread affinity: the node's loop thread only. No I/O: sessions reach their sockets
 // through WorkerChannel.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -41,6 +42,11 @@ public:
     std::string session_id;
     protocol::Hello hello;
     std::shared_ptr<WorkerChannel> channel;
+    // The timeout of this worker's tasks, when not the node's task timeout (an HTTP push
+    // target's request timeout), and how much longer the node waits for the answer (the
+    // target times its requests out itself, with a clearer error).
+    std::optional<std::chrono::milliseconds> task_timeout;
+    std::chrono::milliseconds deadline_grace{0};
 
     // Current window (hello max_in_flight, then credit frames).
     [[nodiscard]] std::int32_t credit() const { return credit_; }

@@ -1,6 +1,7 @@
 // Staging: idempotent batches, contract defaults, validation, plain-SQL writers.
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -218,6 +219,17 @@ struct WakeCounter final : pqxx::notification_receiver {
         listener.get_notifs();
         return count;
     }
+    // Waits up to `seconds` until `wanted` wakes have arrived (they may come in separate
+    // reads), then a moment more for any beyond them.
+    int await_count(pqxx::connection& listener, int wanted, int seconds) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{seconds};
+        while (count < wanted && std::chrono::steady_clock::now() < deadline) {
+            listener.await_notification(0, 100'000);
+        }
+        listener.await_notification(0, 100'000);
+        listener.get_notifs();
+        return count;
+    }
 };
 
 const std::string kStageSql =
@@ -253,7 +265,7 @@ TEST_CASE("the wake names each route a transaction stages into, and bad rows fai
         "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) "
         "SELECT 'bulk-' || g, 0, 'noop', CASE WHEN g % 2 = 0 THEN 'even' ELSE 'odd' END "
         "FROM generate_series(1, 1000) g");
-    CHECK(wakes.await(listener, 5) == 2);
+    REQUIRE(wakes.await_count(listener, 2, 5) == 2);
     auto payloads = wakes.payloads;
     std::sort(payloads.begin(), payloads.end());
     CHECK(payloads == std::vector<std::string>{R"({"routes":[["even","default"]]})",
@@ -261,22 +273,25 @@ TEST_CASE("the wake names each route a transaction stages into, and bad rows fai
 
     // A route whose names cannot travel in a notification wakes with an empty payload (look
     // everywhere); names JSON must escape arrive escaped.
-    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) VALUES "
-              "('long', 0, 'noop', repeat('n', 9000))");
-    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, task_queue) VALUES "
-              "('quote', 0, 'noop', 'q\"\\')");
-    CHECK(wakes.await(listener, 5) == 4);
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) VALUES "
+        "('long', 0, 'noop', repeat('n', 9000))");
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, task_queue) VALUES "
+        "('quote', 0, 'noop', 'q\"\\')");
+    REQUIRE(wakes.await_count(listener, 4, 5) == 4);
     CHECK(wakes.payloads[2].empty());
     CHECK(wakes.payloads[3] == R"({"routes":[["default","q\"\\"]]})");
 
     // A NULL route is the row's own error (NOT NULL), not the trigger's, and wakes nobody.
     try {
-        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) VALUES "
-                  "('null-ns', 0, 'noop', NULL)");
+        f.db.exec(
+            "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) VALUES "
+            "('null-ns', 0, 'noop', NULL)");
         FAIL("a NULL namespace was accepted");
     } catch (const pqxx::not_null_violation&) {
     }
-    CHECK(wakes.await(listener, 1) == 4);
+    CHECK(wakes.await_count(listener, 5, 1) == 4);
 }
 
 TEST_CASE("a resume wakes listeners to claim from the front, a requeue with a plain wake",

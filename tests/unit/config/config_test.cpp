@@ -116,6 +116,8 @@ const std::vector<std::string> kExpectedFlags{"--database-url",
                                               "--http-idle-timeout-ms",
                                               "--tls-cert-file",
                                               "--tls-key-file",
+                                              "--http-allowed-hosts",
+                                              "--http-max-response-bytes",
                                               "--api-statement-timeout-ms"};
 
 }  // namespace

@@ -1,0 +1,40 @@
+#!/usr/bin/python3
+"""An outboxd HTTP push receiver in Python (standard library only).
+
+Verifies Outboxd-Signature, runs the task, answers 200 (done) or 500 (retry later).
+Usage: OUTBOXD_SECRET=s3cret docs/examples/http_receiver.py 8091
+"""
+import hashlib, hmac, json, os, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SECRET = os.environ.get("OUTBOXD_SECRET", "").encode()
+
+
+def signed(body, header):
+    fields = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
+    stamp = fields.get("t", "0")
+    mac = hmac.new(SECRET, stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    fresh = stamp.isdigit() and abs(time.time() - int(stamp)) < 300
+    return fresh and hmac.compare_digest(mac, fields.get("v1", ""))
+
+
+class Receiver(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: outboxd reuses its connections
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if SECRET and not signed(body, self.headers.get("Outboxd-Signature", "")):
+            return self.answer(401, b"bad signature")  # 4xx: a dead letter, never retried
+        task = json.loads(body)
+        # Deduplicate on (dispatch_key, attempt): delivery is at least once.
+        print("running", task["activity_type"], task["dispatch_key"], task["input"], flush=True)
+        self.answer(200, b'{"ok":true}')  # 2xx: done; 5xx, 408, 429: retried with backoff
+
+    def answer(self, status, body):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 8091), Receiver).serve_forever()

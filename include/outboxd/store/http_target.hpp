@@ -1,0 +1,50 @@
+#pragma once
+
+// HTTP push targets as stored (table http_targets, migration 0011): what PUT
+// /v1/http-targets/{name} sets, and what the delivering nodes report back. The rules a
+// target must satisfy (URL, bounds, header names) are push::check_target's; the store only
+// keeps what it is given and the table's CHECKs.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "outboxd/store/outbox_row.hpp"
+
+namespace outboxd::store {
+
+struct HttpTargetSettings {
+    std::string name;
+    std::string namespace_name = "default";
+    std::string task_queue = "default";
+    std::vector<std::string> activity_types;
+    std::string url;
+    std::int32_t max_in_flight = 64;  // cluster-wide concurrent requests
+    std::int32_t timeout_ms = 30000;  // one request, connect to last response byte
+    std::optional<std::string> signing_secret;
+    std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
+    std::optional<std::string> ca_file;  // https: trust this CA file instead of the system's
+
+    friend bool operator==(const HttpTargetSettings&, const HttpTargetSettings&) = default;
+};
+
+// A target with what the nodes last reported of it.
+struct HttpTargetRecord {
+    HttpTargetSettings settings;
+    TimePoint created_at;
+    TimePoint updated_at;
+    std::optional<std::string> last_error;
+    std::optional<TimePoint> last_error_at;
+    std::optional<TimePoint> last_success_at;
+};
+
+// What one node saw of a target since its last report.
+struct HttpTargetReport {
+    std::string name;
+    std::optional<std::string> error;  // the latest failure, when there was one
+    bool succeeded = false;            // some request got a 2xx
+};
+
+}  // namespace outboxd::store

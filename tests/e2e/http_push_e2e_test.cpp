@@ -1,0 +1,393 @@
+// HTTP push (README, "HTTP push") through real outboxd nodes and real outboxd-receiver
+// processes: delivery, signatures, retries with backoff and Retry-After, dead letters,
+// timeouts, a receiver killed and restarted, the cluster-wide bound with three nodes, a node
+// killed mid-run, https, and the target resource's API and safety rules.
+
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "e2e_cluster.hpp"
+#include "receiver.hpp"
+#include "tls_files.hpp"
+
+using namespace outboxd;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using test::E2eCluster;
+using test::http_call;
+using test::Receiver;
+
+namespace {
+
+// Quick retries and refreshes, so that a test sees several attempts in seconds.
+std::map<std::string, std::string> push_env(const std::map<std::string, std::string>& extra = {}) {
+    std::map<std::string, std::string> env{{"OUTBOXD_BACKOFF_BASE_MS", "50"},
+                                           {"OUTBOXD_BACKOFF_MAX_MS", "200"},
+                                           {"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"},
+                                           {"OUTBOXD_POLL_INTERVAL_MS", "100"}};
+    for (const auto& [key, value] : extra) env[key] = value;
+    return env;
+}
+
+json target_body(const std::string& url, json extra = json::object()) {
+    json body = {{"namespace", "default"},       {"task_queue", "default"},
+                 {"activity_types", {"charge"}}, {"url", url},
+                 {"max_in_flight", 16},          {"timeout_ms", 5000}};
+    for (auto& [key, value] : extra.items()) body[key] = value;
+    return body;
+}
+
+// PUT a target, then wait until `node` serves it (its share appears in GET).
+void put_target(const test::NodeHandle& node, const std::string& name, const json& body) {
+    const auto put = http_call(node.port, "PUT", "/v1/http-targets/" + name, body.dump());
+    INFO(put.body);
+    REQUIRE(put.status == 200);
+    REQUIRE(E2eCluster::await(
+        [&] {
+            const auto got =
+                json::parse(http_call(node.port, "GET", "/v1/http-targets/" + name).body);
+            return got["node"]["share"].get<int>() > 0;
+        },
+        10s));
+}
+
+void stage(E2eCluster& cluster, int rows, const std::string& type = "charge",
+           const std::string& prefix = "r") {
+    cluster.db.exec(
+        "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, input) "
+        "SELECT '" +
+        prefix + "-' || g, '" + prefix + "-wf-' || g, 0, '" + type +
+        "', jsonb_build_object('n', g) FROM generate_series(1, " + std::to_string(rows) + ") g");
+}
+
+std::map<std::string, int> attempts_by_key(const Receiver& receiver) {
+    std::map<std::string, int> out;
+    for (const auto& r : receiver.requests()) ++out[r.dispatch_key];
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("rows pushed to an HTTP target are done, signed, and counted", "[e2e][push]") {
+    constexpr int kRows = 300;
+    E2eCluster cluster{"push-basic"};
+    Receiver receiver{cluster.dir(), "receiver", {"--secret", "s3cret"}};
+    auto& node = cluster.start_node("node-1", push_env());
+    put_target(node, "hook", target_body(receiver.url(), {{"signing_secret", "s3cret"}}));
+    stage(cluster, kRows);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 60s));
+
+    const auto stats = receiver.stats();
+    INFO(stats.dump());
+    CHECK(stats["bad_signatures"] == 0);
+    CHECK(stats["distinct_keys"] == kRows);
+    CHECK(stats["ok"].get<int>() >= kRows);
+    CHECK(E2eCluster::metric(node, R"(outboxd_http_requests_total{code_class="2xx",target="hook"})")
+              .value_or(0) >= kRows);
+    CHECK(E2eCluster::metric(node, R"(outboxd_http_inflight{target="hook"})").value_or(-1) == 0);
+    CHECK(E2eCluster::metric(node, R"(outboxd_http_request_seconds_count{target="hook"})")
+              .value_or(0) >= kRows);
+    // The target's recent state reaches the database for every node's GET.
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return !json::parse(http_call(node.port, "GET", "/v1/http-targets/hook")
+                                    .body)["last_success_at"]
+                        .is_null();
+        },
+        5s));
+}
+
+TEST_CASE("a target that signs with another secret is refused by its receiver: dead letters",
+          "[e2e][push]") {
+    E2eCluster cluster{"push-badsig"};
+    Receiver receiver{cluster.dir(), "receiver", {"--secret", "right"}};
+    auto& node = cluster.start_node("node-1", push_env({{"OUTBOXD_MAX_ATTEMPTS", "2"}}));
+    put_target(node, "hook", target_body(receiver.url(), {{"signing_secret", "wrong"}}));
+    stage(cluster, 5);
+    // 401 is not retryable: each row is a dead letter after one request.
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 5; }, 30s));
+    CHECK(receiver.stats()["bad_signatures"] == 5);
+    CHECK(cluster.count("last_error LIKE 'HTTP 401%'") == 5);
+}
+
+TEST_CASE("500s are retried with backoff until the receiver takes the row", "[e2e][push]") {
+    constexpr int kRows = 40;
+    E2eCluster cluster{"push-500"};
+    Receiver receiver{cluster.dir(), "receiver", {"--fail-first", "2", "--fail-status", "500"}};
+    auto& node = cluster.start_node("node-1", push_env());
+    put_target(node, "hook", target_body(receiver.url()));
+    stage(cluster, kRows);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 60s));
+    // Two failures then the success: three requests a row, attempts 1, 2, 3.
+    const auto requests = receiver.requests();
+    for (const auto& [key, count] : attempts_by_key(receiver)) {
+        INFO(key);
+        CHECK(count == 3);
+    }
+    CHECK(cluster.count("status = 'done' AND attempt = 2") == kRows);
+    // The second try waited for the backoff (50 ms base) after the first.
+    std::map<std::string, std::vector<std::int64_t>> times;
+    for (const auto& r : requests) times[r.dispatch_key].push_back(r.epoch_ms);
+    for (const auto& [key, at] : times) {
+        REQUIRE(at.size() == 3);
+        CHECK(at[1] - at[0] >= 45);
+    }
+    CHECK(E2eCluster::metric(node, R"(outboxd_http_requests_total{code_class="5xx",target="hook"})")
+              .value_or(0) == 2 * kRows);
+}
+
+TEST_CASE("a 429 with Retry-After waits at least that long", "[e2e][push]") {
+    E2eCluster cluster{"push-429"};
+    Receiver receiver{cluster.dir(),
+                      "receiver",
+                      {"--fail-first", "1", "--fail-status", "429", "--retry-after", "2"}};
+    auto& node = cluster.start_node("node-1", push_env());
+    put_target(node, "hook", target_body(receiver.url()));
+    stage(cluster, 3);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 3; }, 30s));
+    std::map<std::string, std::vector<std::int64_t>> times;
+    for (const auto& r : receiver.requests()) times[r.dispatch_key].push_back(r.epoch_ms);
+    for (const auto& [key, at] : times) {
+        REQUIRE(at.size() == 2);
+        INFO(key << " retried after " << at[1] - at[0] << " ms");
+        CHECK(at[1] - at[0] >= 1900);  // 2 s, not the 50 ms backoff
+    }
+}
+
+TEST_CASE("a 400 makes a dead letter with the status and the body in last_error", "[e2e][push]") {
+    E2eCluster cluster{"push-400"};
+    Receiver receiver{cluster.dir(), "receiver", {"--always-status", "400"}};
+    auto& node = cluster.start_node("node-1", push_env());
+    put_target(node, "hook", target_body(receiver.url()));
+    stage(cluster, 4);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 4; }, 30s));
+    CHECK(cluster.count("last_error = 'HTTP 400: receiver: always 400' AND attempt = 1") == 4);
+    CHECK(receiver.stats()["requests"] == 4);  // never retried
+    const auto dead = json::parse(http_call(node.port, "GET", "/v1/dead-letters").body);
+    CHECK(dead["dead_letters"].size() == 4);
+    // The recorded error is shown with the target.
+    REQUIRE(E2eCluster::await(
+        [&] {
+            const auto got = json::parse(http_call(node.port, "GET", "/v1/http-targets/hook").body);
+            return got["last_error"].is_string() &&
+                   got["last_error"].get<std::string>().starts_with("HTTP 400");
+        },
+        5s));
+}
+
+TEST_CASE("a receiver slower than timeout_ms is given up on and retried", "[e2e][push]") {
+    E2eCluster cluster{"push-slow"};
+    Receiver receiver{cluster.dir(), "receiver", {"--delay-ms", "1500", "--delay-attempts", "1"}};
+    auto& node = cluster.start_node("node-1", push_env());
+    put_target(node, "hook", target_body(receiver.url(), {{"timeout_ms", 300}}));
+    stage(cluster, 3);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 3; }, 30s));
+    CHECK(cluster.count("attempt = 1") == 3);  // one timed out, the second done
+    CHECK(E2eCluster::metric(node,
+                             R"(outboxd_http_requests_total{code_class="timeout",target="hook"})")
+              .value_or(0) == 3);
+    for (const auto& [key, count] : attempts_by_key(receiver)) CHECK(count == 2);
+}
+
+TEST_CASE("a receiver killed mid-run and started again: every row done, none lost", "[e2e][push]") {
+    constexpr int kRows = 3000;
+    E2eCluster cluster{"push-restart"};
+    Receiver receiver{cluster.dir(), "receiver", {"--delay-ms", "2"}};
+    auto& node = cluster.start_node("node-1", push_env());
+    put_target(node, "hook", target_body(receiver.url(), {{"max_in_flight", 32}}));
+    stage(cluster, kRows);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > kRows / 4; }, 60s));
+    receiver.kill();
+    std::this_thread::sleep_for(1s);
+    const auto done_while_down = cluster.count("status = 'done'");
+    CHECK(done_while_down < kRows);
+    receiver.restart();
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 120s));
+    CHECK(cluster.count("status <> 'done'") == 0);
+    CHECK(
+        E2eCluster::metric(node, R"(outboxd_http_requests_total{code_class="error",target="hook"})")
+            .value_or(0) > 0);
+}
+
+TEST_CASE(
+    "max_in_flight bounds concurrent requests across three nodes, and a node killed "
+    "mid-run loses nothing",
+    "[e2e][push]") {
+    constexpr int kRows = 1200;
+    constexpr int kBound = 6;
+    E2eCluster cluster{"push-cluster"};
+    Receiver receiver{cluster.dir(), "receiver", {"--delay-ms", "20"}};
+    const auto env = push_env({{"OUTBOXD_LEASE_TTL_MS", "1500"}});
+    auto& first = cluster.start_node("node-1", env);
+    auto& victim = cluster.start_node("node-2", env);
+    cluster.start_node("node-3", env);
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 20s));
+    put_target(first, "hook", target_body(receiver.url(), {{"max_in_flight", kBound}}));
+    for (auto& node : cluster.nodes) {
+        REQUIRE(E2eCluster::await(
+            [&] {
+                return json::parse(http_call(node.port, "GET", "/v1/http-targets/hook")
+                                       .body)["node"]["share"] == 2;
+            },
+            10s));
+    }
+    stage(cluster, kRows);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > kRows / 3; }, 60s));
+    const auto busiest = receiver.stats()["max_concurrent"].get<int>();
+    CHECK(busiest <= kBound);
+    CHECK(busiest >= kBound - 1);  // the bound is used, not only respected
+
+    victim.process->signal(SIGKILL);
+    REQUIRE(victim.process->wait(10s));
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 120s));
+    CHECK(cluster.count("status <> 'done'") == 0);
+    CHECK(receiver.stats()["distinct_keys"] == kRows);
+}
+
+TEST_CASE("an https target is verified against its CA file", "[e2e][push]") {
+    E2eCluster cluster{"push-https"};
+    const auto tls = test::make_test_certificates(cluster.dir());
+    Receiver receiver{
+        cluster.dir(), "receiver", {"--tls-cert", tls.cert_file, "--tls-key", tls.key_file}};
+    auto& node = cluster.start_node("node-1", push_env({{"OUTBOXD_MAX_ATTEMPTS", "3"}}));
+    const auto https = "https://localhost:" + std::to_string(receiver.port()) + "/hook";
+    put_target(node, "trusted", target_body(https, {{"ca_file", tls.ca_file}}));
+    stage(cluster, 5);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 5; }, 30s));
+    // Without the CA file the system store does not know the throwaway CA: every try fails.
+    REQUIRE(http_call(node.port, "DELETE", "/v1/http-targets/trusted").status == 200);
+    put_target(node, "untrusted", target_body(https));
+    stage(cluster, 2, "charge", "u");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 2; }, 30s));
+    CHECK(cluster.count("status = 'failed' AND last_error LIKE '%TLS handshake%'") == 2);
+}
+
+TEST_CASE("the target resource: admin only, validated field by field, secret never shown",
+          "[e2e][push]") {
+    E2eCluster cluster{"push-api"};
+    auto& open = cluster.start_node("open", push_env());
+    const auto put = [&](const std::string& name, const json& body) {
+        return http_call(open.port, "PUT", "/v1/http-targets/" + name, body.dump());
+    };
+    const auto field_of = [](const test::HttpResult& result) {
+        INFO(result.body);
+        CHECK(result.status == 400);
+        const auto body = json::parse(result.body);
+        return body["error"].contains("field") ? body["error"]["field"].get<std::string>() : "";
+    };
+    CHECK(field_of(put("t", target_body("ftp://x/"))) == "url");
+    CHECK(field_of(put("t", target_body("http://169.254.169.254/latest"))) == "url");
+    CHECK(field_of(put("t", target_body("http://x/", {{"max_in_flight", 0}}))) == "max_in_flight");
+    CHECK(field_of(put("t", target_body("http://x/", {{"timeout_ms", "fast"}}))) == "timeout_ms");
+    CHECK(field_of(put("t", target_body("http://x/", {{"headers", {{"Host", "y"}}}}))) ==
+          "headers");
+    CHECK(field_of(put("t", target_body("http://x/", {{"headers", {{"X", "a\r\nb"}}}}))) ==
+          "headers");
+    CHECK(field_of(put("t", target_body("http://x/", {{"surprise", 1}}))) == "surprise");
+    CHECK(field_of(put("bad%21name", target_body("http://x/"))) == "name");
+    CHECK(http_call(open.port, "PUT", "/v1/http-targets/t", "{not json").status == 400);
+    CHECK(json::parse(http_call(open.port, "GET", "/v1/http-targets").body)["http_targets"]
+              .empty());  // nothing was stored
+
+    const auto stored = put("t", target_body("http://127.0.0.1:9/hook",
+                                             {{"signing_secret", "hush"},
+                                              {"headers", {{"Authorization", "Bearer t0ken"}}}}));
+    REQUIRE(stored.status == 200);
+    for (const auto& text : {stored.body, http_call(open.port, "GET", "/v1/http-targets/t").body,
+                             http_call(open.port, "GET", "/v1/http-targets").body}) {
+        CHECK(text.find("hush") == std::string::npos);
+        CHECK(text.find("t0ken") == std::string::npos);
+    }
+    const auto got = json::parse(http_call(open.port, "GET", "/v1/http-targets/t").body);
+    CHECK(got["signing_secret_set"] == true);
+    CHECK(got["headers"]["Authorization"] == "<redacted>");
+    CHECK(http_call(open.port, "DELETE", "/v1/http-targets/t").status == 200);
+    CHECK(http_call(open.port, "DELETE", "/v1/http-targets/t").status == 404);
+    CHECK(http_call(open.port, "GET", "/v1/http-targets/t").status == 404);
+    CHECK(http_call(open.port, "POST", "/v1/http-targets/t").status == 405);
+
+    // With an admin token, only the token sets targets; with an allow-list, only listed hosts.
+    auto& guarded = cluster.start_node(
+        "guarded", push_env({{"OUTBOXD_ADMIN_TOKEN", "adm"},
+                             {"OUTBOXD_HTTP_ALLOWED_HOSTS", "hooks.example.com, *.corp.example"}}));
+    const auto put_guarded = [&](const std::string& url) {
+        return http_call(guarded.port, "PUT", "/v1/http-targets/g", target_body(url).dump(), "adm");
+    };
+    const auto body = target_body("http://hooks.example.com/x").dump();
+    CHECK(http_call(guarded.port, "PUT", "/v1/http-targets/g", body).status == 401);
+    CHECK(http_call(guarded.port, "PUT", "/v1/http-targets/g", body, "adm").status == 200);
+    CHECK(put_guarded("https://a.b.corp.example/").status == 200);
+    CHECK(field_of(put_guarded("http://evil.example.org/")) == "url");
+    CHECK(field_of(put_guarded("http://127.0.0.1:9/")) == "url");
+    CHECK(field_of(put_guarded("http://corp.example/")) == "url");  // the suffix, not the name
+}
+
+TEST_CASE("a target row written by plain SQL that breaks the rules is refused, not used",
+          "[e2e][push]") {
+    E2eCluster cluster{"push-sql"};
+    Receiver receiver{cluster.dir(), "receiver", {}};
+    auto& node = cluster.start_node("node-1", push_env());
+    cluster.db.exec(
+        "INSERT INTO http_targets (name, namespace, task_queue, activity_types, url, "
+        "max_in_flight, timeout_ms, headers) VALUES ('sneaky', 'default', 'default', "
+        "'{charge}', 'http://127.0.0.1:" +
+        std::to_string(receiver.port()) + "/x', 4, 1000, '{\"Content-Length\": \"0\"}')");
+    REQUIRE(E2eCluster::await(
+        [&] {
+            const auto got =
+                json::parse(http_call(node.port, "GET", "/v1/http-targets/sneaky").body);
+            return got["node"]["refused"].is_string();
+        },
+        10s));
+    stage(cluster, 2);
+    std::this_thread::sleep_for(1s);
+    CHECK(receiver.stats()["requests"] == 0);
+    CHECK(cluster.count("status = 'pending'") == 2);
+    REQUIRE(node.process->log_count("event=http_target_refused") == 1);
+}
+
+TEST_CASE("the README's Python receiver verifies signatures and takes the rows", "[e2e][push]") {
+    const std::string source = std::string{OUTBOXD_SOURCE_DIR} + "/docs/examples/http_receiver.py";
+    // The README shows the file as it is.
+    const auto read = [](const std::string& path) {
+        std::ifstream in{path};
+        return std::string{std::istreambuf_iterator<char>{in}, {}};
+    };
+    const auto example = read(source);
+    REQUIRE_FALSE(example.empty());
+    CHECK(read(std::string{OUTBOXD_SOURCE_DIR} + "/README.md").find(example) != std::string::npos);
+
+    E2eCluster cluster{"push-python"};
+    auto& node = cluster.start_node("node-1", push_env());
+    const auto port = test::free_port();
+    test::Process receiver{{"/usr/bin/python3", source, std::to_string(port)},
+                           {{"OUTBOXD_SECRET", "py-secret"}},
+                           cluster.dir() + "/python-receiver.log"};
+    REQUIRE(E2eCluster::await(
+        [&] {
+            try {
+                return http_call(port, "GET", "/").status > 0;
+            } catch (const std::exception&) {
+                return false;
+            }
+        },
+        10s));
+    const auto url = "http://127.0.0.1:" + std::to_string(port) + "/hook";
+    put_target(node, "py", target_body(url, {{"signing_secret", "py-secret"}}));
+    stage(cluster, 20);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 20; }, 30s));
+    // Signed with another secret, the receiver refuses: dead letters with the 401.
+    REQUIRE(http_call(node.port, "DELETE", "/v1/http-targets/py").status == 200);
+    put_target(node, "py-wrong", target_body(url, {{"signing_secret", "not-it"}}));
+    stage(cluster, 2, "charge", "w");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 2; }, 30s));
+    CHECK(cluster.count("last_error = 'HTTP 401: bad signature'") == 2);
+}
