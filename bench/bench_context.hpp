@@ -50,7 +50,10 @@ struct BenchSettings {
     std::int64_t weighted_rows = 200'000;      // per weighted namespace
     std::int64_t quiet_busy_rows = 2'200'000;  // the busy tenant's backlog
     double quiet_seconds = 30;                 // one quiet row a second for this long
-    std::vector<std::string> only;             // scenarios to run; empty: all
+    // HTTP push (docs/benchmarks.md, "HTTP push").
+    std::int64_t http_rows = 50'000;  // per throughput run, and the WebSocket run beside it
+    int http_max_in_flight = 512;     // the target's bound: concurrent requests
+    std::vector<std::string> only;    // scenarios to run; empty: all
 };
 
 struct BenchContext {

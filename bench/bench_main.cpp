@@ -24,6 +24,7 @@
 #include "claim_loop.hpp"
 #include "e2e_scenario.hpp"
 #include "history_scenario.hpp"
+#include "http_push_scenario.hpp"
 #include "idle_routes_scenario.hpp"
 #include "latency_scenario.hpp"
 #include "quiet_tenant_scenario.hpp"
@@ -35,9 +36,9 @@ namespace {
 
 using namespace outboxd::bench;
 
-const std::set<std::string> kScenarios{"floor",    "limit",       "e2e",         "latency",
-                                       "wake",     "history",     "idle_routes", "tenants",
-                                       "weighted", "quiet_tenant"};
+const std::set<std::string> kScenarios{"floor",    "limit",        "e2e",         "latency",
+                                       "wake",     "history",      "idle_routes", "tenants",
+                                       "weighted", "quiet_tenant", "http_push"};
 
 struct CommandLine {
     BenchSettings settings;
@@ -142,9 +143,15 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     auto* quiet_seconds = app.add_option("--quiet-seconds", s.quiet_seconds,
                                          "quiet rows, one a second (30; quick 10)")
                               ->check(CLI::Range(1.0, 3600.0));
+    app.add_option("--http-rows", s.http_rows,
+                   "rows per HTTP push run, and the WebSocket run beside it (50000)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
+    app.add_option("--http-max-in-flight", s.http_max_in_flight,
+                   "the HTTP push target's max_in_flight (512)")
+        ->check(CLI::Range(1, 10'000));
     app.add_option("--only", s.only,
                    "scenarios to run: floor,limit,e2e,latency,wake,history,idle_routes,tenants,"
-                   "weighted,quiet_tenant")
+                   "weighted,quiet_tenant,http_push")
         ->delimiter(',')
         ->check(CLI::IsMember(kScenarios));
     app.add_option("--json-file", command.json_file, "also write the JSON result here");
@@ -232,6 +239,15 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
             spdlog::info("idle_routes{}: {:.0f} rows/s", suffix,
                          report.idle_routes_runs.back().rows_per_s());
         }
+        if (wanted(s, "http_push")) {
+            // The same rows over WebSocket, then over HTTP: the ratio's two sides, same run.
+            const auto ws_tag = "e2e_1n_http_volume" + suffix;
+            report.http_ws_runs.push_back(run_e2e(context, 1, ws_tag, s.http_rows));
+            spdlog::info("{}: {:.0f} rows/s", ws_tag, report.http_ws_runs.back().rows_per_s());
+            report.http_push_runs.push_back(run_http_push(context, "http_push" + suffix));
+            spdlog::info("http_push{}: {:.0f} rows/s", suffix,
+                         report.http_push_runs.back().rows_per_s());
+        }
         if (wanted(s, "tenants")) {
             const auto tag = "e2e_1n_volume" + suffix;
             report.one_route_volume_runs.push_back(run_e2e(context, 1, tag, s.tenant_rows));
@@ -253,6 +269,7 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
     if (wanted(s, "history")) report.history = run_history(context);
     if (wanted(s, "weighted")) report.weighted = run_weighted(context);
     if (wanted(s, "quiet_tenant")) report.quiet_tenant = run_quiet_tenant(context);
+    if (wanted(s, "http_push")) report.http_latency = run_http_latency(context);
 }
 
 int run(int argc, char** argv) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "http_push_report.hpp"
 #include "report_format.hpp"
 #include "routes_report.hpp"
 
@@ -53,6 +54,10 @@ double max_foreign_cpu(const BenchReport& report) {
     for (const auto& run : report.e2e_3node_runs) most = std::max(most, run.foreign_cpu);
     for (const auto& run : report.idle_routes_runs) most = std::max(most, run.foreign_cpu);
     for (const auto& run : report.tenants_runs) most = std::max(most, run.drain.foreign_cpu);
+    for (const auto& run : report.one_route_volume_runs) most = std::max(most, run.foreign_cpu);
+    for (const auto* runs : {&report.http_push_runs, &report.http_ws_runs}) {
+        for (const auto& run : *runs) most = std::max(most, run.foreign_cpu);
+    }
     if (report.history) {
         const auto& h = *report.history;
         for (const auto* run : {&h.clean, &h.history, &h.old_snapshot}) {
@@ -257,6 +262,7 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
     }
 
     out << render_routes_table(settings, report);
+    out << render_http_push_table(settings, report);
 
     if (!report.grid.empty()) {
         out << strf(
@@ -401,6 +407,7 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
         }
     }
     add_routes_json(out, report);
+    add_http_push_json(out, report);
     out["max_foreign_cpu"] = json_fine(max_foreign_cpu(report));
     out["total_seconds"] = json_rate(report.total_seconds);
     return out;

@@ -47,6 +47,11 @@ struct BenchReport {
     std::vector<E2eResult> one_route_volume_runs;
     std::optional<WeightedResult> weighted;
     std::optional<QuietTenantResult> quiet_tenant;
+    // HTTP push: each run's drain into an HTTP target and the WebSocket drain of the same
+    // rows beside it; the latency at a steady rate.
+    std::vector<E2eResult> http_push_runs;
+    std::vector<E2eResult> http_ws_runs;
+    std::optional<LatencyResult> http_latency;
     double total_seconds = 0;
     double load_after = 0;  // 1-minute load average when it ended
 };

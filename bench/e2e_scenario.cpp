@@ -62,8 +62,12 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
     }
     int processes = 0;
     for (const auto& group : groups) processes += group.count;
-    spdlog::info("{}: {} node(s) up and balanced; starting {} worker process(es)", tag, nodes,
-                 processes);
+    if (options.consume) {
+        spdlog::info("{}: {} node(s) up and balanced; starting the consumer", tag, nodes);
+    } else {
+        spdlog::info("{}: {} node(s) up and balanced; starting {} worker process(es)", tag, nodes,
+                     processes);
+    }
 
     auto conn_holder = std::make_unique<pqxx::connection>(url);
     auto& conn = *conn_holder;
@@ -79,6 +83,11 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
     const auto rounds_before = fleet.claim_rounds();
     if (options.at_start) options.at_start();
     const auto start = std::chrono::system_clock::now();
+    std::function<double()> consumer_cpu;
+    if (options.consume) {
+        consumer_cpu = options.consume(fleet);
+        groups.clear();
+    }
     WorkerFleet workers{fleet_settings, groups, fleet.worker_urls().front(), tag};
     const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(options.max_seconds.value_or(settings.e2e_max_seconds)));
@@ -105,6 +114,7 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
     result.claim_seconds = rounds_after.seconds - rounds_before.seconds;
     result.node_cpu_s = fleet.cpu_seconds() - node_before;
     result.worker_cpu_s = workers.cpu_seconds();  // they started inside the window
+    if (consumer_cpu) result.worker_cpu_s += consumer_cpu();
     result.pg_cpu_s = context.pg_cpu.sample() - pg_before;
     const auto host_after = read_host_cpu();
     result.host_busy = busy_fraction(host_before, host_after);

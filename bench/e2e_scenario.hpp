@@ -51,11 +51,14 @@ E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag
 // snapshot there); `max_seconds` caps the run (default: settings.e2e_max_seconds).
 // `workers` are the processes whose launch starts the clock (default:
 // settings.worker_processes no-op workers of namespace `default`).
+// `consume`, when set, replaces the worker processes: it starts whatever takes the rows
+// (an HTTP push target) when the clock starts, and returns the CPU seconds of what it runs.
 struct DrainOptions {
     std::function<void(NodeFleet&)> with_nodes;
     std::function<void()> at_start;
     std::optional<double> max_seconds;
     std::vector<WorkerGroup> workers;
+    std::function<std::function<double()>(NodeFleet&)> consume;
 };
 E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nodes,
                     const std::string& tag, const DrainOptions& options = {});

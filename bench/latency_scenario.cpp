@@ -65,45 +65,31 @@ void run_stager(const std::string& url, int index, int stagers, std::size_t rows
 
 }  // namespace
 
-LatencyResult run_latency(const BenchContext& context) {
+LatencyResult measure_latency(const BenchContext& context, const std::string& tag,
+                              const LatencyReceiver& receiver) {
     const auto& settings = context.settings;
-    const std::string database = "bench_latency";
+    const std::string database = "bench_" + tag;
     const auto url = context.databases.create_migrated(database);
     settle(url);
-    NodeFleet fleet{context.fleet(url), 1, "latency"};
+    NodeFleet fleet{context.fleet(url), 1, tag};
 
     const auto warmup_rows =
         static_cast<std::size_t>(settings.latency_rate * settings.latency_warmup_seconds);
     const auto rows =
         warmup_rows + static_cast<std::size_t>(settings.latency_rate * settings.latency_seconds);
     Timeline timeline{rows};
-
-    sdk::WorkerOptions options;
-    options.seed_urls = fleet.worker_urls();
-    options.worker_id = "bench-latency-worker";
-    options.activity_types = {"noop"};
-    options.max_in_flight = settings.worker_max_in_flight;
-    sdk::WorkerClient client{
-        options, [&timeline, rows](const worker::protocol::Task& task, sdk::Responder responder) {
-            const auto at = now_ns();
-            if (task.dispatch_key.rfind(kKeyPrefix, 0) == 0) {
-                const auto row =
-                    std::stoull(task.dispatch_key.substr(std::string{kKeyPrefix}.size()));
-                if (row < rows) {
-                    std::int64_t unset = 0;
-                    timeline.received[row].compare_exchange_strong(unset, at);  // first delivery
-                }
-            }
-            responder.complete();
-        }};
-    client.start();
-    const auto connect_deadline = Clock::now() + kConnectTimeout;
-    while (client.stats().connected_nodes == 0) {
-        fleet.check_alive();
-        if (Clock::now() > connect_deadline) throw std::runtime_error{"SDK worker did not connect"};
-        std::this_thread::sleep_for(std::chrono::milliseconds{20});
-    }
-    spdlog::info("latency: node up, worker connected; staging {} rows at {}/s ({} s warm-up)", rows,
+    const auto arrived = [&timeline, rows](std::string_view dispatch_key) {
+        const auto at = now_ns();
+        if (dispatch_key.substr(0, std::string_view{kKeyPrefix}.size()) != kKeyPrefix) return;
+        const auto row =
+            std::stoull(std::string{dispatch_key.substr(std::string_view{kKeyPrefix}.size())});
+        if (row < rows) {
+            std::int64_t unset = 0;
+            timeline.received[row].compare_exchange_strong(unset, at);  // first delivery
+        }
+    };
+    const auto stop_receiver = receiver(fleet, arrived);
+    spdlog::info("{}: node up, receiver ready; staging {} rows at {}/s ({} s warm-up)", tag, rows,
                  settings.latency_rate, settings.latency_warmup_seconds);
 
     const auto node_before = fleet.cpu_seconds();
@@ -165,10 +151,39 @@ LatencyResult run_latency(const BenchContext& context) {
     result.max_ms = latencies.empty() ? 0 : latencies.back();
     result.node_cpu_share = elapsed > 0 ? node_cpu / elapsed : 0;
 
-    client.stop(std::chrono::milliseconds{1000});
+    stop_receiver();
     fleet.stop();
     context.databases.drop(database);
     return result;
+}
+
+LatencyResult run_latency(const BenchContext& context) {
+    const auto& settings = context.settings;
+    // The receiving side: an in-process SDK worker.
+    return measure_latency(
+        context, "latency", [&settings](NodeFleet& fleet, const Arrival& arrived) {
+            sdk::WorkerOptions options;
+            options.seed_urls = fleet.worker_urls();
+            options.worker_id = "bench-latency-worker";
+            options.activity_types = {"noop"};
+            options.max_in_flight = settings.worker_max_in_flight;
+            auto client = std::make_shared<sdk::WorkerClient>(
+                options, [arrived](const worker::protocol::Task& task, sdk::Responder responder) {
+                    arrived(task.dispatch_key);
+                    responder.complete();
+                });
+            client->start();
+            const auto connect_deadline = Clock::now() + kConnectTimeout;
+            while (client->stats().connected_nodes == 0) {
+                fleet.check_alive();
+                if (Clock::now() > connect_deadline) {
+                    throw std::runtime_error{"SDK worker did not connect"};
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds{20});
+            }
+            return std::function<void()>{
+                [client] { client->stop(std::chrono::milliseconds{1000}); }};
+        });
 }
 
 }  // namespace outboxd::bench

@@ -10,6 +10,9 @@
 // time: the achieved rate says so.
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
 
 #include "bench_context.hpp"
 
@@ -28,5 +31,16 @@ struct LatencyResult {
 };
 
 LatencyResult run_latency(const BenchContext& context);
+
+class NodeFleet;
+// Tells the run that the task of `dispatch_key` arrived (any thread; the first arrival counts).
+using Arrival = std::function<void(std::string_view dispatch_key)>;
+// The receiving side of a latency run: started once the node is up, calling `arrived` for
+// every task; returns once it is ready, with the function that stops it.
+using LatencyReceiver =
+    std::function<std::function<void()>(NodeFleet& fleet, const Arrival& arrived)>;
+// The latency run of `tag` with `receiver` in place of the SDK worker.
+LatencyResult measure_latency(const BenchContext& context, const std::string& tag,
+                              const LatencyReceiver& receiver);
 
 }  // namespace outboxd::bench

@@ -56,7 +56,7 @@ TargetChannel::TargetChannel(boost::asio::any_io_executor ex, store::HttpTargetS
 TargetChannel::~TargetChannel() {
     closed_ = true;
     for (auto& idle : idle_) idle.connection->close();
-    for (auto& weak : busy_) {
+    for (auto& [key, weak] : busy_) {
         if (auto busy = weak.lock()) busy->close();
     }
 }
@@ -101,14 +101,14 @@ void TargetChannel::deliver(Delivery delivery, bool may_resend) {
         }
     }
     if (!connection) connection = make_connection(ex_, url_, tls_.get(), policy_, limits_);
-    std::erase_if(busy_, [](const auto& weak) { return weak.expired(); });
-    busy_.push_back(connection);
+    busy_.emplace(connection.get(), connection);
     auto request = delivery.request;
     connection->exchange(std::move(request), std::chrono::milliseconds{settings_.timeout_ms},
                          [weak = weak_from_this(), connection, delivery = std::move(delivery),
                           may_resend](const Exchange& exchange, bool reusable, bool stale) mutable {
                              const auto self = weak.lock();
                              if (!self) return;
+                             self->busy_.erase(connection.get());
                              if (stale && may_resend && !self->closed_) {
                                  // The peer closed the kept-alive connection before this request
                                  // reached it: once more, on a new connection.
@@ -157,7 +157,7 @@ void TargetChannel::close(std::string_view) {
     closed_ = true;
     for (auto& idle : idle_) idle.connection->close();
     idle_.clear();
-    for (auto& weak : busy_) {
+    for (auto& [key, weak] : busy_) {
         if (auto busy = weak.lock()) busy->close();
     }
     busy_.clear();

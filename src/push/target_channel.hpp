@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -92,7 +93,8 @@ private:
     AnswerSink sink_;
     WallClock wall_clock_;
     std::vector<Idle> idle_;
-    std::vector<std::weak_ptr<HttpConnection>> busy_;
+    // Connections carrying a request now (closed with the channel).
+    std::unordered_map<const HttpConnection*, std::weak_ptr<HttpConnection>> busy_;
     std::size_t in_flight_ = 0;
     std::map<std::string, prometheus::Counter*> counters_;
     std::optional<std::string> last_error_;
