@@ -35,7 +35,7 @@ RUN cmake -S /src -B /build -G Ninja \
       -DCMAKE_BUILD_TYPE=Release \
       -DOUTBOXD_BUILD_TESTS=OFF \
       -DOUTBOXD_WERROR=OFF \
- && cmake --build /build -j "${BUILD_JOBS}" --target outboxd outboxd-worker \
+ && cmake --build /build -j "${BUILD_JOBS}" --target outboxd outboxd-worker outboxd-receiver \
  && strip --strip-unneeded /build/bin/outboxd /build/bin/outboxd-worker
 
 ########################################################################## runtime stage
@@ -57,7 +57,7 @@ RUN groupadd --system outboxd \
  && useradd --system --gid outboxd --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin outboxd
 
-COPY --from=build /build/bin/outboxd /build/bin/outboxd-worker /usr/local/bin/
+COPY --from=build /build/bin/outboxd /build/bin/outboxd-worker /build/bin/outboxd-receiver /usr/local/bin/
 
 # Fail the image build, not the first container start, if a shared library is missing.
 RUN ! ldd /usr/local/bin/outboxd /usr/local/bin/outboxd-worker | grep -F 'not found' \
