@@ -48,6 +48,7 @@ struct Options {
     double fail_rate = 0;
     std::optional<std::string> retry_after;
     std::optional<int> always_status;
+    std::size_t body_bytes = 0;  // pad every answer's body to this many bytes
     std::optional<std::string> log_file;
     std::optional<std::string> tls_cert;
     std::optional<std::string> tls_key;
@@ -96,6 +97,7 @@ public:
             status = options_.fail_status;
             body = "receiver: failing attempt " + std::to_string(attempt);
         }
+        if (body.size() < options_.body_bytes) body.append(options_.body_bytes - body.size(), ' ');
         ++stats_.by_status[status];
         if (status >= 200 && status < 300) {
             ++stats_.ok;
@@ -295,6 +297,8 @@ int run(int argc, char** argv) {
     app.add_option("--fail-rate", options.fail_rate, "fail this fraction of requests at random");
     app.add_option("--retry-after", options.retry_after, "Retry-After header of failures");
     app.add_option("--always-status", options.always_status, "answer every POST this status");
+    app.add_option("--body-bytes", options.body_bytes,
+                   "pad every answer's body to this many bytes (oversized answers)");
     app.add_option("--log", options.log_file,
                    "append a line per request: epoch_ms dispatch_key attempt status concurrent");
     app.add_option("--tls-cert", options.tls_cert, "serve HTTPS with this PEM certificate chain");

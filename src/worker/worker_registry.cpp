@@ -16,10 +16,10 @@ bool labelled_in(const WorkerEntry& worker, const std::vector<std::string>& labe
 
 }  // namespace
 
-bool WorkerEntry::serves(const std::string& ns) const { return contains(hello.namespaces, ns); }
+bool WorkerEntry::serves(const std::string& ns) const { return namespaces_.contains(ns); }
 
 bool WorkerEntry::runs(const std::string& activity_type) const {
-    return contains(hello.activity_types, activity_type);
+    return types_.contains(activity_type);
 }
 
 WorkerEntry& WorkerRegistry::add(std::string session_id, protocol::Hello hello,
@@ -27,6 +27,8 @@ WorkerEntry& WorkerRegistry::add(std::string session_id, protocol::Hello hello,
     WorkerEntry entry;
     entry.session_id = session_id;
     entry.credit_ = std::max(0, hello.max_in_flight);
+    entry.namespaces_.insert(hello.namespaces.begin(), hello.namespaces.end());
+    entry.types_.insert(hello.activity_types.begin(), hello.activity_types.end());
     entry.hello = std::move(hello);
     entry.channel = std::move(channel);
     return workers_.insert_or_assign(std::move(session_id), std::move(entry)).first->second;

@@ -391,3 +391,21 @@ TEST_CASE("the README's Python receiver verifies signatures and takes the rows",
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 2; }, 30s));
     CHECK(cluster.count("last_error = 'HTTP 401: bad signature'") == 2);
 }
+
+TEST_CASE("an answer larger than the response bound is judged by its status, its body unread",
+          "[e2e][push]") {
+    E2eCluster cluster{"push-bigbody"};
+    Receiver ok{cluster.dir(), "ok", {"--body-bytes", "200000"}};
+    Receiver refusing{
+        cluster.dir(), "refusing", {"--always-status", "422", "--body-bytes", "200000"}};
+    auto& node =
+        cluster.start_node("node-1", push_env({{"OUTBOXD_HTTP_MAX_RESPONSE_BYTES", "4096"}}));
+    put_target(node, "ok", target_body(ok.url()));
+    stage(cluster, 5);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 5; }, 30s));
+    REQUIRE(http_call(node.port, "DELETE", "/v1/http-targets/ok").status == 200);
+    put_target(node, "refusing", target_body(refusing.url()));
+    stage(cluster, 2, "charge", "big");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 2; }, 30s));
+    CHECK(cluster.count("last_error = 'HTTP 422: (response body over 4096 bytes, not read)'") == 2);
+}

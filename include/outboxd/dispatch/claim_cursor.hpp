@@ -54,8 +54,10 @@ public:
     void advance(const store::ClaimScope& scope, const std::vector<store::OutboxRow>& rows,
                  bool from_front, bool filled, Clock::time_point now, std::uint64_t generation);
 
-    // Routes not claimed for this long are forgotten (their next claim reads from the front).
+    // Routes not claimed for this long are forgotten (their next claim reads from the front),
+    // looked for at most this often.
     static constexpr std::chrono::seconds kIdleRoute{60};
+    static constexpr std::chrono::seconds kPruneEvery{1};
 
 private:
     struct Mark {
@@ -71,6 +73,7 @@ private:
 
     std::chrono::milliseconds lookback_;
     std::map<store::ClaimScope, Route> routes_;
+    Clock::time_point pruned_{};
 };
 
 }  // namespace outboxd::dispatch

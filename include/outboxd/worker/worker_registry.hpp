@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "outboxd/store/outbox_row.hpp"
@@ -36,7 +37,8 @@ public:
 };
 
 // One connected worker. Its credit window and the tasks it holds change only through the
-// registry (reserve, release, set_credit), which keeps 0 <= free credit <= window.
+// registry (reserve, release, set_credit), which keeps 0 <= free credit <= window. Its
+// hello is what it said once and does not change after add().
 class WorkerEntry {
 public:
     std::string session_id;
@@ -62,6 +64,10 @@ public:
 
 private:
     friend class WorkerRegistry;
+    // The hello's namespaces and activity types, looked up for every claimed row: a worker
+    // may serve a thousand namespaces.
+    std::unordered_set<std::string> namespaces_;
+    std::unordered_set<std::string> types_;
     std::int32_t credit_ = 0;
     std::int32_t outstanding_ = 0;
     bool retired_ = false;
