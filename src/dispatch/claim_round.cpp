@@ -208,7 +208,7 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
         count();
         input.claimed = tally.upper;
     }
-    const auto plan = plan_claims(input, state.fair);
+    const auto plan = plan_claims(input, state.fair, &state.rotation);
     std::vector<store::ClaimStore::RouteClaim> claims;
     claims.reserve(plan.size());
     const auto now = ClaimCursors::Clock::now();

@@ -9,7 +9,7 @@
 // wedge its own tenant). Fairness is per namespace, not per route, and follows weights
 // (FairShare): a tenant spread over many task queues gets the same share as a tenant with
 // one, and a quiet one is served in the first round it has a due row. Within a namespace the
-// share is dealt over its routes one row at a time.
+// share goes to its routes in chunks (deal_over_routes), the first one moving on every round.
 
 #include <cstdint>
 #include <functional>
@@ -40,7 +40,19 @@ struct PlanInput {
     std::int32_t batch_size = 0;
 };
 
+// Which route of each namespace is offered its share first next round (by namespace).
+using RouteRotation = std::map<std::string, std::size_t>;
+
 // Claims with limit > 0 only, in a deterministic order (namespaces, then their routes).
-[[nodiscard]] std::vector<PlannedClaim> plan_claims(const PlanInput& input, FairShare& fair);
+// `rotation` (kept from round to round) moves the route each namespace's share starts with.
+[[nodiscard]] std::vector<PlannedClaim> plan_claims(const PlanInput& input, FairShare& fair,
+                                                    RouteRotation* rotation = nullptr);
+
+// `share` rows over routes of `capacity`, starting at route `start` and going round: a chunk
+// at a time (the even split, and at least 16 rows or the whole share), each route at most its
+// capacity. Rows no route has room for are left out.
+[[nodiscard]] std::vector<std::int32_t> deal_over_routes(std::int64_t share,
+                                                         const std::vector<std::int32_t>& capacity,
+                                                         std::size_t start);
 
 }  // namespace outboxd::dispatch

@@ -50,6 +50,7 @@ struct ClaimerState {
     ClaimedTally tally;
     ClaimCursors cursors;
     FairShare fair;
+    RouteRotation rotation;
 };
 
 struct ClaimRequest {

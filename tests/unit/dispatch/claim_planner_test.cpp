@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <numeric>
 
 #include "outboxd/dispatch/claim_planner.hpp"
@@ -68,14 +70,31 @@ TEST_CASE("a plan never asks more than the batch, a route's credit or the headro
     }
 }
 
-TEST_CASE("a namespace's share is dealt over its routes a row at a time", "[unit][dispatch]") {
+TEST_CASE("a namespace's share goes to its routes in chunks, the first one moving on each round",
+          "[unit][dispatch]") {
+    // An even split when the share is large, each route at most its capacity.
+    CHECK(dispatch::deal_over_routes(100, {100, 2, 100}, 0) ==
+          std::vector<std::int32_t>{50, 2, 48});
+    // A small share goes whole to one route, the one whose turn it is.
+    CHECK(dispatch::deal_over_routes(10, {100, 100, 100}, 1) ==
+          std::vector<std::int32_t>{0, 10, 0});
+    // A route without room passes its turn on.
+    CHECK(dispatch::deal_over_routes(10, {3, 100, 100}, 0) == std::vector<std::int32_t>{3, 7, 0});
+    // Nobody has room for the rest: it is left out.
+    CHECK(dispatch::deal_over_routes(50, {5, 5}, 0) == std::vector<std::int32_t>{5, 5});
+
+    // Over rounds every route is served in turn.
     dispatch::FairShare fair;
-    const auto plan = dispatch::plan_claims(
-        input({route("a", "q1", 100), route("a", "q2", 2), route("a", "q3", 100)}, 10), fair);
-    REQUIRE(plan.size() == 3);
-    CHECK(plan[0].limit == 4);
-    CHECK(plan[1].limit == 2);  // its credit is all it can take
-    CHECK(plan[2].limit == 4);
+    dispatch::RouteRotation rotation;
+    std::map<std::string, std::int64_t> served;
+    for (int round = 0; round < 30; ++round) {
+        const auto plan = dispatch::plan_claims(
+            input({route("a", "q1", 100), route("a", "q2", 100), route("a", "q3", 100)}, 10), fair,
+            &rotation);
+        REQUIRE(plan.size() == 1);  // 10 rows: one route's chunk
+        served[plan[0].scope.task_queue] += plan[0].limit;
+    }
+    CHECK(served == std::map<std::string, std::int64_t>{{"q1", 100}, {"q2", 100}, {"q3", 100}});
 }
 
 TEST_CASE("a quiet namespace is served in the round its row is due", "[unit][dispatch]") {
