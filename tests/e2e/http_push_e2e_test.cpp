@@ -409,3 +409,25 @@ TEST_CASE("an answer larger than the response bound is judged by its status, its
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 2; }, 30s));
     CHECK(cluster.count("last_error = 'HTTP 422: (response body over 4096 bytes, not read)'") == 2);
 }
+
+TEST_CASE("a slow target holds back only its own route", "[e2e][push]") {
+    E2eCluster cluster{"push-isolation"};
+    Receiver slow{cluster.dir(), "slow", {"--delay-ms", "3000"}};
+    auto& node = cluster.start_node("node-1", push_env());
+    put_target(
+        node, "slow",
+        target_body(slow.url(),
+                    {{"namespace", "webhooks"}, {"max_in_flight", 2}, {"timeout_ms", 10000}}));
+    cluster.start_worker("w1", {node.worker_url()},
+                         {"--activity-types", "noop", "--max-in-flight", "64"});
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace) "
+        "SELECT 'hook-' || g, 0, 'charge', 'webhooks' FROM generate_series(1, 20) g");
+    stage(cluster, 500, "noop");
+    // The WebSocket route drains while the target holds its two slots for seconds each.
+    REQUIRE(E2eCluster::await(
+        [&] { return cluster.count("status = 'done' AND namespace = 'default'") == 500; }, 20s));
+    CHECK(cluster.count("status = 'done' AND namespace = 'webhooks'") <= 4);
+    CHECK(cluster.count("status = 'claimed' AND namespace = 'webhooks'") <= 2);
+    CHECK(slow.stats()["max_concurrent"].get<int>() <= 2);
+}
