@@ -338,13 +338,26 @@ private:
                               const boost::system::error_code&) mutable { answer.complete(); });
     }
 
-    void fail_sometimes(const protocol::Task& task, Answer answer) const {
+    // Fails with probability input.p, after a wait drawn from 0..input.max_ms.
+    void fail_sometimes(const protocol::Task& task, Answer answer) {
         const auto p = input_number(task, "p", kDefaultFailProbability, 0.0, 1.0);
         if (!p) return answer.fail("fail-sometimes: input.p must be within 0..1", false);
-        if (uniform_draw(seed_, task.dispatch_key, task.attempt) < *p) {
-            return answer.fail("fail-sometimes: simulated failure", true);
+        const auto max_ms = input_number(task, "max_ms", 0, 0, 60.0 * 1000);
+        if (!max_ms) {
+            return answer.fail("fail-sometimes: input.max_ms must be within 0..60000", false);
         }
-        answer.complete();
+        const bool fails = uniform_draw(seed_, task.dispatch_key, task.attempt) < *p;
+        const auto finish = [fails](Answer& to) {
+            if (fails) return to.fail("fail-sometimes: simulated failure", true);
+            to.complete();
+        };
+        if (*max_ms <= 0) return finish(answer);
+        // Another draw of the same key (the seed turned), so the wait is not the failure's.
+        const auto wait_ms = uniform_draw(~seed_, task.dispatch_key, task.attempt) * *max_ms;
+        auto timer = std::make_shared<net::steady_timer>(
+            timers_, std::chrono::milliseconds{static_cast<std::int64_t>(wait_ms)});
+        timer->async_wait([timer, finish, answer = std::move(answer)](
+                              const boost::system::error_code&) mutable { finish(answer); });
     }
 
     std::uint64_t seed_;

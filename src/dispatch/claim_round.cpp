@@ -109,7 +109,7 @@ std::vector<worker::Route> probe_routes(store::ClaimStore& store, const store::O
 // Each planned claim's rows: one statement for all of them (or the one), or, if that
 // statement fails for a cause of its own, one per route, so that the route at fault is told
 // apart and the others are claimed.
-std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
+std::vector<std::optional<std::vector<store::OutboxRow>>> claim_plain(
     store::ClaimStore& store, const store::Owner& owner,
     const std::vector<store::ClaimStore::RouteClaim>& claims, ClaimRoundResult& result) {
     std::vector<std::optional<std::vector<store::OutboxRow>>> rows(claims.size());
@@ -135,13 +135,141 @@ std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
     return rows;
 }
 
-// Adds one claim's rows to the result; true when the claim got every row it asked for.
+// The claims a controlled route is claimed with (README, "Delivery controls"): one per
+// activity type of it with a limit of its own, then one for the rest of its types. Each
+// carries the namespace's ordering and rate limit.
+struct SubClaim {
+    store::ClaimScope scope;
+    store::ClaimStore::ClaimControls controls;
+    std::string throttle_type;  // what a wait of it holds back ("": the namespace's rate)
+};
+
+std::vector<SubClaim> sub_claims(const store::ClaimScope& scope,
+                                 const store::DeliveryControls& controls) {
+    std::vector<SubClaim> out;
+    store::ClaimStore::ClaimControls base;
+    base.ordered = controls.ordering == store::Ordering::workflow;
+    base.block_on_dead_letter = controls.on_dead_letter == store::OnDeadLetter::block;
+    base.namespace_rate = controls.rate_limit;
+    auto rest = scope;
+    rest.activity_types.clear();
+    for (const auto& type : scope.activity_types) {
+        const auto policy = controls.activities.find(type);
+        if (policy == controls.activities.end() ||
+            (!policy->second.max_in_flight && !policy->second.rate_limit)) {
+            rest.activity_types.push_back(type);
+            continue;
+        }
+        SubClaim sub{scope, base, type};
+        sub.scope.activity_types = {type};
+        sub.controls.activity_type = type;
+        sub.controls.max_in_flight = policy->second.max_in_flight;
+        sub.controls.type_rate = policy->second.rate_limit;
+        out.push_back(std::move(sub));
+    }
+    if (!rest.activity_types.empty()) out.push_back({std::move(rest), base, ""});
+    return out;
+}
+
+// A controlled route's claims, one after the other within its limit; a limit that left no
+// room holds its part back (throttles) until it may leave some, without a statement.
+std::vector<store::OutboxRow> claim_controlled(store::ClaimStore& store, const store::Owner& owner,
+                                               const store::ClaimStore::RouteClaim& claim,
+                                               const store::DeliveryControls& controls,
+                                               Throttles& throttles, ClaimRoundResult& result) {
+    std::vector<store::OutboxRow> rows;
+    const auto now = Throttles::Clock::now();
+    std::optional<std::chrono::milliseconds> soonest;
+    const auto& ns = claim.scope.namespace_name;
+    for (const auto& sub : sub_claims(claim.scope, controls)) {
+        const auto left = claim.limit - static_cast<std::int32_t>(rows.size());
+        if (left <= 0) break;
+        const bool held = throttles.holds(ns, sub.throttle_type, now) ||
+                          (sub.controls.namespace_rate && throttles.holds(ns, "", now));
+        if (held) {
+            const auto until =
+                std::max(throttles.until[{ns, sub.throttle_type}], throttles.until[{ns, ""}]);
+            const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+            soonest = soonest ? std::min(*soonest, wait) : wait;
+            continue;
+        }
+        // Only a route claimed whole may keep its claim position: a part of its types would
+        // read past rows of the others it never claimed.
+        const auto after = sub.controls.limited() ? std::nullopt : claim.after;
+        auto claimed = store.claim_controlled(owner, sub.scope, left, after, sub.controls);
+        if (claimed.wait) {
+            const auto key = sub.controls.namespace_rate && !sub.controls.type_rate &&
+                                     !sub.controls.max_in_flight
+                                 ? std::string{}
+                                 : sub.throttle_type;
+            throttles.until[{ns, key}] = now + *claimed.wait;
+            soonest = soonest ? std::min(*soonest, *claimed.wait) : *claimed.wait;
+        }
+        rows.insert(rows.end(), std::make_move_iterator(claimed.rows.begin()),
+                    std::make_move_iterator(claimed.rows.end()));
+    }
+    if (soonest) result.throttled.emplace_back(claim.scope, *soonest);
+    return rows;
+}
+
+// Every planned claim's rows: the routes of namespaces without controls together (one
+// statement), the controlled ones route by route.
+std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
+    store::ClaimStore& store, const store::Owner& owner,
+    const std::vector<store::ClaimStore::RouteClaim>& claims, const ClaimRequest& request,
+    Throttles& throttles, ClaimRoundResult& result) {
+    if (request.controls.empty()) return claim_plain(store, owner, claims, result);
+    std::vector<std::optional<std::vector<store::OutboxRow>>> rows(claims.size());
+    std::vector<store::ClaimStore::RouteClaim> plain;
+    std::vector<std::size_t> plain_at;
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        const auto controls = request.controls.find(claims[i].scope.namespace_name);
+        if (controls == request.controls.end()) {
+            plain.push_back(claims[i]);
+            plain_at.push_back(i);
+            continue;
+        }
+        (void)own_failure(claims[i].scope, result, [&] {
+            rows[i] =
+                claim_controlled(store, owner, claims[i], controls->second, throttles, result);
+        });
+    }
+    auto plain_rows = claim_plain(store, owner, plain, result);
+    for (std::size_t k = 0; k < plain.size(); ++k) rows[plain_at[k]] = std::move(plain_rows[k]);
+    return rows;
+}
+
+// Whether `scope`'s namespace limits some of its types (it is then claimed in parts).
+bool has_limits(const ClaimRequest& request, const store::ClaimScope& scope) {
+    const auto it = request.controls.find(scope.namespace_name);
+    if (it == request.controls.end()) return false;
+    const auto& controls = it->second;
+    if (controls.rate_limit) return true;
+    return std::any_of(scope.activity_types.begin(), scope.activity_types.end(),
+                       [&controls](const std::string& type) {
+                           const auto policy = controls.activities.find(type);
+                           return policy != controls.activities.end() &&
+                                  (policy->second.max_in_flight || policy->second.rate_limit);
+                       });
+}
+
+// Whether `scope` was held back by a limit this round (its rows are not all claimed).
+bool throttled(const ClaimRoundResult& result, const store::ClaimScope& scope) {
+    return std::any_of(result.throttled.begin(), result.throttled.end(),
+                       [&scope](const auto& entry) { return entry.first == scope; });
+}
+
+// Adds one claim's rows to the result; true when the claim got every row it asked for. A
+// route a limit held back is neither short (its rows are due) nor a reason to claim again
+// at once (its limit says when).
 bool collect(ClaimRoundResult& result, const store::ClaimStore::RouteClaim& claim,
              std::vector<store::OutboxRow>& rows) {
     const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
     result.from_front = result.from_front || !claim.after;
     for (const auto& row : rows) result.last_token = std::max(result.last_token, row.claim_token);
-    if (filled) {
+    if (throttled(result, claim.scope)) {
+        // as said above
+    } else if (filled) {
         result.saturated = true;
     } else {
         result.came_back_short.push_back(claim.scope);
@@ -217,7 +345,7 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
                           state.cursors.start(planned.scope, now, request.generations.front)});
     }
     try {
-        auto claimed = claim_planned(store, owner, claims, result);
+        auto claimed = claim_planned(store, owner, claims, request, state.throttles, result);
         const auto done = ClaimCursors::Clock::now();
         for (std::size_t i = 0; i < claims.size(); ++i) {
             if (!claimed[i]) continue;  // refused
@@ -225,8 +353,11 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
             const auto& claim = claims[i];
             tally.upper[claim.scope.namespace_name] += static_cast<std::int64_t>(rows.size());
             const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
-            state.cursors.advance(claim.scope, rows, !claim.after, filled, done,
-                                  request.generations.front);
+            // A route claimed in parts under limits read from the front: its position stays.
+            if (!has_limits(request, claim.scope)) {
+                state.cursors.advance(claim.scope, rows, !claim.after, filled, done,
+                                      request.generations.front);
+            }
             (void)collect(result, claim, rows);
         }
     } catch (...) {
@@ -253,7 +384,8 @@ ClaimRoundResult claim_apart(store::ClaimStore& store, const ClaimRequest& reque
     std::vector<store::ClaimStore::RouteClaim> claims;
     for (const auto& planned : plan_claims(input, once))
         claims.push_back({planned.scope, planned.limit, std::nullopt});
-    auto claimed = claim_planned(store, owner, claims, result);
+    Throttles throttles;  // none carried: each claim apart asks the database
+    auto claimed = claim_planned(store, owner, claims, request, throttles, result);
     for (std::size_t i = 0; i < claims.size(); ++i) {
         if (!claimed[i]) continue;  // refused
         // A route that filled its claim has a backlog: it joins the claimer's rounds.

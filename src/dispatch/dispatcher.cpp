@@ -38,8 +38,14 @@ Dispatcher::Dispatcher(const boost::asio::any_io_executor& loop, DispatchLanes l
       outcomes_(loop, lanes.outcomes, metrics, settings.max_outcome_batch),
       claimer_(loop, lanes.claims, lanes.claims_apart, metrics,
                {settings.poll_interval, settings.batch_size, settings.claim_lookback}),
-      maintenance_(loop, lanes.maintenance, metrics, maintenance_settings(settings), owner_,
-                   [this](std::size_t) { claim_from_front(); }),
+      maintenance_(
+          loop, lanes.maintenance, metrics, maintenance_settings(settings), owner_,
+          [this]() -> std::optional<Maintenance::OrderedNamespaces> {
+              if (!namespaces_.loaded()) return std::nullopt;
+              auto [skip, block] = namespaces_.ordered();
+              return Maintenance::OrderedNamespaces{std::move(skip), std::move(block)};
+          },
+          [this](std::size_t) { claim_from_front(); }),
       poll_timer_(
           loop, settings.poll_interval,
           [this] {
@@ -54,13 +60,20 @@ Dispatcher::Dispatcher(const boost::asio::any_io_executor& loop, DispatchLanes l
       timeout_timer_(
           loop, timeout_scan_period(settings.task_timeout), [this] { expire_timeouts(); },
           metrics.fault("timer")),
-      claim_retry_timer_(loop) {
+      claim_retry_timer_(loop),
+      throttle_timer_(loop) {
     // Writes landing free the way for drain; recovering writes allow claims again.
     outcomes_.on_settled([this] {
         check_drained();
         request_sweep();
     });
     outcomes_.on_rearmed([this] { claim_from_front(); });
+    // Nothing is claimed before the namespaces' controls are known.
+    namespaces_.on_loaded([this] { request_sweep(); });
+    outcomes_.on_let_go([this](const std::vector<QueueKey>& queues) {
+        activity_.woken(queues, Clock::now());
+        request_sweep();
+    });
 }
 
 void Dispatcher::start() {
@@ -78,6 +91,7 @@ void Dispatcher::stop() {
     timeout_timer_.stop();
     maintenance_.stop();
     claim_retry_timer_.cancel();
+    throttle_timer_.cancel();
 }
 
 void Dispatcher::claim_from_front() {
@@ -105,7 +119,7 @@ std::vector<Dispatcher::QueueKey> Dispatcher::claim_apart(const std::vector<Queu
     // Without a round in flight the next round is as quick; the busy routes' own wakes
     // (their namespaces are in the round) cost nothing more than this look.
     if (!claimer_.claiming() || !claimer_.can_claim_apart(now) || draining_ || stopped_ ||
-        !outcomes_.healthy() ||
+        !outcomes_.healthy() || !namespaces_.loaded() ||
         std::all_of(queues.begin(), queues.end(),
                     [this](const QueueKey& q) { return round_namespaces_.contains(q.first); })) {
         return queues;
@@ -149,6 +163,7 @@ std::vector<Dispatcher::QueueKey> Dispatcher::claim_apart(const std::vector<Queu
     request.owner = std::move(owner);
     request.routes = std::move(apart);
     request.quota = [quotas](const std::string& ns) { return quotas.at(ns); };
+    request.controls = controls_of(apart_namespaces_);
     claimer_.claim_apart(std::move(request),
                          [this](Claimer::Round round) { on_claimed_apart(std::move(round)); });
     return rest;
@@ -161,6 +176,7 @@ void Dispatcher::on_claimed_apart(Claimer::Round round) {
     } else {
         auto& result = round.result;
         activity_.settled(result.found, result.came_back_short, Clock::now());
+        held_back(round);
         for (const auto& row : result.rows) ++claimed_apart_[row.namespace_name];
         push_all(place(result.rows), round.started);
     }
@@ -188,6 +204,7 @@ void Dispatcher::sweep() {
     claiming_ = false;
     // A node that cannot write outcomes stops claiming until the writes land again.
     if (draining_ || stopped_ || !outcomes_.healthy()) return check_drained();
+    if (!namespaces_.loaded()) return;  // its on_loaded sweeps
     // After a failed round, triggers wait for its backoff (claim_retry_timer_ sweeps then).
     const auto now = Clock::now();
     if (claimer_.waiting(now)) return;
@@ -228,10 +245,43 @@ void Dispatcher::sweep() {
     request.weight = [weights](const std::string& ns) { return weights.at(ns); };
     request.settled = outcomes_.take_settled();
     request.claimed_apart = std::exchange(claimed_apart_, {});
+    request.controls = controls_of(round_namespaces_);
     claiming_ = true;
     sweep_again_ = false;
     claimer_.claim(std::move(request),
                    [this](Claimer::Round round) { on_claimed(std::move(round)); });
+}
+
+std::map<std::string, store::DeliveryControls> Dispatcher::controls_of(
+    const std::set<std::string>& names) const {
+    std::map<std::string, store::DeliveryControls> out;
+    if (!namespaces_.any_controls()) return out;
+    const store::DeliveryControls none;
+    for (const auto& ns : names) {
+        const auto& controls = namespaces_.controls(ns);
+        if (!(controls == none)) out.emplace(ns, controls);
+    }
+    return out;
+}
+
+void Dispatcher::held_back(const Claimer::Round& round) {
+    // A limit that left rows unclaimed says when it may let some go: claim again then, not
+    // before (no statements while it has no room).
+    std::optional<std::chrono::milliseconds> soonest;
+    for (const auto& [scope, wait] : round.result.throttled) {
+        soonest = soonest ? std::min(*soonest, wait) : wait;
+    }
+    if (!soonest) return;
+    const auto at = Clock::now() + *soonest;
+    if (throttle_armed_ && throttle_at_ <= at) return;
+    throttle_armed_ = true;
+    throttle_at_ = at;
+    throttle_timer_.expires_at(at);
+    throttle_timer_.async_wait([this, watch = lifetime_.watch()](auto ec) {
+        if (ec || watch.expired()) return;
+        throttle_armed_ = false;
+        request_sweep();
+    });
 }
 
 void Dispatcher::on_claimed(Claimer::Round round) {
@@ -252,6 +302,7 @@ void Dispatcher::on_claimed(Claimer::Round round) {
     }
     auto& result = round.result;
     activity_.settled(result.found, result.came_back_short, now);
+    held_back(round);
     // Writes that landed while the round counted may be in its count already.
     if (result.counted) (void)outcomes_.take_settled();
     backlog_likely_ = result.saturated;
@@ -304,8 +355,12 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
                       Clock::time_point round_started) {
     const store::ClaimRef ref{row.id, row.claim_token};
     const auto timeout = worker.task_timeout.value_or(settings_.task_timeout);
-    if (!in_flight_.add({ref, worker.session_id, row.namespace_name, row.attempt},
-                        Clock::now() + timeout + worker.deadline_grace)) {
+    InFlightTask tracked{ref, worker.session_id, row.namespace_name, row.attempt, {}, {}};
+    if (namespaces_.controls(row.namespace_name).ordering == store::Ordering::workflow) {
+        tracked.workflow_id = row.workflow_id;
+        tracked.task_queue = row.task_queue;
+    }
+    if (!in_flight_.add(std::move(tracked), Clock::now() + timeout + worker.deadline_grace)) {
         // A claim token handed out twice; never expected (see OutboxSession::Commits). Hand
         // the row back rather than track two deliveries under one id.
         spdlog::error("event=duplicate_task_id task_id={}", task_id_for(ref));
@@ -326,6 +381,7 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
     task.input_json = std::move(row.input_json);
     task.attempt = std::int64_t{row.attempt} + 1;  // one-based on the wire
     task.timeout_ms = timeout.count();
+    task.priority = row.priority;
     if (auto refused = worker.channel->send_task(task)) {
         // No frame can carry it to this worker (e.g. a row inserted by plain SQL whose input
         // nests too deep): dead-lettered with the reason, at once, instead of failing every
@@ -357,6 +413,17 @@ void Dispatcher::untrack(const InFlightTask& task) {
 }
 
 void Dispatcher::settle(const InFlightTask& task, SettledTask settled) {
+    // Ordered delivery: a row that ended lets the next one of its workflow go; a dead letter
+    // does so only where it does not block.
+    if (!task.workflow_id.empty()) {
+        const auto kind = settled.outcome.kind;
+        const bool skip =
+            namespaces_.controls(task.namespace_name).on_dead_letter == store::OnDeadLetter::skip;
+        if (kind == store::Outcome::Kind::done || (kind == store::Outcome::Kind::fail && skip)) {
+            settled.outcome.let_go_workflow = task.workflow_id;
+            settled.outcome.let_go_task_queue = task.task_queue;
+        }
+    }
     outcomes_.record(std::move(settled.outcome), task.namespace_name, std::string{settled.label});
 }
 

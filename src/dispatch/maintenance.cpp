@@ -1,5 +1,7 @@
 #include "outboxd/dispatch/maintenance.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "outboxd/util/untrusted_text.hpp"
@@ -12,12 +14,15 @@ constexpr std::int32_t kRetentionBatch = 5000;
 
 struct Reconciled {
     std::size_t rearmed = 0;
+    std::int64_t let_go = 0;  // waiting rows
+    bool released_unordered = false;
     std::map<std::string, std::int64_t> cancelled;  // rows settled, by namespace
     Maintenance::Clock::duration took{};
 };
 
 struct Counted {
     std::map<std::string, std::pair<double, double>> counts;  // inflight, claimed
+    std::map<std::string, double> blocked;                    // workflows, by namespace
     Maintenance::Clock::duration took{};
 };
 
@@ -25,12 +30,13 @@ struct Counted {
 
 Maintenance::Maintenance(boost::asio::any_io_executor loop, DbLane& lane,
                          metrics::NodeMetrics& metrics, Settings settings, OwnerSource owner,
-                         std::function<void(std::size_t)> rearmed)
+                         OrderedSource ordered, std::function<void(std::size_t)> rearmed)
     : loop_(std::move(loop)),
       lane_(lane),
       metrics_(metrics),
       settings_(settings),
       owner_(std::move(owner)),
+      ordered_(std::move(ordered)),
       rearmed_(std::move(rearmed)),
       reconcile_timer_(
           loop_, settings.reconcile_interval,
@@ -65,10 +71,23 @@ void Maintenance::reconcile() {
     auto owner = owner_();
     if (owner.ranges.empty()) return;
     reconciling_ = true;
+    auto ordered = ordered_();
+    const bool known = ordered.has_value();
+    if (!known) ordered.emplace();
+    std::vector<std::string> all_ordered = ordered->skip;
+    all_ordered.insert(all_ordered.end(), ordered->block.begin(), ordered->block.end());
+    std::sort(all_ordered.begin(), all_ordered.end());
+    // A namespace that left ordering may have rows waiting still.
+    if (known && !std::includes(all_ordered.begin(), all_ordered.end(), last_ordered_.begin(),
+                                last_ordered_.end())) {
+        release_unordered_ = true;
+    }
+    if (known) last_ordered_ = all_ordered;
     const bool queued = lane_.call(
         loop_, lifetime_.watch(),
-        [owner = std::move(owner), liveness = settings_.liveness,
-         stale = settings_.stale](DbHandles db) {
+        [owner = std::move(owner), liveness = settings_.liveness, stale = settings_.stale,
+         skip = std::move(ordered->skip), all_ordered = std::move(all_ordered),
+         release_unordered = known && release_unordered_](DbHandles db) {
             const auto started = Clock::now();
             Reconciled done;
             // Claims of incarnations that are gone: at once, not after a long timeout.
@@ -82,6 +101,15 @@ void Maintenance::reconcile() {
                 spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
             }
             done.cancelled = std::move(cancelled.by_namespace);
+            // Waiting rows whose earlier rows ended while the claim that parked them ran.
+            done.let_go =
+                db.maintenance.let_go_waiting(owner.ranges, all_ordered, skip, kReconcileBatch);
+            if (release_unordered) {
+                const auto released =
+                    db.maintenance.release_unordered(owner.ranges, all_ordered, kReconcileBatch);
+                done.released_unordered = released < kReconcileBatch;
+                done.let_go += released;
+            }
             done.took = Clock::now() - started;
             return done;
         },
@@ -90,14 +118,20 @@ void Maintenance::reconcile() {
             const auto took = done.ok() ? done.value.took : Clock::now() - started;
             reconcile_rest_until_ = Clock::now() + 19 * took;
             result("reconcile", done.error);
+            if (done.value.released_unordered) release_unordered_ = false;
             for (const auto& [ns, rows] : done.value.cancelled) {
                 metrics_.outcome(ns, "cancelled").Increment(static_cast<double>(rows));
             }
             if (done.value.rearmed > 0) {
                 spdlog::info("event=claims_rearmed count={}", done.value.rearmed);
                 metrics_.rows_rearmed_total.Increment(static_cast<double>(done.value.rearmed));
-                rearmed_(done.value.rearmed);
             }
+            if (done.value.let_go > 0) {
+                spdlog::debug("event=waiting_rows_let_go count={}", done.value.let_go);
+            }
+            const auto back_in_line =
+                done.value.rearmed + static_cast<std::size_t>(done.value.let_go);
+            if (back_in_line > 0) rearmed_(back_in_line);
         });
     if (!queued) reconciling_ = false;  // the lane is full: the next tick tries again
 }
@@ -121,12 +155,18 @@ void Maintenance::refresh_gauges() {
     // Periodic: when the lane is full, the next period tries again.
     (void)lane_.call(
         loop_, lifetime_.watch(),
-        [ranges = owner_().ranges](DbHandles db) {
+        [ranges = owner_().ranges,
+         blocking = ordered_().value_or(OrderedNamespaces{}).block](DbHandles db) {
             const auto started = Clock::now();
             Counted counted;
             for (const auto& [ns, c] : db.maintenance.count_live_by_namespace(ranges)) {
                 counted.counts[ns] = {static_cast<double>(c.inflight),
                                       static_cast<double>(c.claimed)};
+            }
+            // Every blocking namespace has a value (0 when none is held back).
+            for (const auto& ns : blocking) counted.blocked[ns] = 0;
+            for (const auto& [ns, n] : db.maintenance.count_blocked_workflows(ranges, blocking)) {
+                counted.blocked[ns] = static_cast<double>(n);
             }
             counted.took = Clock::now() - started;
             return counted;
@@ -135,6 +175,7 @@ void Maintenance::refresh_gauges() {
             gauges_rest_until_ = Clock::now() + 19 * done.value.took;
             if (done.ok()) {
                 metrics_.set_row_gauges(done.value.counts);
+                metrics_.set_blocked_workflows(done.value.blocked);
             } else {
                 spdlog::debug("event=gauge_refresh_failed error=\"{}\"",
                               util::log_safe(done.error));

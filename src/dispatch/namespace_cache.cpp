@@ -41,14 +41,23 @@ void NamespaceCache::refresh_now() {
                 spdlog::info("event=namespace_refresh_recovered failures={}", failed);
             }
             std::map<std::string, Entry> fresh;
+            const store::DeliveryControls none;
+            bool any = false;
             for (const auto& s : listed.value) {
                 Entry entry;
                 entry.quota = s.max_in_flight.value_or(default_max_in_flight_);
                 entry.placement = s.placement;
                 entry.weight = s.weight;
+                entry.controls = s.controls;
+                any = any || !(s.controls == none);
                 fresh.emplace(s.name, std::move(entry));
             }
             entries_ = std::move(fresh);
+            any_controls_ = any;
+            if (!loaded_) {
+                loaded_ = true;
+                if (on_loaded_) on_loaded_();
+            }
         });
 }
 
@@ -75,8 +84,28 @@ std::int64_t NamespaceCache::weight(const std::string& ns) const {
     return it == entries_.end() ? 1 : it->second.weight;
 }
 
-void NamespaceCache::set(const std::string& ns, std::int64_t quota, store::Placement placement) {
-    entries_[ns] = {quota, std::move(placement), 1};
+const store::DeliveryControls& NamespaceCache::controls(const std::string& ns) const {
+    static const store::DeliveryControls none;
+    const auto it = entries_.find(ns);
+    return it == entries_.end() ? none : it->second.controls;
+}
+
+std::pair<std::vector<std::string>, std::vector<std::string>> NamespaceCache::ordered() const {
+    std::pair<std::vector<std::string>, std::vector<std::string>> ordered;
+    for (const auto& [ns, entry] : entries_) {
+        if (entry.controls.ordering != store::Ordering::workflow) continue;
+        (entry.controls.on_dead_letter == store::OnDeadLetter::skip ? ordered.first
+                                                                    : ordered.second)
+            .push_back(ns);
+    }
+    return ordered;
+}
+
+void NamespaceCache::set(const std::string& ns, std::int64_t quota, store::Placement placement,
+                         store::DeliveryControls controls) {
+    any_controls_ = any_controls_ || !(controls == store::DeliveryControls{});
+    entries_[ns] = {quota, std::move(placement), 1, std::move(controls)};
+    loaded_ = true;
 }
 
 }  // namespace outboxd::dispatch

@@ -89,8 +89,12 @@ void OutcomeWriter::finish(std::vector<PendingOutcome> batch, std::vector<bool> 
     }
     retry_backoff_.reset();
     bool rearmed = false;
+    std::vector<QueueKey> let_go;
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const auto& outcome = batch[i].outcome;
+        if (!outcome.let_go_workflow.empty()) {
+            let_go.emplace_back(batch[i].namespace_name, outcome.let_go_task_queue);
+        }
         // A retried batch may have landed the first time, unseen: count its re-arms too.
         if ((applied[i] || recovered) &&
             (outcome.kind == store::Outcome::Kind::release ||
@@ -110,6 +114,7 @@ void OutcomeWriter::finish(std::vector<PendingOutcome> batch, std::vector<bool> 
     }
     act(batches_.landed(batch.size()));
     if (rearmed && on_rearmed_) on_rearmed_();
+    if (!let_go.empty() && on_let_go_) on_let_go_(let_go);
     if ((idle() || recovered) && on_settled_) on_settled_();
 }
 

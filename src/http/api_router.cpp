@@ -1,5 +1,7 @@
 #include "api_router.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
@@ -42,7 +44,9 @@ std::string row_json(const store::OutboxRow& row) {
                    {"last_error", optional_json(row.last_error)},
                    {"created_at", format_rfc3339(row.created_at)},
                    {"finished_at", optional_time(row.finished_at)},
-                   {"shard", row.shard}};
+                   {"shard", row.shard},
+                   {"priority", row.priority},
+                   {"waiting", row.waiting}};
     std::string text = json_text(fields);
     text.pop_back();  // the closing brace
     text += R"(,"input":)";
@@ -51,10 +55,64 @@ std::string row_json(const store::OutboxRow& row) {
     return text;
 }
 
+// GET /v1/workflows/{id}: the rows its order depends on, and the dead letter that holds it
+// back, if one does (ordered delivery, on_dead_letter block).
+std::string workflow_json(const std::string& workflow, const std::vector<store::OutboxRow>& rows,
+                          store::AdminStore& admin) {
+    std::optional<std::string> blocked_by;
+    std::map<std::string, bool> blocking;  // by namespace: whether its dead letters block
+    for (std::size_t i = 0; i < rows.size() && !blocked_by; ++i) {
+        if (rows[i].status != store::Status::failed) continue;
+        const bool later_pending = std::any_of(
+            rows.begin() + static_cast<std::ptrdiff_t>(i) + 1, rows.end(),
+            [](const store::OutboxRow& r) { return r.status == store::Status::pending; });
+        if (!later_pending) continue;
+        const auto& ns = rows[i].namespace_name;
+        auto known = blocking.find(ns);
+        if (known == blocking.end()) {
+            const auto settings = admin.get_namespace(ns);
+            known =
+                blocking
+                    .emplace(ns,
+                             settings && settings->controls.ordering == store::Ordering::workflow &&
+                                 settings->controls.on_dead_letter == store::OnDeadLetter::block)
+                    .first;
+        }
+        if (known->second) blocked_by = rows[i].dispatch_key;
+    }
+    std::string text =
+        json_text(json{{"workflow_id", workflow}, {"blocked_by", optional_json(blocked_by)}});
+    text.pop_back();  // the closing brace
+    text += R"(,"rows":[)";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (i > 0) text += ',';
+        text += row_json(rows[i]);
+    }
+    text += "]}";
+    return text;
+}
+
+json rate_json(const std::optional<store::RateLimit>& rate) {
+    if (!rate) return nullptr;
+    return {{"per_second", rate->per_second}, {"burst", rate->burst}};
+}
+
 json namespace_json(const std::string& name, const std::optional<store::NamespaceSettings>& s,
                     std::int64_t default_quota) {
     const auto quota = s ? s->max_in_flight : std::nullopt;
+    const store::DeliveryControls defaults;
+    const auto& controls = s ? s->controls : defaults;
+    json activities = json::object();
+    for (const auto& [type, policy] : controls.activities) {
+        activities[type] = {
+            {"max_in_flight", policy.max_in_flight ? json(*policy.max_in_flight) : json(nullptr)},
+            {"rate_limit", rate_json(policy.rate_limit)}};
+    }
     return {{"namespace", name},
+            {"ordering", store::to_string(controls.ordering)},
+            {"on_dead_letter", store::to_string(controls.on_dead_letter)},
+            {"rate_limit", rate_json(controls.rate_limit)},
+            {"activities", activities},
             {"configured", s.has_value()},
             {"max_in_flight", quota ? json(*quota) : json(nullptr)},
             {"effective_max_in_flight", quota ? static_cast<std::int64_t>(*quota) : default_quota},
@@ -75,6 +133,12 @@ std::optional<std::int32_t> parse_limit(const std::map<std::string, std::string>
     } catch (const std::exception&) {
         return std::nullopt;
     }
+}
+
+ApiResponse bad_limit() {
+    return error_response(
+        400, "invalid_request",
+        "limit must be an integer between 1 and " + std::to_string(kMaxListLimit));
 }
 
 ApiResponse not_found(std::string_view what) { return error_response(404, "not_found", what); }
@@ -236,6 +300,18 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
             },
             std::move(respond));
     }
+    if (route_is({"v1", "workflows", "*"})) {
+        if (!only("GET")) return;
+        const auto limit = parse_limit(target->query);
+        if (!limit) return respond(bad_limit());
+        return on_lane(
+            [workflow = seg[2], limit = *limit](dispatch::DbHandles db) {
+                return ApiResponse{
+                    200, "application/json",
+                    workflow_json(workflow, db.admin.workflow_rows(workflow, limit), db.admin)};
+            },
+            std::move(respond));
+    }
     if (route_is({"v1", "workflows", "*", "*"})) {
         if (!only("POST")) return;
         const std::string workflow = seg[2];
@@ -273,11 +349,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     if (route_is({"v1", "dead-letters"})) {
         if (!only("GET")) return;
         const auto limit = parse_limit(target->query);
-        if (!limit) {
-            return respond(error_response(
-                400, "invalid_request",
-                "limit must be an integer between 1 and " + std::to_string(kMaxListLimit)));
-        }
+        if (!limit) return respond(bad_limit());
         std::optional<std::string> ns;
         if (const auto it = target->query.find("namespace");
             it != target->query.end() && !it->second.empty()) {

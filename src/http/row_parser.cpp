@@ -1,5 +1,6 @@
 #include "row_parser.hpp"
 
+#include <cmath>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -37,8 +38,8 @@ std::optional<std::string> optional_text(const json& row, const char* name) {
 
 store::NewRow parse_row(const json& row) {
     static const std::set<std::string> known{
-        "workflow_id", "ordinal", "activity_type", "input",        "namespace",
-        "task_queue",  "node",    "run_id",        "dispatch_key", "visible_after"};
+        "workflow_id", "ordinal", "activity_type", "input",         "namespace", "task_queue",
+        "node",        "run_id",  "dispatch_key",  "visible_after", "priority"};
     if (!row.is_object()) throw Bad{"must be a JSON object"};
     for (const auto& [key, value] : row.items()) {
         if (!known.contains(key)) throw Bad{"unknown field '" + key + "'"};
@@ -65,6 +66,15 @@ store::NewRow parse_row(const json& row) {
         if (!out.visible_after) {
             throw Bad{"'visible_after' must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"};
         }
+    }
+    if (const auto priority = row.find("priority"); priority != row.end() && !priority->is_null()) {
+        if (!priority->is_number_integer() || priority->get<std::int64_t>() < store::kMinPriority ||
+            priority->get<std::int64_t>() > store::kMaxPriority) {
+            throw Bad{"'priority' must be an integer between " +
+                      std::to_string(store::kMinPriority) + " and " +
+                      std::to_string(store::kMaxPriority)};
+        }
+        out.priority = priority->get<std::int32_t>();
     }
     return out;
 }
@@ -119,6 +129,91 @@ std::variant<std::vector<store::NewRow>, RowError> parse_stage_request(const std
     return out;
 }
 
+namespace {
+
+// {"per_second": r, "burst": b} at `where`; burst defaults to max(1, ceil(per_second)).
+store::RateLimit parse_rate(const json& value, const std::string& where) {
+    if (!value.is_object()) throw Bad{"'" + where + "' must be an object"};
+    for (const auto& [key, item] : value.items()) {
+        if (key != "per_second" && key != "burst") {
+            throw Bad{"unknown field '" + where + "." + util::sanitize_text(key, 80) + "'"};
+        }
+    }
+    const auto rate = value.find("per_second");
+    if (rate == value.end() || !rate->is_number() || !(rate->get<double>() > 0) ||
+        rate->get<double>() > store::kMaxRatePerSecond) {
+        throw Bad{"'" + where + ".per_second' must be a number above 0 and at most " +
+                  std::to_string(static_cast<std::int64_t>(store::kMaxRatePerSecond))};
+    }
+    store::RateLimit out;
+    out.per_second = rate->get<double>();
+    out.burst = static_cast<std::int32_t>(std::max(1.0, std::ceil(out.per_second)));
+    if (const auto burst = value.find("burst"); burst != value.end() && !burst->is_null()) {
+        if (!burst->is_number_integer() || burst->get<std::int64_t>() < 1 ||
+            burst->get<std::int64_t>() > store::kMaxBurst) {
+            throw Bad{"'" + where + ".burst' must be an integer between 1 and " +
+                      std::to_string(store::kMaxBurst)};
+        }
+        out.burst = burst->get<std::int32_t>();
+    }
+    return out;
+}
+
+// The delivery controls of a namespace body (README, "Delivery controls").
+void parse_controls(const json& request, store::DeliveryControls& controls) {
+    if (const auto it = request.find("ordering"); it != request.end() && !it->is_null()) {
+        if (!it->is_string() || !store::parse_ordering(it->get<std::string>(), controls.ordering)) {
+            throw Bad{"'ordering' must be \"none\" or \"workflow\""};
+        }
+    }
+    if (const auto it = request.find("on_dead_letter"); it != request.end() && !it->is_null()) {
+        if (!it->is_string() ||
+            !store::parse_on_dead_letter(it->get<std::string>(), controls.on_dead_letter)) {
+            throw Bad{"'on_dead_letter' must be \"block\" or \"skip\""};
+        }
+    }
+    if (const auto it = request.find("rate_limit"); it != request.end() && !it->is_null()) {
+        controls.rate_limit = parse_rate(*it, "rate_limit");
+    }
+    const auto activities = request.find("activities");
+    if (activities == request.end() || activities->is_null()) return;
+    if (!activities->is_object()) throw Bad{"'activities' must be an object of activity types"};
+    if (activities->size() > store::kMaxActivityPolicies) {
+        throw Bad{"'activities' may name at most " + std::to_string(store::kMaxActivityPolicies) +
+                  " activity types"};
+    }
+    for (const auto& [type, policy] : activities->items()) {
+        const auto where = "activities." + util::sanitize_text(type, 80);
+        if (auto why = util::identifier_problem(type, util::kMaxIdentifierBytes)) {
+            throw Bad{"an activity type of 'activities' " + *why};
+        }
+        if (!policy.is_object()) throw Bad{"'" + where + "' must be an object"};
+        store::ActivityPolicy out;
+        for (const auto& [key, value] : policy.items()) {
+            if (key == "max_in_flight") {
+                if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+                    value.get<std::int64_t>() > store::kMaxActivityInFlight) {
+                    throw Bad{"'" + where + ".max_in_flight' must be an integer between 1 and " +
+                              std::to_string(store::kMaxActivityInFlight)};
+                }
+                out.max_in_flight = value.get<std::int32_t>();
+            } else if (key == "rate_limit") {
+                out.rate_limit = parse_rate(value, where + ".rate_limit");
+            } else {
+                throw Bad{"unknown field '" + where + "." + util::sanitize_text(key, 80) + "'"};
+            }
+        }
+        if (type == "*" && (out.max_in_flight || out.rate_limit)) {
+            throw Bad{
+                "'activities.*' cannot hold limits: a limit applies to one activity type "
+                "(the namespace's own max_in_flight and rate_limit cover them all)"};
+        }
+        controls.activities.emplace(type, out);
+    }
+}
+
+}  // namespace
+
 std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const std::string& name,
                                                                          const std::string& body) {
     if (auto error = too_deep(body, worker::protocol::kMaxNesting, "")) return *error;
@@ -130,11 +225,15 @@ std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const s
     store::NamespaceSettings settings;
     settings.name = name;
     try {
+        static const std::set<std::string> known{"max_in_flight", "placement",      "weight",
+                                                 "ordering",      "on_dead_letter", "rate_limit",
+                                                 "activities"};
         for (const auto& [key, value] : request.items()) {
-            if (key != "max_in_flight" && key != "placement" && key != "weight") {
-                throw Bad{"unknown field '" + key + "'"};
+            if (!known.contains(key)) {
+                throw Bad{"unknown field '" + util::sanitize_text(key, 80) + "'"};
             }
         }
+        parse_controls(request, settings.controls);
         if (const auto weight = request.find("weight");
             weight != request.end() && !weight->is_null()) {
             if (!weight->is_number_integer() || weight->get<std::int64_t>() < store::kMinWeight ||

@@ -145,7 +145,13 @@ NodeMetrics::NodeMetrics(prometheus::Registry& registry)
       http_inflight(BuildGauge()
                         .Name("outboxd_http_inflight")
                         .Help("HTTP push requests out now, by target")
-                        .Register(registry)) {}
+                        .Register(registry)),
+      ordered_blocked_workflows(
+          BuildGauge()
+              .Name("outboxd_ordered_blocked_workflows")
+              .Help("Workflows of ordered namespaces held back by a dead letter, on this node's "
+                    "shards")
+              .Register(registry)) {}
 
 prometheus::Counter& NodeMetrics::fault(const std::string& where) {
     auto& slot = faults_[where];
@@ -186,6 +192,17 @@ void NodeMetrics::set_row_gauges(const std::map<std::string, std::pair<double, d
         }
         gauges.first->Set(value.first);
         gauges.second->Set(value.second);
+    }
+}
+
+void NodeMetrics::set_blocked_workflows(const std::map<std::string, double>& counts) {
+    for (auto& [ns, gauge] : blocked_gauges_) {
+        if (!counts.contains(ns)) gauge->Set(0);
+    }
+    for (const auto& [ns, value] : counts) {
+        auto& gauge = blocked_gauges_[ns];
+        if (!gauge) gauge = &ordered_blocked_workflows.Add({{"namespace", ns}});
+        gauge->Set(value);
     }
 }
 

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "outbox_sql.hpp"
 #include "outboxd/store/store_error.hpp"
+#include "outboxd/util/untrusted_text.hpp"
 #include "pg_codec.hpp"
 #include "pg_session.hpp"
 #include "row_codec.hpp"
@@ -14,6 +17,55 @@ namespace outboxd::store {
 using namespace codec;
 
 namespace {
+
+std::optional<RateLimit> rate_of(const nlohmann::json& policy) {
+    const auto it = policy.find("rate_limit");
+    if (it == policy.end() || !it->is_object()) return std::nullopt;
+    const auto per_second = it->find("per_second");
+    const auto burst = it->find("burst");
+    if (per_second == it->end() || !per_second->is_number() || burst == it->end() ||
+        !burst->is_number_integer()) {
+        return std::nullopt;
+    }
+    return RateLimit{per_second->get<double>(), burst->get<std::int32_t>()};
+}
+
+// The activities column as stored; what does not have the documented shape is left out
+// (a row written by plain SQL), never an error.
+std::map<std::string, ActivityPolicy> decode_activities(const std::string& ns,
+                                                        const std::string& text) {
+    std::map<std::string, ActivityPolicy> out;
+    const auto parsed = nlohmann::json::parse(text, nullptr, false);
+    if (!parsed.is_object()) {
+        throw DecodeError("namespace '" + ns + "': activities is not a JSON object");
+    }
+    for (const auto& [type, policy] : parsed.items()) {
+        if (!policy.is_object()) continue;
+        ActivityPolicy p;
+        if (const auto cap = policy.find("max_in_flight");
+            cap != policy.end() && cap->is_number_integer() && cap->get<std::int64_t>() >= 1 &&
+            cap->get<std::int64_t>() <= kMaxActivityInFlight) {
+            p.max_in_flight = cap->get<std::int32_t>();
+        }
+        p.rate_limit = rate_of(policy);
+        out.emplace(type, p);
+    }
+    return out;
+}
+
+std::string encode_activities(const std::map<std::string, ActivityPolicy>& activities) {
+    auto out = nlohmann::json::object();
+    for (const auto& [type, policy] : activities) {
+        auto entry = nlohmann::json::object();
+        if (policy.max_in_flight) entry["max_in_flight"] = *policy.max_in_flight;
+        if (policy.rate_limit) {
+            entry["rate_limit"] = {{"per_second", policy.rate_limit->per_second},
+                                   {"burst", policy.rate_limit->burst}};
+        }
+        out[type] = entry;
+    }
+    return out.dump();
+}
 
 NamespaceSettings decode_namespace(const pqxx::row& r) {
     NamespaceSettings settings;
@@ -26,6 +78,19 @@ NamespaceSettings decode_namespace(const pqxx::row& r) {
     }
     settings.placement.nodes = pg::parse_text_array(r[3]);
     settings.weight = r[4].as<std::int32_t>();
+    auto& controls = settings.controls;
+    const auto ordering = r[5].as<std::string>();
+    const auto on_dead_letter = r[6].as<std::string>();
+    if (!parse_ordering(ordering, controls.ordering) ||
+        !parse_on_dead_letter(on_dead_letter, controls.on_dead_letter)) {
+        throw DecodeError("namespace '" + settings.name + "': unknown ordering '" + ordering +
+                          "' or on_dead_letter '" + on_dead_letter + "'");
+    }
+    if (!r[7].is_null()) {
+        controls.rate_limit =
+            RateLimit{r[7].as<double>(), r[8].is_null() ? 1 : r[8].as<std::int32_t>()};
+    }
+    controls.activities = decode_activities(settings.name, r[9].as<std::string>());
     return settings;
 }
 
@@ -36,7 +101,7 @@ AppendResult AdminStore::append(std::span<const NewRow> rows) {
     for (std::size_t i = 0; i < rows.size(); ++i) validate_new_row(rows[i], i);
 
     pg::ArrayLiteral keys, workflows, ordinals, runs, namespaces, queues, nodes, types, inputs,
-        attempts, visible;
+        attempts, visible, priorities;
     for (const auto& row : rows) {
         keys.add(row.dispatch_key);
         workflows.add(row.workflow_id);
@@ -48,6 +113,7 @@ AppendResult AdminStore::append(std::span<const NewRow> rows) {
         types.add(row.activity_type);
         inputs.add(row.input_json);
         attempts.add(std::int64_t{row.attempt});
+        priorities.add(std::int64_t{row.priority});
         if (row.visible_after) {
             visible.add(pg::to_micros(*row.visible_after));
         } else {
@@ -58,7 +124,7 @@ AppendResult AdminStore::append(std::span<const NewRow> rows) {
         return tx.exec_prepared(std::string{sql::kAppend.name}, keys.str(), workflows.str(),
                                 ordinals.str(), runs.str(), namespaces.str(), queues.str(),
                                 nodes.str(), types.str(), inputs.str(), attempts.str(),
-                                visible.str());
+                                visible.str(), priorities.str());
     });
     const auto staged = static_cast<std::size_t>(result.size());
     return {staged, rows.size() - staged};
@@ -70,6 +136,18 @@ std::optional<OutboxRow> AdminStore::find(std::string_view dispatch_key) {
             tx.exec_prepared(std::string{sql::kFind.name}, text_param(dispatch_key));
         if (result.empty()) return std::nullopt;
         return decode_row(result[0]);
+    });
+}
+
+std::vector<OutboxRow> AdminStore::workflow_rows(std::string_view workflow_id, std::int32_t limit) {
+    check_limit(limit);
+    return session_.pg().transact(sql::kWorkflowRows, [&](pqxx::work& tx) {
+        std::vector<OutboxRow> rows;
+        for (const auto& r : tx.exec_prepared(std::string{sql::kWorkflowRows.name},
+                                              text_param(workflow_id), limit)) {
+            rows.push_back(decode_row(r));
+        }
+        return rows;
     });
 }
 
@@ -139,10 +217,45 @@ void AdminStore::put_namespace(const NamespaceSettings& settings) {
                               std::to_string(kMaxWeight) + ", got " +
                               std::to_string(settings.weight));
     }
+    const auto check_rate = [](const std::optional<RateLimit>& rate, const std::string& where) {
+        if (!rate) return;
+        if (!(rate->per_second > 0) || rate->per_second > kMaxRatePerSecond || rate->burst < 1 ||
+            rate->burst > kMaxBurst) {
+            throw ValidationError(where + ": per_second must be above 0 (at most " +
+                                  std::to_string(static_cast<std::int64_t>(kMaxRatePerSecond)) +
+                                  ") and burst between 1 and " + std::to_string(kMaxBurst));
+        }
+    };
+    check_rate(settings.controls.rate_limit, "rate_limit");
+    if (settings.controls.activities.size() > kMaxActivityPolicies) {
+        throw ValidationError("at most " + std::to_string(kMaxActivityPolicies) +
+                              " activity types may be configured");
+    }
+    for (const auto& [type, policy] : settings.controls.activities) {
+        if (auto why = util::identifier_problem(type, util::kMaxIdentifierBytes)) {
+            throw ValidationError("activity type " + *why);
+        }
+        if (policy.max_in_flight &&
+            (*policy.max_in_flight < 1 || *policy.max_in_flight > kMaxActivityInFlight)) {
+            throw ValidationError("activities." + type + ".max_in_flight must be between 1 and " +
+                                  std::to_string(kMaxActivityInFlight));
+        }
+        check_rate(policy.rate_limit, "activities." + type + ".rate_limit");
+    }
     session_.pg().transact(sql::kPutNamespace, [&](pqxx::work& tx) {
+        const auto& controls = settings.controls;
+        const std::optional<double> rate =
+            controls.rate_limit ? std::optional<double>{controls.rate_limit->per_second}
+                                : std::nullopt;
+        const std::optional<std::int32_t> burst =
+            controls.rate_limit ? std::optional<std::int32_t>{controls.rate_limit->burst}
+                                : std::nullopt;
         tx.exec_prepared(std::string{sql::kPutNamespace.name}, text_param(settings.name),
                          settings.max_in_flight, std::string{mode},
-                         pg::text_array(settings.placement.nodes), settings.weight);
+                         pg::text_array(settings.placement.nodes), settings.weight,
+                         std::string{to_string(controls.ordering)},
+                         std::string{to_string(controls.on_dead_letter)}, rate, burst,
+                         encode_activities(controls.activities));
     });
 }
 

@@ -1,6 +1,7 @@
 #include "outboxd/store/claim_store.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "outbox_sql.hpp"
 #include "outboxd/store/store_error.hpp"
@@ -29,26 +30,123 @@ struct RouteArrays {
 
 }  // namespace
 
+namespace {
+
+// When a limit that left no room may leave some: a rate limit's next whole token, or, for a
+// concurrency limit (whose rows end elsewhere, unseen), a short rest.
+constexpr std::chrono::milliseconds kBusyTypeRest{50};
+constexpr std::chrono::milliseconds kMinTokenWait{5};
+
+std::chrono::milliseconds token_wait(double tokens, const RateLimit& rate) {
+    const double seconds = std::max(0.0, 1.0 - tokens) / rate.per_second;
+    return std::max(kMinTokenWait, std::chrono::milliseconds{
+                                       static_cast<std::int64_t>(std::ceil(seconds * 1000))});
+}
+
+// One claim of `scope` in `tx`, ordered or not: what claim_scoped and claim_controlled run.
+std::vector<OutboxRow> claim_in(pqxx::transaction_base& tx, const Owner& owner,
+                                const ClaimScope& scope, std::int32_t limit,
+                                const std::optional<ClaimPosition>& after, bool ordered,
+                                bool block) {
+    const auto namespace_name = text_param(scope.namespace_name);
+    const auto task_queue = text_param(scope.task_queue);
+    const auto node = scope.node ? std::optional{text_param(*scope.node)} : std::nullopt;
+    const auto types = pg::text_array(scope.activity_types);
+    const auto ranges = owner.ranges.to_multirange();
+    pqxx::result result;
+    if (ordered) {
+        const auto& statement = after ? sql::kClaimOrderedAfter : sql::kClaimOrdered;
+        const std::string name{statement.name};
+        result = after
+                     ? tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
+                                        node, types, limit, scope.include_unpinned, block,
+                                        pg::to_micros(after->visible_after), after->id)
+                     : tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
+                                        node, types, limit, scope.include_unpinned, block);
+    } else {
+        const auto& statement = after ? sql::kClaimScopedAfter : sql::kClaimScoped;
+        const std::string name{statement.name};
+        result = after ? tx.exec_prepared(name, owner.incarnation, ranges, namespace_name,
+                                          task_queue, node, types, limit, scope.include_unpinned,
+                                          pg::to_micros(after->visible_after), after->id)
+                       : tx.exec_prepared(name, owner.incarnation, ranges, namespace_name,
+                                          task_queue, node, types, limit, scope.include_unpinned);
+    }
+    return decode_claimed(result, owner.incarnation);
+}
+
+}  // namespace
+
 std::vector<OutboxRow> ClaimStore::claim_scoped(const Owner& owner, const ClaimScope& scope,
                                                 std::int32_t limit,
                                                 std::optional<ClaimPosition> after) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     const auto& statement = after ? sql::kClaimScopedAfter : sql::kClaimScoped;
-    const auto namespace_name = text_param(scope.namespace_name);
-    const auto task_queue = text_param(scope.task_queue);
-    const auto node = scope.node ? std::optional{text_param(*scope.node)} : std::nullopt;
-    const auto types = pg::text_array(scope.activity_types);
     return session_.pg().autocommit(statement, [&](pqxx::nontransaction& tx) {
-        const std::string name{statement.name};
-        const auto ranges = owner.ranges.to_multirange();
-        const auto result =
-            after ? tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
-                                     node, types, limit, scope.include_unpinned,
-                                     pg::to_micros(after->visible_after), after->id)
-                  : tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
-                                     node, types, limit, scope.include_unpinned);
-        return decode_claimed(result, owner.incarnation);
+        return claim_in(tx, owner, scope, limit, after, false, false);
+    });
+}
+
+ClaimStore::ControlledClaim ClaimStore::claim_controlled(const Owner& owner,
+                                                         const ClaimScope& scope,
+                                                         std::int32_t limit,
+                                                         std::optional<ClaimPosition> after,
+                                                         const ClaimControls& controls) {
+    check_limit(limit);
+    if (limit == 0 || owner.ranges.empty()) return {};
+    const auto& statement = controls.ordered
+                                ? (after ? sql::kClaimOrderedAfter : sql::kClaimOrdered)
+                                : (after ? sql::kClaimScopedAfter : sql::kClaimScoped);
+    if (!controls.limited()) {
+        return session_.pg().autocommit(statement, [&](pqxx::nontransaction& tx) {
+            return ControlledClaim{claim_in(tx, owner, scope, limit, after, controls.ordered,
+                                            controls.block_on_dead_letter),
+                                   std::nullopt};
+        });
+    }
+    const auto ns = text_param(scope.namespace_name);
+    const auto type = text_param(controls.activity_type);
+    return session_.pg().transact(statement, [&](pqxx::work& tx) {
+        ControlledClaim out;
+        std::int64_t room = limit;
+        if (controls.max_in_flight) {
+            tx.exec_prepared(std::string{sql::kLockActivity.name}, ns, type);
+            const auto claimed =
+                tx.exec_prepared1(std::string{sql::kCountClaimedOfType.name}, ns, type)[0]
+                    .as<std::int64_t>();
+            room = std::min<std::int64_t>(room, *controls.max_in_flight - claimed);
+            if (room <= 0) out.wait = kBusyTypeRest;
+        }
+        // Buckets in one order (the namespace's first), so that two claims never wait on
+        // each other's.
+        struct Bucket {
+            std::string type;
+            RateLimit rate;
+            double tokens = 0;
+        };
+        std::vector<Bucket> buckets;
+        if (controls.namespace_rate) buckets.push_back({"", *controls.namespace_rate, 0});
+        if (controls.type_rate) buckets.push_back({type, *controls.type_rate, 0});
+        for (auto& bucket : buckets) {
+            if (room <= 0) break;
+            bucket.tokens = tx.exec_prepared1(std::string{sql::kTakeTokens.name}, ns, bucket.type,
+                                              bucket.rate.per_second, bucket.rate.burst)[0]
+                                .as<double>();
+            room = std::min(room, static_cast<std::int64_t>(std::floor(bucket.tokens)));
+            if (room <= 0) out.wait = token_wait(bucket.tokens, bucket.rate);
+        }
+        if (room > 0) {
+            out.rows = claim_in(tx, owner, scope, static_cast<std::int32_t>(room), after,
+                                controls.ordered, controls.block_on_dead_letter);
+        }
+        const auto taken = static_cast<double>(out.rows.size());
+        for (const auto& bucket : buckets) {
+            if (bucket.tokens == 0 && room <= 0 && taken == 0) continue;  // untouched
+            tx.exec_prepared(std::string{sql::kSetTokens.name}, ns, bucket.type,
+                             std::max(0.0, bucket.tokens - taken));
+        }
+        return out;
     });
 }
 
@@ -77,7 +175,7 @@ std::vector<std::vector<OutboxRow>> ClaimStore::claim_routes(const Owner& owner,
                                 routes.types.str(), limits.str(), after_us.str(), after_ids.str());
     });
     for (const auto& r : result) {
-        const auto route = r[15].as<std::int64_t>() - 1;  // ordinals are one-based
+        const auto route = r[16].as<std::int64_t>() - 1;  // ordinals are one-based
         if (route < 0 || static_cast<std::size_t>(route) >= claims.size()) {
             throw DecodeError("outbox_claim_routes: route ordinal " + std::to_string(route + 1) +
                               " out of range");

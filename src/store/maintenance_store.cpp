@@ -58,6 +58,46 @@ std::map<std::string, MaintenanceStore::NamespaceCounts> MaintenanceStore::count
     return counts;
 }
 
+std::int64_t MaintenanceStore::let_go_waiting(const ShardRanges& ranges,
+                                              const std::vector<std::string>& ordered,
+                                              const std::vector<std::string>& skip,
+                                              std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || ranges.empty() || ordered.empty()) return 0;
+    return session_.pg().autocommit(sql::kLetGoWaiting, [&](pqxx::nontransaction& tx) {
+        return static_cast<std::int64_t>(
+            tx.exec_prepared(std::string{sql::kLetGoWaiting.name}, ranges.to_multirange(),
+                             pg::text_array(ordered), pg::text_array(skip), limit)
+                .size());
+    });
+}
+
+std::int64_t MaintenanceStore::release_unordered(const ShardRanges& ranges,
+                                                 const std::vector<std::string>& ordered,
+                                                 std::int32_t limit) {
+    check_limit(limit);
+    if (limit == 0 || ranges.empty()) return 0;
+    return session_.pg().autocommit(sql::kReleaseUnordered, [&](pqxx::nontransaction& tx) {
+        return static_cast<std::int64_t>(tx.exec_prepared(std::string{sql::kReleaseUnordered.name},
+                                                          ranges.to_multirange(),
+                                                          pg::text_array(ordered), limit)
+                                             .size());
+    });
+}
+
+std::map<std::string, std::int64_t> MaintenanceStore::count_blocked_workflows(
+    const ShardRanges& ranges, const std::vector<std::string>& blocking) {
+    std::map<std::string, std::int64_t> counts;
+    if (ranges.empty() || blocking.empty()) return counts;
+    const auto result =
+        session_.pg().autocommit(sql::kCountBlockedWorkflows, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(std::string{sql::kCountBlockedWorkflows.name},
+                                    ranges.to_multirange(), pg::text_array(blocking));
+        });
+    for (const auto& r : result) counts[r[0].as<std::string>()] = r[1].as<std::int64_t>();
+    return counts;
+}
+
 std::int64_t MaintenanceStore::delete_finished(std::chrono::milliseconds older_than,
                                                std::int32_t limit) {
     check_limit(limit);

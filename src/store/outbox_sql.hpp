@@ -21,7 +21,7 @@ namespace outboxd::store::sql {
     OUTBOXD_SQL_MICROS("o.claimed_at") ", o.claimed_by, o.claim_token,"            \
     " o.last_error, "                                                              \
     OUTBOXD_SQL_MICROS("o.created_at") ", "                                        \
-    OUTBOXD_SQL_MICROS("o.finished_at") ", o.shard"
+    OUTBOXD_SQL_MICROS("o.finished_at") ", o.shard, o.priority, o.waiting"
 
 // Shards in range $2 leased to incarnation $1 with an unexpired lease, by the database
 // clock, evaluated inside the statement that uses it.
@@ -46,7 +46,8 @@ namespace outboxd::store::sql {
 // 530k comparisons, ~57 of ~100 ms), where a probe per row costs ~2 µs.
 // $1 incarnation, $2 ranges.
 #define OUTBOXD_CLAIMABLE                                                              \
-    "o.status = 'pending' AND o.visible_after <= now() AND o.shard <@ $2::int4multirange" \
+    "o.status = 'pending' AND NOT o.waiting AND o.visible_after <= now()"               \
+    " AND o.shard <@ $2::int4multirange"                                                 \
     " AND (SELECT l.owner = $1 AND l.expires_at > now() FROM shard_leases l"          \
     "      WHERE l.shard = o.shard)" OUTBOXD_NOT_HELD
 
@@ -58,7 +59,7 @@ namespace outboxd::store::sql {
     "o.id, o.dispatch_key, o.workflow_id, o.ordinal, o.run_id, o.namespace,"          \
     " o.task_queue, o.node, o.activity_type, o.input::text, o.attempt, "              \
     OUTBOXD_SQL_MICROS("o.visible_after") ", o.claim_token, o.shard,"                 \
-    " (SELECT at FROM token)"
+    " (SELECT at FROM token), o.priority"
 
 #define OUTBOXD_CLAIM_TOKEN                                                            \
     " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value, "     \
@@ -73,28 +74,67 @@ namespace outboxd::store::sql {
 
 inline constexpr Statement kAppend{"outbox_append", R"SQL(
 INSERT INTO outbox (dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
-                    activity_type, input, attempt, visible_after)
+                    activity_type, input, attempt, visible_after, priority)
 SELECT coalesce(t.dispatch_key, t.workflow_id || ':' || t.ordinal), t.workflow_id, t.ordinal,
        t.run_id, t.namespace, t.task_queue, t.node, t.activity_type, t.input::jsonb, t.attempt,
-       coalesce()SQL" OUTBOXD_SQL_INSTANT("t.visible_after_us") R"SQL(, now())
+       coalesce()SQL" OUTBOXD_SQL_INSTANT("t.visible_after_us") R"SQL(, now()), t.priority
 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[],
-            $8::text[], $9::text[], $10::int[], $11::bigint[]) WITH ORDINALITY
+            $8::text[], $9::text[], $10::int[], $11::bigint[], $12::smallint[]) WITH ORDINALITY
      AS t(dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
-          activity_type, input, attempt, visible_after_us, n)
+          activity_type, input, attempt, visible_after_us, priority, n)
 ORDER BY t.n
 ON CONFLICT (dispatch_key) DO NOTHING
 RETURNING dispatch_key)SQL"};
 
 
-// A claim of one route. $3 namespace, $4 task_queue, $5 node label (NULL: unpinned rows
-// only), $6 activity types (empty: any), $7 limit, $8 whether unpinned rows are in scope;
-// `after` may bound the scan further.
+// Whether a row of a priority above 0 is ready anywhere: one probe of the (small, usually
+// empty) priority index, evaluated once per statement (an InitPlan), so that a claim runs
+// its priority scans only while such rows exist.
+#define OUTBOXD_PRIORITY_GATE                                                          \
+    "(SELECT EXISTS (SELECT 1 FROM outbox x"                                          \
+    "   WHERE x.status = 'pending' AND NOT x.waiting AND x.priority > 0))"
+
+// The route of a one-route claim: $3 namespace, $4 task_queue, $5 node label (NULL: unpinned
+// rows only), $6 activity types (empty: any), $8 whether unpinned rows are in scope.
+#define OUTBOXD_ONE_ROUTE                                                              \
+    " AND o.namespace = $3 AND o.task_queue = $4 AND (o.node = $5 OR ($8 AND o.node IS NULL))" \
+    " AND (cardinality($6::text[]) = 0 OR o.activity_type = ANY ($6::text[]))"
+
+// A claim of one route, $7 rows at most: its ready rows of a priority above 0 first,
+// highest first (from the front of the priority index, however long the backlog before
+// them), then the rest oldest first, `after` bounding that scan.
 #define OUTBOXD_CLAIM_SCOPED(after)                                                      \
     "WITH " OUTBOXD_CLAIM_TOKEN                                                         \
-    " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE                    \
-    "   AND o.namespace = $3 AND o.task_queue = $4 AND (o.node = $5 OR ($8 AND o.node IS NULL))" \
-    "   AND (cardinality($6::text[]) = 0 OR o.activity_type = ANY ($6::text[]))" after  \
-    "   ORDER BY o.visible_after, o.id LIMIT $7 FOR UPDATE OF o SKIP LOCKED) "           \
+    " prio AS MATERIALIZED (SELECT o.id FROM outbox o WHERE " OUTBOXD_PRIORITY_GATE      \
+    "   AND " OUTBOXD_CLAIMABLE OUTBOXD_ONE_ROUTE " AND o.priority > 0"                  \
+    "   ORDER BY o.namespace, o.task_queue, o.priority DESC, o.visible_after, o.id"      \
+    "   LIMIT $7 FOR UPDATE OF o SKIP LOCKED),"                                          \
+    " rest AS MATERIALIZED (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE          \
+    OUTBOXD_ONE_ROUTE after " AND o.id <> ALL (ARRAY(SELECT id FROM prio))"             \
+    "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id"                      \
+    "   LIMIT $7 - (SELECT count(*) FROM prio) FOR UPDATE OF o SKIP LOCKED),"            \
+    " picked AS (SELECT id FROM prio UNION ALL SELECT id FROM rest) "                   \
+    OUTBOXD_CLAIM_UPDATE
+
+// A claim of one route of an ordered namespace (README, "Delivery controls"): $7 candidates
+// at most, oldest first; a candidate with an earlier row of its workflow pending, claimed
+// or, with $9 (on_dead_letter block), dead-lettered is not claimed but waits (it leaves the
+// claimable index until an outcome write or the maintenance sweep lets it go), the others
+// are claimed. Checked inside the statement on the rows themselves, so that it holds
+// whichever node claimed the earlier row.
+#define OUTBOXD_CLAIM_ORDERED(after)                                                     \
+    "WITH " OUTBOXD_CLAIM_TOKEN                                                         \
+    " cand AS MATERIALIZED (SELECT o.id, NOT EXISTS (SELECT 1 FROM outbox p"            \
+    "     WHERE p.workflow_id = o.workflow_id"                                           \
+    "       AND p.status IN ('pending', 'claimed', 'failed')"                            \
+    "       AND (p.ordinal, p.id) < (o.ordinal, o.id) AND ($9 OR p.status <> 'failed'))" \
+    "     AS head"                                                                       \
+    "   FROM outbox o WHERE " OUTBOXD_CLAIMABLE OUTBOXD_ONE_ROUTE after                  \
+    "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id"                      \
+    "   LIMIT $7 FOR UPDATE OF o SKIP LOCKED),"                                          \
+    " parked AS (UPDATE outbox o SET waiting = true FROM cand c"                        \
+    "   WHERE o.id = c.id AND NOT c.head),"                                              \
+    " picked AS (SELECT id FROM cand WHERE head) "                                      \
     OUTBOXD_CLAIM_UPDATE
 
 // From the first due row of the route: the paced backstop. Planned per execution, with the
@@ -114,6 +154,15 @@ inline constexpr Statement kClaimScopedAfter{"outbox_claim_scoped_after",
                          "  $10::bigint)"),
     Plan::generic};
 
+// The ordered claims, from the front and after the position $10/$11, planned as the scoped
+// ones are.
+inline constexpr Statement kClaimOrdered{"outbox_claim_ordered", OUTBOXD_CLAIM_ORDERED("")};
+inline constexpr Statement kClaimOrderedAfter{"outbox_claim_ordered_after",
+    OUTBOXD_CLAIM_ORDERED(" AND (o.visible_after, o.id) >"
+                          " (" OUTBOXD_SQL_INSTANT("$10::bigint") ","
+                          "  $11::bigint)"),
+    Plan::generic};
+
 // Claims of several routes in one statement (one round trip, however many routes have work):
 // each route's rows are read by its own index scan (LATERAL), in claim order, after its
 // position ($9/$10: µs and id; NULL: from the front), up to its limit. $3..$10 are arrays, one
@@ -125,20 +174,31 @@ inline constexpr Statement kClaimScopedAfter{"outbox_claim_scoped_after",
 // picked rows by primary key (generic plans forbid hash and merge joins) and returns each
 // row with its route's ordinal. Planned once per connection: the routes are run-time values
 // either way.
+// The route of one element of kClaimRoutes' arrays.
+#define OUTBOXD_ROUTE_OF_R                                                               \
+    " AND o.namespace = r.ns AND o.task_queue = r.tq"                                    \
+    " AND (o.node = r.node OR (r.unpinned AND o.node IS NULL))"                          \
+    " AND (cardinality(r.types::text[]) = 0 OR o.activity_type = ANY (r.types::text[]))"
+
 inline constexpr Statement kClaimRoutes{"outbox_claim_routes",
     "WITH " OUTBOXD_CLAIM_TOKEN
     " routes AS (SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[], $7::text[],"
     "   $8::int[], $9::bigint[], $10::bigint[]) WITH ORDINALITY"
     "   AS r(ns, tq, node, unpinned, types, lim, after_us, after_id, n)),"
-    " picked AS MATERIALIZED (SELECT c.id, r.n FROM routes r CROSS JOIN LATERAL ("
-    "   SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE
-    "     AND o.namespace = r.ns AND o.task_queue = r.tq"
-    "     AND (o.node = r.node OR (r.unpinned AND o.node IS NULL))"
-    "     AND (cardinality(r.types::text[]) = 0 OR o.activity_type = ANY (r.types::text[]))"
+    " prio AS MATERIALIZED (SELECT c.id, r.n FROM routes r CROSS JOIN LATERAL ("
+    "   SELECT o.id FROM outbox o WHERE " OUTBOXD_PRIORITY_GATE " AND " OUTBOXD_CLAIMABLE
+    OUTBOXD_ROUTE_OF_R " AND o.priority > 0"
+    "   ORDER BY o.namespace, o.task_queue, o.priority DESC, o.visible_after, o.id"
+    "   LIMIT r.lim FOR UPDATE OF o SKIP LOCKED) c),"
+    " rest AS MATERIALIZED (SELECT c.id, r.n FROM routes r CROSS JOIN LATERAL ("
+    "   SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE OUTBOXD_ROUTE_OF_R
     "     AND (o.visible_after, o.id) > (coalesce(" OUTBOXD_SQL_INSTANT("r.after_us") ","
     "                                          '-infinity'::timestamptz), coalesce(r.after_id, 0))"
-    "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id LIMIT r.lim"
-    "   FOR UPDATE OF o SKIP LOCKED) c)"
+    "     AND o.id <> ALL (ARRAY(SELECT p.id FROM prio p WHERE p.n = r.n))"
+    "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id"
+    "   LIMIT r.lim - (SELECT count(*) FROM prio p WHERE p.n = r.n)"
+    "   FOR UPDATE OF o SKIP LOCKED) c),"
+    " picked AS (SELECT id, n FROM prio UNION ALL SELECT id, n FROM rest)"
     " UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"
     " claim_token = (SELECT value FROM token)"
     " FROM picked p WHERE o.id = p.id RETURNING " OUTBOXD_CLAIMED_COLUMNS ", p.n",
@@ -168,7 +228,17 @@ inline constexpr Statement kRoutesWithDueRows{"outbox_routes_with_due_rows",
 // Planned once per connection (Plan::generic), as a probe of the primary key per outcome
 // whatever the batch: planning it cost ~0.3 ms per write, close to the ~0.4 ms of running
 // a write of a few outcomes (pg_stat_statements at 1,000 rows/s).
+// $6: the workflows (of ordered namespaces) whose row ended with this write: the first
+// waiting row of each is let go, due at once (or at its own visible_after, if later). The
+// claim checks again whether it is next: a row let go too early waits again.
 inline constexpr Statement kRecordOutcomes{"outbox_record_outcomes", R"SQL(
+WITH let_go AS (
+    UPDATE outbox w SET waiting = false, visible_after = greatest(w.visible_after, now())
+    WHERE w.id = ANY (ARRAY(SELECT (SELECT x.id FROM outbox x
+                                    WHERE x.workflow_id = u.workflow AND x.status = 'pending'
+                                      AND x.waiting
+                                    ORDER BY x.ordinal, x.id LIMIT 1)
+                            FROM unnest($6::text[]) AS u(workflow))))
 UPDATE outbox o SET
     status = CASE t.kind WHEN 'done' THEN 'done' WHEN 'fail' THEN 'failed' ELSE 'pending' END,
     -- Saturates: a row staged by plain SQL may already hold the largest int.
@@ -267,6 +337,12 @@ GROUP BY namespace)SQL"};
 inline constexpr Statement kFind{"outbox_find",
     "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.dispatch_key = $1"};
 
+// The rows of workflow $1 that its order depends on (pending, claimed, dead-lettered), in
+// order, at most $2.
+inline constexpr Statement kWorkflowRows{"outbox_workflow_rows",
+    "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.workflow_id = $1"
+    " AND o.status IN ('pending', 'claimed', 'failed') ORDER BY o.ordinal, o.id LIMIT $2"};
+
 inline constexpr Statement kPauseWorkflow{"outbox_pause_workflow", R"SQL(
 INSERT INTO paused_workflows (workflow_id) VALUES ($1)
 ON CONFLICT (workflow_id) DO NOTHING RETURNING workflow_id)SQL"};
@@ -287,7 +363,8 @@ inline constexpr Statement kListDeadLetters{"outbox_list_dead_letters",
 // Due now, so ahead of where claims read on: a plain wake (no insert trigger fires).
 inline constexpr Statement kRequeueDeadLetter{"outbox_requeue_dead_letter", R"SQL(
 WITH requeued AS (
-    UPDATE outbox SET status = 'pending', attempt = 0, visible_after = now(), finished_at = NULL
+    UPDATE outbox SET status = 'pending', attempt = 0, visible_after = now(), finished_at = NULL,
+                      waiting = false
     WHERE dispatch_key = $1 AND status = 'failed' RETURNING id)
 SELECT id, pg_notify('outbox_wake', '') FROM requeued)SQL"};
 
@@ -300,13 +377,19 @@ DELETE FROM outbox WHERE id IN (
     ORDER BY finished_at LIMIT $2))SQL"};
 
 inline constexpr Statement kPutNamespace{"outbox_put_namespace", R"SQL(
-INSERT INTO namespaces (namespace, max_in_flight, placement_mode, placement_nodes, weight)
-VALUES ($1, $2, $3, $4::text[], $5)
+INSERT INTO namespaces (namespace, max_in_flight, placement_mode, placement_nodes, weight,
+                        ordering, on_dead_letter, rate_per_second, rate_burst, activities)
+VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9, $10::jsonb)
 ON CONFLICT (namespace) DO UPDATE
 SET max_in_flight = EXCLUDED.max_in_flight, placement_mode = EXCLUDED.placement_mode,
-    placement_nodes = EXCLUDED.placement_nodes, weight = EXCLUDED.weight, updated_at = now())SQL"};
+    placement_nodes = EXCLUDED.placement_nodes, weight = EXCLUDED.weight,
+    ordering = EXCLUDED.ordering, on_dead_letter = EXCLUDED.on_dead_letter,
+    rate_per_second = EXCLUDED.rate_per_second, rate_burst = EXCLUDED.rate_burst,
+    activities = EXCLUDED.activities, updated_at = now())SQL"};
 
-#define OUTBOXD_NAMESPACE_COLUMNS "namespace, max_in_flight, placement_mode, placement_nodes::text, weight"
+#define OUTBOXD_NAMESPACE_COLUMNS                                                      \
+    "namespace, max_in_flight, placement_mode, placement_nodes::text, weight, ordering," \
+    " on_dead_letter, rate_per_second, rate_burst, activities::text"
 
 inline constexpr Statement kGetNamespace{"outbox_get_namespace",
     "SELECT " OUTBOXD_NAMESPACE_COLUMNS " FROM namespaces WHERE namespace = $1"};
@@ -358,6 +441,71 @@ SET last_error = coalesce(u.error, t.last_error),
 FROM unnest($1::text[], $2::text[], $3::boolean[]) AS u(name, error, succeeded)
 WHERE t.name = u.name)SQL"};
 
+// The backstop of ordered delivery (an outcome write lets the next row go; a claim that
+// parked a row while that write ran leaves it to this): of the waiting rows on shards $1 of
+// ordered namespaces $2, the first of each workflow that nothing holds back any more (no
+// earlier row pending, claimed or, unless its namespace is in $3 (skip), dead-lettered) is
+// let go; at most $4 rows.
+inline constexpr Statement kLetGoWaiting{"outbox_let_go_waiting", R"SQL(
+UPDATE outbox o SET waiting = false, visible_after = greatest(o.visible_after, now())
+WHERE o.id = ANY (ARRAY(
+    SELECT h.id FROM (SELECT DISTINCT ON (w.workflow_id) w.id, w.workflow_id, w.ordinal
+                      FROM outbox w
+                      WHERE w.status = 'pending' AND w.waiting AND w.shard <@ $1::int4multirange
+                        AND w.namespace = ANY ($2::text[])
+                      ORDER BY w.workflow_id, w.ordinal, w.id) h
+    WHERE NOT EXISTS (SELECT 1 FROM outbox p
+                      WHERE p.workflow_id = h.workflow_id
+                        AND p.status IN ('pending', 'claimed', 'failed')
+                        AND (p.ordinal, p.id) < (h.ordinal, h.id)
+                        AND (p.status <> 'failed' OR p.namespace <> ALL ($3::text[])))
+    LIMIT $4))
+RETURNING o.id)SQL"};
+
+// Waiting rows on shards $1 of namespaces not ordered (any more): not in $2. At most $3 rows.
+inline constexpr Statement kReleaseUnordered{"outbox_release_unordered", R"SQL(
+UPDATE outbox o SET waiting = false, visible_after = greatest(o.visible_after, now())
+WHERE o.id = ANY (ARRAY(
+    SELECT w.id FROM outbox w
+    WHERE w.status = 'pending' AND w.waiting AND w.shard <@ $1::int4multirange
+      AND w.namespace <> ALL ($2::text[])
+    LIMIT $3))
+RETURNING o.id)SQL"};
+
+// Workflows of ordered namespaces $2 (on_dead_letter block) on shards $1 held back by a dead
+// letter: a failed row with a later row of its workflow pending. Per namespace.
+inline constexpr Statement kCountBlockedWorkflows{"outbox_count_blocked_workflows", R"SQL(
+SELECT f.namespace, count(DISTINCT f.workflow_id) FROM outbox f
+WHERE f.status = 'failed' AND f.namespace = ANY ($2::text[]) AND f.shard <@ $1::int4multirange
+  AND EXISTS (SELECT 1 FROM outbox s WHERE s.workflow_id = f.workflow_id AND s.status = 'pending'
+                AND (s.ordinal, s.id) > (f.ordinal, f.id))
+GROUP BY f.namespace)SQL"};
+
+// Limits (README, "Delivery controls"), inside one transaction of the claims lane around a
+// limited claim. The advisory lock of a limited (namespace, activity type) serialises the
+// claims of it across nodes until the transaction ends, so that the count the next
+// statement reads (with its own snapshot) is exact.
+inline constexpr Statement kLockActivity{"outbox_lock_activity",
+    "SELECT pg_advisory_xact_lock(1330601324, hashtext($1 || chr(31) || $2))"};
+inline constexpr Statement kCountClaimedOfType{"outbox_count_claimed_of_type",
+    "SELECT count(*) FROM outbox WHERE status = 'claimed' AND namespace = $1"
+    " AND activity_type = $2"};
+// A token bucket (namespace $1, activity type $2: '' for the namespace's), locked until the
+// transaction ends: the whole tokens it holds after refilling at $3 a second, at most $4, by
+// the database's clock.
+inline constexpr Statement kTakeTokens{"outbox_take_tokens", R"SQL(
+WITH created AS (
+    INSERT INTO rate_buckets (namespace, activity_type, tokens, refilled_at)
+    VALUES ($1, $2, $4, clock_timestamp()) ON CONFLICT DO NOTHING RETURNING tokens)
+SELECT coalesce((SELECT tokens FROM created),
+                (SELECT least($4::float8, b.tokens + $3::float8
+                              * greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at)))
+                 FROM rate_buckets b WHERE b.namespace = $1 AND b.activity_type = $2
+                 FOR UPDATE))::float8)SQL"};
+inline constexpr Statement kSetTokens{"outbox_set_tokens",
+    "UPDATE rate_buckets SET tokens = $3, refilled_at = greatest(refilled_at, clock_timestamp())"
+    " WHERE namespace = $1 AND activity_type = $2"};
+
 // Claims and re-arms read a LIMIT off an ordered partial index. The planner can
 // underestimate how many rows pass the filters and read the whole backlog and sort it
 // instead; on the store's connections a sort is made a last resort. Set once per
@@ -378,10 +526,11 @@ inline constexpr std::array<std::string_view, 3> kRelaxedSessionSetup{
 inline constexpr std::array kOutboxStatements{
     kAppend, kClaimScoped, kClaimScopedAfter, kClaimRoutes, kRoutesWithDueRows, kRecordOutcomes,
     kRearmStaleClaimed, kRearmOrphaned, kReleaseClaimsAfter, kCancelWorkflow,
-    kCountClaimedByNamespace, kCountLiveByNamespace, kFind, kPauseWorkflow, kResumeWorkflow,
+    kCountClaimedByNamespace, kCountLiveByNamespace, kFind, kWorkflowRows, kPauseWorkflow, kResumeWorkflow,
     kListDeadLetters, kRequeueDeadLetter, kDeleteFinished, kPutNamespace, kGetNamespace,
     kListNamespaces, kSettleCancelled, kPutHttpTarget, kGetHttpTarget, kListHttpTargets,
-    kDeleteHttpTarget, kReportHttpTargets,
+    kDeleteHttpTarget, kReportHttpTargets, kClaimOrdered, kClaimOrderedAfter, kLetGoWaiting, kReleaseUnordered,
+    kCountBlockedWorkflows, kLockActivity, kCountClaimedOfType, kTakeTokens, kSetTokens,
 };
 
 // clang-format on

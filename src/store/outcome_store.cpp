@@ -32,7 +32,7 @@ std::string_view outcome_kind(Outcome::Kind kind) {
 
 std::vector<bool> OutcomeStore::record_outcomes(std::span<const Outcome> outcomes) {
     if (outcomes.empty()) return {};
-    pg::ArrayLiteral ids, tokens, kinds, delays, errors;
+    pg::ArrayLiteral ids, tokens, kinds, delays, errors, workflows;
     // A batch naming one claim twice applies its first mention: only that one is sent (an
     // UPDATE … FROM applies an arbitrary one of several matches).
     std::set<std::pair<std::int64_t, std::int64_t>> sent;
@@ -43,11 +43,12 @@ std::vector<bool> OutcomeStore::record_outcomes(std::span<const Outcome> outcome
         kinds.add(outcome_kind(outcome.kind));
         delays.add(std::max<std::int64_t>(0, millis(outcome.delay)));
         errors.add(std::string_view{outcome.error});
+        if (!outcome.let_go_workflow.empty()) workflows.add(text_param(outcome.let_go_workflow));
     }
     const auto result =
         session_.pg().autocommit(sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
             return tx.exec_prepared(std::string{sql::kRecordOutcomes.name}, ids.str(), tokens.str(),
-                                    kinds.str(), delays.str(), errors.str());
+                                    kinds.str(), delays.str(), errors.str(), workflows.str());
         });
     std::set<std::pair<std::int64_t, std::int64_t>> applied;
     for (const auto& r : result) applied.emplace(r[0].as<std::int64_t>(), r[1].as<std::int64_t>());

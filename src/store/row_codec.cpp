@@ -34,6 +34,8 @@ OutboxRow decode_row(const pqxx::row& r) {
     row.created_at = pg::from_micros(r[17].as<std::int64_t>());
     row.finished_at = pg::optional_instant(r[18]);
     row.shard = r[19].as<std::int32_t>();
+    row.priority = r[20].as<std::int32_t>();
+    row.waiting = r[21].as<bool>();
     return row;
 }
 
@@ -46,13 +48,16 @@ OutboxRow decode_claimed_row(const pqxx::row& r, const std::string& claimer) {
     row.claim_token = r[12].as<std::int64_t>();
     row.shard = r[13].as<std::int32_t>();
     row.claimed_at = pg::from_micros(r[14].as<std::int64_t>());
+    row.priority = r[15].as<std::int32_t>();
     row.claimed_by = claimer;
     return row;
 }
 
 void sort_claim_order(std::vector<OutboxRow>& rows) {
+    // Higher priority first, as claims take them.
     std::sort(rows.begin(), rows.end(), [](const OutboxRow& a, const OutboxRow& b) {
-        return std::tie(a.visible_after, a.id) < std::tie(b.visible_after, b.id);
+        return std::tie(b.priority, a.visible_after, a.id) <
+               std::tie(a.priority, b.visible_after, b.id);
     });
 }
 

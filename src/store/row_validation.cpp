@@ -57,6 +57,10 @@ void validate_new_row(const NewRow& row, std::size_t index) {
     check_optional_identifier(index, "node", row.node);
     if (row.ordinal < 0) reject(index, "ordinal must be >= 0, got " + std::to_string(row.ordinal));
     if (row.attempt < 0) reject(index, "attempt must be >= 0, got " + std::to_string(row.attempt));
+    if (row.priority < kMinPriority || row.priority > kMaxPriority) {
+        reject(index, "priority must be between " + std::to_string(kMinPriority) + " and " +
+                          std::to_string(kMaxPriority) + ", got " + std::to_string(row.priority));
+    }
     const auto input = nlohmann::json::parse(row.input_json, nullptr, /*allow_exceptions=*/false);
     if (input.is_discarded()) reject(index, "input is not valid JSON");
     // jsonb refuses the NUL code point; say so here rather than as a database error.

@@ -8,11 +8,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "api_call.hpp"
 #include "e2e_cluster.hpp"
 
 using namespace outboxd;
 using namespace std::chrono_literals;
 using nlohmann::json;
+using test::call_json;
 using test::E2eCluster;
 using test::http_call;
 using test::received;
@@ -24,14 +26,6 @@ json stats(const std::string& path) {
     std::ifstream in{path};
     const auto parsed = json::parse(in, nullptr, false);
     return parsed.is_object() ? parsed : json::object();
-}
-
-json call_json(std::uint16_t port, const std::string& method, const std::string& target,
-               const std::string& body = {}) {
-    const auto result = http_call(port, method, target, body);
-    INFO(method << " " << target << " -> " << result.status << " " << result.body);
-    REQUIRE(result.status == 200);
-    return json::parse(result.body);
 }
 
 // Configures a namespace, then reads it back. The node's namespace cache refreshes on the

@@ -70,6 +70,9 @@ public:
           dispatcher(ioc.get_executor(), {claims_, claims_apart_, outcomes_, maintenance_},
                      registry, namespaces, metrics, settings, [this] { return owner; }) {
         db.lease(owner.incarnation);
+        // A node claims nothing before it knows the namespaces' settings: here they are
+        // known to be the defaults (tests set their own, or start the cache).
+        namespaces.set(std::string{store::kDefaultRoute}, 10000, {});
     }
 
     ~DispatchHarness() {

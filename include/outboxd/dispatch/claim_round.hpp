@@ -44,6 +44,19 @@ struct ClaimGenerations {
     std::uint64_t ranges = 0;
 };
 
+// Limits that left no room (README, "Delivery controls"): until when a claim of them would
+// get nothing, by namespace and activity type ("" for the namespace's own rate limit).
+struct Throttles {
+    using Clock = std::chrono::steady_clock;
+    std::map<std::pair<std::string, std::string>, Clock::time_point> until;
+
+    [[nodiscard]] bool holds(const std::string& ns, const std::string& type,
+                             Clock::time_point now) const {
+        const auto it = until.find({ns, type});
+        return it != until.end() && it->second > now;
+    }
+};
+
 // What the claimer carries from round to round; used by one round at a time.
 struct ClaimerState {
     explicit ClaimerState(std::chrono::milliseconds lookback) : cursors(lookback) {}
@@ -51,6 +64,7 @@ struct ClaimerState {
     ClaimCursors cursors;
     FairShare fair;
     RouteRotation rotation;
+    Throttles throttles;
 };
 
 struct ClaimRequest {
@@ -68,6 +82,8 @@ struct ClaimRequest {
     // Rows per namespace claimed apart from the rounds since the last round (claim_apart);
     // they raise the tally, unless this round counts.
     std::map<std::string, std::int64_t> claimed_apart;
+    // The delivery controls of the namespaces of this round that have any (a snapshot).
+    std::map<std::string, store::DeliveryControls> controls;
 };
 
 struct ClaimRoundResult {
@@ -87,6 +103,9 @@ struct ClaimRoundResult {
     // Routes whose claim failed for a cause of their own: the round went on with the others.
     // With the error, for the log.
     std::vector<std::pair<store::ClaimScope, std::string>> refused;
+    // Routes a limit held back (some rows left unclaimed for it): when it may let more go.
+    // They still have due rows.
+    std::vector<std::pair<store::ClaimScope, std::chrono::milliseconds>> throttled;
 };
 
 // A lost connection or contention (store::UnavailableError, store::ConflictError) fails the
@@ -102,6 +121,7 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
 // the caller keeps its namespaces out of every round meanwhile and hands the rows claimed
 // to the next round (claimed_apart). Routes that filled their claim are listed in `found`
 // (they have a backlog), the others in `came_back_short`; `counted` is set.
+// Limits apply as in rounds (without their throttles: each claim apart asks the database).
 ClaimRoundResult claim_apart(store::ClaimStore& store, const ClaimRequest& request);
 
 }  // namespace outboxd::dispatch

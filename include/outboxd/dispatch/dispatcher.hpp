@@ -157,6 +157,11 @@ private:
     void settle(const InFlightTask& task, SettledTask settled);
     void expire_timeouts();
     void check_drained();
+    // The delivery controls of `names` that have any (for a claim request).
+    [[nodiscard]] std::map<std::string, store::DeliveryControls> controls_of(
+        const std::set<std::string>& names) const;
+    // Routes a limit held back: a sweep when the soonest of them may go on.
+    void held_back(const Claimer::Round& round);
 
     boost::asio::any_io_executor loop_;
     worker::WorkerRegistry& registry_;
@@ -191,6 +196,10 @@ private:
     Periodic timeout_timer_;
     // After a failed round, the round that follows its backoff.
     boost::asio::steady_timer claim_retry_timer_;
+    // When a limit that held routes back may let rows go.
+    boost::asio::steady_timer throttle_timer_;
+    bool throttle_armed_ = false;
+    std::chrono::steady_clock::time_point throttle_at_{};
     util::Lifetime lifetime_;
 };
 

@@ -27,6 +27,9 @@ struct InFlightTask {
     std::string session_id;  // the worker that holds it
     std::string namespace_name;
     std::int32_t attempt = 0;  // zero-based attempt this claim is running (the stored value)
+    // Of namespaces with ordered delivery only (empty otherwise): what its end lets go.
+    std::string workflow_id;
+    std::string task_queue;
 };
 
 class InFlightTable {

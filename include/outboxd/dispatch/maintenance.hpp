@@ -5,7 +5,9 @@
 //   a task may take (stale, whoever holds them), and settles rows of cancelled workflows;
 // - retention: deletes finished rows older than the retention, in batches;
 // - gauges: counts the live backlog per namespace (one grouped query) for the durable
-//   gauges.
+//   gauges, and the workflows a dead letter holds back in ordered namespaces;
+// - ordered delivery's backstop, with reconcile: lets go the waiting rows nothing holds
+//   back any more (README, "Delivery controls").
 // Reconcile and gauges rest 19 times as long as they last took, so that they never take
 // more than a twentieth of the lane (scans that slow down under an old snapshot). Failures
 // are logged when a run of them starts, now and then, and when it ends.
@@ -16,8 +18,10 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -34,6 +38,13 @@ class Maintenance {
 public:
     using Clock = std::chrono::steady_clock;
     using OwnerSource = std::function<store::Owner()>;
+    // The namespaces with ordered delivery, by what a dead letter does to its workflow.
+    struct OrderedNamespaces {
+        std::vector<std::string> skip;
+        std::vector<std::string> block;
+    };
+    // Nothing while the namespaces' settings are not known yet.
+    using OrderedSource = std::function<std::optional<OrderedNamespaces>()>;
 
     struct Settings {
         // A claimer whose heartbeat is older than this is dead: its claims are re-armed.
@@ -48,9 +59,11 @@ public:
         std::chrono::milliseconds gauge_interval{5000};
     };
 
-    // `rearmed(rows)` runs on the loop when a reconcile put claimed rows back in line.
+    // `rearmed(rows)` runs on the loop when a reconcile put rows back in line (claimed rows
+    // re-armed, waiting rows let go).
     Maintenance(boost::asio::any_io_executor loop, DbLane& lane, metrics::NodeMetrics& metrics,
-                Settings settings, OwnerSource owner, std::function<void(std::size_t)> rearmed);
+                Settings settings, OwnerSource owner, OrderedSource ordered,
+                std::function<void(std::size_t)> rearmed);
 
     void start();
     void stop();
@@ -70,6 +83,12 @@ private:
     metrics::NodeMetrics& metrics_;
     Settings settings_;
     OwnerSource owner_;
+    OrderedSource ordered_;
+    // Waiting rows may be left in a namespace no longer ordered (at boot, who knows; after
+    // a namespace left ordering): the reconciles let them go until one finds fewer than a
+    // batch.
+    bool release_unordered_ = true;
+    std::vector<std::string> last_ordered_;
     std::function<void(std::size_t)> rearmed_;
     bool reconciling_ = false;
     bool reconcile_paused_ = false;

@@ -59,6 +59,12 @@ public:
     // Called (on the loop) when a write lands that put rows back in line at their old place
     // (release, retry without delay): they are behind where claims read on.
     void on_rearmed(std::function<void()> callback) { on_rearmed_ = std::move(callback); }
+    // A write landed that let waiting rows of ordered workflows go, in these (namespace,
+    // task_queue) pairs (their routes may have nothing else due: claim them again).
+    using QueueKey = std::pair<std::string, std::string>;
+    void on_let_go(std::function<void(const std::vector<QueueKey>&)> callback) {
+        on_let_go_ = std::move(callback);
+    }
     // Rows per namespace that left `claimed` by writes landed since the last call.
     [[nodiscard]] std::map<std::string, std::int64_t> take_settled() {
         return std::exchange(settled_, {});
@@ -86,6 +92,7 @@ private:
     boost::asio::steady_timer retry_timer_;
     std::function<void()> on_settled_;
     std::function<void()> on_rearmed_;
+    std::function<void(const std::vector<QueueKey>&)> on_let_go_;
     std::map<std::string, std::int64_t> settled_;
     // Jobs still queued on the lane when we are destroyed must not call back into us.
     util::Lifetime lifetime_;

@@ -51,6 +51,8 @@ public:
     prometheus::Family<prometheus::Counter>& http_requests_total;     // {target, code_class}
     prometheus::Family<prometheus::Histogram>& http_request_seconds;  // {target}
     prometheus::Family<prometheus::Gauge>& http_inflight;             // {target}
+    // Delivery controls (README, "Delivery controls").
+    prometheus::Family<prometheus::Gauge>& ordered_blocked_workflows;  // {namespace}
 
     // A fault contained at `where` (http, websocket, loop, …); loop thread only.
     prometheus::Counter& fault(const std::string& where);
@@ -61,6 +63,8 @@ public:
     prometheus::Counter& outcome(const std::string& ns, const std::string& outcome);
     // Sets the durable gauges from one grouped query; namespaces absent from `counts` go to 0.
     void set_row_gauges(const std::map<std::string, std::pair<double, double>>& counts);
+    // Sets the blocked-workflow gauge of every namespace in `counts`; the others it set go to 0.
+    void set_blocked_workflows(const std::map<std::string, double>& counts);
 
 private:
     std::map<std::string, prometheus::Counter*> faults_;
@@ -68,6 +72,7 @@ private:
     std::map<std::string, prometheus::Counter*> claimed_;
     std::map<std::pair<std::string, std::string>, prometheus::Counter*> outcomes_;
     std::map<std::string, std::pair<prometheus::Gauge*, prometheus::Gauge*>> row_gauges_;
+    std::map<std::string, prometheus::Gauge*> blocked_gauges_;
 };
 
 // Buckets of outboxd_http_request_seconds.

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "outboxd/store/delivery_controls.hpp"
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/store/outbox_session.hpp"
 #include "outboxd/store/placement.hpp"
@@ -38,6 +39,7 @@ struct NamespaceSettings {
     std::optional<std::int32_t> max_in_flight;
     Placement placement;
     std::int32_t weight = 1;  // its share of each claim round, against other namespaces' (1..1000)
+    DeliveryControls controls;
 
     friend bool operator==(const NamespaceSettings&, const NamespaceSettings&) = default;
 };
@@ -51,6 +53,9 @@ public:
     // ValidationError naming its index.
     AppendResult append(std::span<const NewRow> rows);
     std::optional<OutboxRow> find(std::string_view dispatch_key);
+    // The workflow's pending, claimed and dead-lettered rows in (ordinal, id) order, at most
+    // `limit`.
+    std::vector<OutboxRow> workflow_rows(std::string_view workflow_id, std::int32_t limit);
 
     // Returns false when the workflow was already paused / not paused.
     bool pause_workflow(std::string_view workflow_id);

@@ -4,6 +4,7 @@
 // claimed rows, and hand back claims a failed round may have left unseen. One round trip
 // each. See OutboxSession for threads, errors and time.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "outboxd/store/delivery_controls.hpp"
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/store/outbox_session.hpp"
 
@@ -42,6 +44,34 @@ public:
     };
     std::vector<std::vector<OutboxRow>> claim_routes(const Owner& owner,
                                                      std::span<const RouteClaim> claims);
+
+    // How one claim is bounded beyond its limit (README, "Delivery controls").
+    struct ClaimControls {
+        // Ordered delivery: only the next row of each workflow is claimed; rows found behind
+        // an earlier one wait. With block, a dead letter holds its workflow's later rows.
+        bool ordered = false;
+        bool block_on_dead_letter = true;
+        // Limits of (namespace, activity_type): the scope claims that one type only.
+        std::string activity_type;
+        std::optional<std::int32_t> max_in_flight;
+        std::optional<RateLimit> type_rate;
+        std::optional<RateLimit> namespace_rate;  // bucket (namespace, '')
+
+        [[nodiscard]] bool limited() const { return max_in_flight || type_rate || namespace_rate; }
+    };
+    struct ControlledClaim {
+        std::vector<OutboxRow> rows;
+        // Set when a limit left no room: when to try again (a token due, or the rows of the
+        // type still claimed elsewhere), instead of claiming again at once.
+        std::optional<std::chrono::milliseconds> wait;
+    };
+    // A claim of one route under `controls`: ordered and/or limited. A limited claim is one
+    // transaction: the type's advisory lock and claimed count, the buckets' tokens (locked),
+    // the claim of at most what they leave, the buckets debited by what it took: exact
+    // across nodes.
+    ControlledClaim claim_controlled(const Owner& owner, const ClaimScope& scope,
+                                     std::int32_t limit, std::optional<ClaimPosition> after,
+                                     const ClaimControls& controls);
     // Which of `scopes` have a row a claim would take now on the owner's leased shards (one
     // index probe each). Returns their indices, ascending.
     std::vector<std::size_t> routes_with_due_rows(const Owner& owner,

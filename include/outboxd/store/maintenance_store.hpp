@@ -40,6 +40,20 @@ public:
     };
     std::map<std::string, NamespaceCounts> count_live_by_namespace(const ShardRanges& ranges);
 
+    // Ordered delivery's backstop (README, "Delivery controls"): lets go, on `ranges`, the
+    // first waiting row of each workflow of the `ordered` namespaces that nothing holds back
+    // (dead letters hold unless their namespace is in `skip`); returns how many, at most
+    // `limit`.
+    std::int64_t let_go_waiting(const ShardRanges& ranges, const std::vector<std::string>& ordered,
+                                const std::vector<std::string>& skip, std::int32_t limit);
+    // Lets go waiting rows on `ranges` of namespaces not in `ordered`; at most `limit`.
+    std::int64_t release_unordered(const ShardRanges& ranges,
+                                   const std::vector<std::string>& ordered, std::int32_t limit);
+    // Workflows held back by a dead letter on `ranges`, for each of `blocking` (ordered,
+    // on_dead_letter block) with any.
+    std::map<std::string, std::int64_t> count_blocked_workflows(
+        const ShardRanges& ranges, const std::vector<std::string>& blocking);
+
     // Deletes up to `limit` rows finished more than `older_than` ago; returns how many.
     std::int64_t delete_finished(std::chrono::milliseconds older_than, std::int32_t limit);
 

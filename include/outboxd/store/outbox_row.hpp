@@ -22,6 +22,10 @@ using TimePoint = std::chrono::time_point<Clock, std::chrono::microseconds>;
     return std::chrono::time_point_cast<std::chrono::microseconds>(Clock::now());
 }
 
+// Bounds of a row's priority (higher first; 0 is the default).
+inline constexpr std::int32_t kMinPriority = 0;
+inline constexpr std::int32_t kMaxPriority = 100;
+
 // Routing identity a row gets when the writer names none.
 inline constexpr std::string_view kDefaultRoute = "default";
 
@@ -47,7 +51,8 @@ struct NewRow {
     std::string task_queue{kDefaultRoute};
     std::optional<std::string> node;
     std::optional<TimePoint> visible_after;  // default: the database's now()
-    std::int32_t attempt = 0;  // finished attempts so far; only re-staging tools set it
+    std::int32_t attempt = 0;   // finished attempts so far; only re-staging tools set it
+    std::int32_t priority = 0;  // kMinPriority..kMaxPriority, higher first
 };
 
 // A row as the store reads it back.
@@ -72,6 +77,10 @@ struct OutboxRow {
     TimePoint created_at;
     std::optional<TimePoint> finished_at;
     std::int32_t shard = 0;
+    std::int32_t priority = 0;
+    // Pending, behind an earlier row of its workflow (ordered delivery): not claimed until
+    // that row ends.
+    bool waiting = false;
 };
 
 // A row's place in claim order: claims take due rows oldest visible_after first, id
@@ -130,15 +139,20 @@ struct Outcome {
     Kind kind = Kind::done;
     std::chrono::milliseconds delay{0};  // retry only; 0 re-arms for immediate re-claim
     std::string error;                   // retry and fail: kept as last_error
+    // The row's workflow when its end lets the workflow's next waiting row go (ordered
+    // delivery); empty otherwise. With the row's task queue, for the node to claim its
+    // route again once the write has landed (the store ignores it).
+    std::string let_go_workflow;
+    std::string let_go_task_queue;
 
-    static Outcome done(ClaimRef ref) { return {ref, Kind::done, {}, {}}; }
+    static Outcome done(ClaimRef ref) { return {ref, Kind::done, {}, {}, {}, {}}; }
     static Outcome retry(ClaimRef ref, std::chrono::milliseconds delay, std::string error) {
-        return {ref, Kind::retry, delay, std::move(error)};
+        return {ref, Kind::retry, delay, std::move(error), {}, {}};
     }
     static Outcome fail(ClaimRef ref, std::string error) {
-        return {ref, Kind::fail, {}, std::move(error)};
+        return {ref, Kind::fail, {}, std::move(error), {}, {}};
     }
-    static Outcome release(ClaimRef ref) { return {ref, Kind::release, {}, {}}; }
+    static Outcome release(ClaimRef ref) { return {ref, Kind::release, {}, {}, {}, {}}; }
 };
 
 // Rows settled as cancelled (a workflow's cancel, or the sweep of cancelled workflows).

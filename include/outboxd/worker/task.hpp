@@ -22,6 +22,7 @@ struct Task {
     std::string input_json = "null";  // valid JSON, spliced verbatim into the frame
     std::int64_t attempt = 1;         // one-based (a stored attempt + 1)
     std::int64_t timeout_ms = 0;
+    std::int64_t priority = 0;  // the row's, 0..100 (higher first)
 };
 
 }  // namespace outboxd::worker

@@ -244,6 +244,7 @@ NodeMessage parse_node(const json& object, const std::string& type) {
         task.input_json = f.raw("input");
         task.attempt = f.integer("attempt", 1, std::int64_t{INT32_MAX} + 1);
         task.timeout_ms = f.optional_integer("timeout_ms", 0, INT64_MAX).value_or(0);
+        task.priority = f.optional_integer("priority", 0, INT64_MAX).value_or(0);
         return task;
     }
     if (type == "cluster") return Cluster{parse_nodes(object, "nodes", type)};
@@ -462,6 +463,7 @@ std::string encode(const Task& task) {
     out += task.input_json.empty() ? "null" : task.input_json;
     append_field(out, "attempt", task.attempt);
     append_field(out, "timeout_ms", task.timeout_ms);
+    append_field(out, "priority", task.priority);
     out += '}';
     return out;
 }

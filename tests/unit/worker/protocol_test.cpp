@@ -346,7 +346,8 @@ TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
     CHECK(error.message == "no task 't9' here");
 }
 
-TEST_CASE("encode(Task) is the design's example, field for field", "[unit][worker]") {
+TEST_CASE("encode(Task) is the design's example, field for field, with the second wave's priority",
+          "[unit][worker]") {
     Task task;
     task.task_id = "t-1";
     task.dispatch_key = "wf-1:0";
@@ -363,10 +364,11 @@ TEST_CASE("encode(Task) is the design's example, field for field", "[unit][worke
     CHECK(text ==
           R"({"type":"task","task_id":"t-1","dispatch_key":"wf-1:0","workflow_id":"wf-1",)"
           R"("ordinal":0,"run_id":null,"namespace":"default","task_queue":"default","node":null,)"
-          R"("activity_type":"charge","input":{"amount":5},"attempt":1,"timeout_ms":30000})");
+          R"("activity_type":"charge","input":{"amount":5},"attempt":1,"timeout_ms":30000,)"
+          R"("priority":0})");
 
     const json parsed = json::parse(text);
-    CHECK(parsed.size() == 13);
+    CHECK(parsed.size() == 14);
     CHECK(parsed["attempt"].is_number_integer());
     CHECK(parsed["ordinal"].is_number_integer());
     CHECK(parsed["timeout_ms"].is_number_integer());

@@ -1,0 +1,361 @@
+// Delivery controls in the store (README, "Delivery controls"): priorities, ordered delivery
+// per workflow, concurrency and rate limits, against a real PostgreSQL.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "store_fixture.hpp"
+
+namespace outboxd {
+namespace {
+
+using store::ClaimRef;
+using store::ClaimScope;
+using store::ClaimStore;
+using store::OutboxRow;
+using store::Outcome;
+using store::Status;
+using test::new_row;
+using namespace std::chrono_literals;
+
+ClaimRef ref_of(const OutboxRow& row) { return {row.id, row.claim_token}; }
+
+ClaimStore::ClaimControls ordered(bool block = true) {
+    ClaimStore::ClaimControls controls;
+    controls.ordered = true;
+    controls.block_on_dead_letter = block;
+    return controls;
+}
+
+// An outcome that ends an ordered workflow's row: the write lets its next row go.
+Outcome ending(Outcome outcome, const OutboxRow& row) {
+    outcome.let_go_workflow = row.workflow_id;
+    outcome.let_go_task_queue = row.task_queue;
+    return outcome;
+}
+
+std::vector<std::string> keys(const std::vector<OutboxRow>& rows) {
+    std::vector<std::string> out;
+    for (const auto& row : rows) out.push_back(row.dispatch_key);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a priority row is claimed first, however long the backlog of priority 0 before it",
+          "[pg][store][controls]") {
+    test::StoreFixture f;
+    // 200,000 rows of priority 0, older than anything after them.
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, visible_after)"
+        " SELECT 'bulk-' || i, 0, 'a', now() - interval '1 hour' FROM generate_series(1, 200000) "
+        "i");
+    auto low = new_row("low", 0);
+    low.priority = 10;
+    auto high = new_row("high", 0);
+    high.priority = 90;
+    auto also_high = new_row("high-2", 0);
+    also_high.priority = 90;
+    f.store.append(std::vector{low, high, also_high});
+    f.db.exec("ANALYZE outbox");
+
+    SECTION("one route's claim") {
+        const auto claimed = f.store.claim_scoped(f.owner, ClaimScope{}, 5);
+        REQUIRE(claimed.size() == 5);
+        // Highest first, oldest first within a priority, then the backlog.
+        CHECK(claimed[0].dispatch_key == "high:0");
+        CHECK(claimed[1].dispatch_key == "high-2:0");
+        CHECK(claimed[2].dispatch_key == "low:0");
+        CHECK(claimed[0].priority == 90);
+        CHECK(claimed[3].priority == 0);
+    }
+    SECTION("the multi-route claim") {
+        std::vector<test::TestStore::RouteClaim> claims{{ClaimScope{}, 2, std::nullopt}};
+        const auto claimed = f.store.claim_routes(f.owner, claims);
+        REQUIRE(claimed[0].size() == 2);
+        CHECK(keys(claimed[0]) == std::vector<std::string>{"high:0", "high-2:0"});
+    }
+    SECTION("the find shows the priority") { CHECK(f.store.find("low:0")->priority == 10); }
+}
+
+TEST_CASE("plain SQL may set a priority within its bounds only", "[pg][store][controls]") {
+    test::StoreFixture f;
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, priority)"
+        " VALUES ('sql', 0, 'a', 100)");
+    CHECK(f.store.find("sql:0")->priority == 100);
+    CHECK_THROWS(
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, priority)"
+                  " VALUES ('sql', 1, 'a', 101)"));
+    CHECK_THROWS(
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, priority)"
+                  " VALUES ('sql', 2, 'a', -1)"));
+}
+
+TEST_CASE("an ordered claim takes a workflow's rows one at a time, in order",
+          "[pg][store][controls]") {
+    test::StoreFixture f;
+    // Staged out of order: (ordinal, id) decides, not the staging order.
+    f.store.append(
+        std::vector{new_row("w", 2), new_row("w", 0), new_row("w", 1), new_row("other", 0)});
+    auto& claims = f.store.claims;
+
+    auto first = claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered());
+    REQUIRE(first.rows.size() == 2);
+    CHECK(keys(first.rows) == std::vector<std::string>{"w:0", "other:0"});
+    // The rows behind w:0 wait: out of the claimable index.
+    CHECK(f.store.find("w:1")->waiting);
+    CHECK(f.store.find("w:2")->waiting);
+    CHECK(claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered()).rows.empty());
+
+    SECTION("a retry keeps the order: the later rows wait through its backoff") {
+        REQUIRE(f.store.record_outcomes(
+            std::vector{Outcome::retry(ref_of(first.rows[0]), 200ms, "flaky")})[0]);
+        CHECK(claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered())
+                  .rows.empty());
+        std::this_thread::sleep_for(300ms);
+        const auto again =
+            claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered());
+        CHECK(keys(again.rows) == std::vector<std::string>{"w:0"});
+    }
+    SECTION("done lets the next row go, and only it") {
+        REQUIRE(f.store.record_outcomes(
+            std::vector{ending(Outcome::done(ref_of(first.rows[0])), first.rows[0])})[0]);
+        CHECK_FALSE(f.store.find("w:1")->waiting);
+        CHECK(f.store.find("w:2")->waiting);
+        const auto next =
+            claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered());
+        CHECK(keys(next.rows) == std::vector<std::string>{"w:1"});
+    }
+    SECTION("a row let go too early waits again") {
+        // An outcome that names the workflow but was fenced (a stale token) lets w:1 go;
+        // the claim finds w:0 still claimed and parks it again.
+        const auto stale = f.store.record_outcomes(std::vector{ending(
+            Outcome::done({first.rows[0].id, first.rows[0].claim_token + 1000}), first.rows[0])});
+        CHECK_FALSE(stale[0]);
+        CHECK_FALSE(f.store.find("w:1")->waiting);
+        CHECK(claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered())
+                  .rows.empty());
+        CHECK(f.store.find("w:1")->waiting);
+    }
+}
+
+TEST_CASE("a dead letter blocks its workflow, or with skip lets the next row go",
+          "[pg][store][controls]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("w", 0), new_row("w", 1), new_row("w", 2)});
+    auto& claims = f.store.claims;
+    const bool block = GENERATE(true, false);
+    auto first = claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered(block));
+    REQUIRE(keys(first.rows) == std::vector<std::string>{"w:0"});
+    REQUIRE(f.store.record_outcomes(
+        std::vector{ending(Outcome::fail(ref_of(first.rows[0]), "bad input"), first.rows[0])})[0]);
+    REQUIRE(f.status_of("w:0") == Status::failed);
+
+    const auto next =
+        claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered(block));
+    if (block) {
+        INFO("block");
+        CHECK(next.rows.empty());
+        CHECK(f.store.find("w:1")->waiting);
+        CHECK(f.store.maintenance.count_blocked_workflows(store::ShardRanges::all(), {"default"})
+                  .at("default") == 1);
+        // The API's view: the workflow's rows in order, the waiting one marked.
+        const auto rows = f.store.admin.workflow_rows("w", 100);
+        REQUIRE(rows.size() == 3);
+        CHECK(rows[0].status == Status::failed);
+        CHECK(rows[1].waiting);
+        // Requeued, the dead letter goes first again; its end lets w:1 go.
+        REQUIRE(f.store.requeue_dead_letter("w:0"));
+        const auto requeued =
+            claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered(block));
+        REQUIRE(keys(requeued.rows) == std::vector<std::string>{"w:0"});
+        REQUIRE(f.store.record_outcomes(
+            std::vector{ending(Outcome::done(ref_of(requeued.rows[0])), requeued.rows[0])})[0]);
+        CHECK(keys(claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered(block))
+                       .rows) == std::vector<std::string>{"w:1"});
+        CHECK(f.store.maintenance.count_blocked_workflows(store::ShardRanges::all(), {"default"})
+                  .empty());
+    } else {
+        INFO("skip");
+        CHECK(keys(next.rows) == std::vector<std::string>{"w:1"});
+    }
+}
+
+TEST_CASE("a cancelled workflow no longer blocks: its waiting rows are settled",
+          "[pg][store][controls]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("w", 0), new_row("w", 1)});
+    auto first =
+        f.store.claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered());
+    REQUIRE(first.rows.size() == 1);
+    REQUIRE(f.store.find("w:1")->waiting);
+    CHECK(f.store.cancel_workflow("w").size() == 2);
+    CHECK(f.status_of("w:1") == Status::cancelled);
+}
+
+TEST_CASE("the backstop lets go a row parked while its predecessor's outcome was written",
+          "[pg][store][controls]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("w", 0), new_row("w", 1), new_row("v", 0), new_row("v", 1)});
+    auto first =
+        f.store.claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered());
+    REQUIRE(first.rows.size() == 2);
+    // Both ended without letting their next rows go (the race the backstop is for), w's
+    // done, v's dead-lettered.
+    f.db.exec(
+        "UPDATE outbox SET status = 'done', finished_at = now(), claimed_at = NULL,"
+        " claimed_by = NULL, claim_token = NULL WHERE dispatch_key = 'w:0'");
+    f.db.exec(
+        "UPDATE outbox SET status = 'failed', finished_at = now(), claimed_at = NULL,"
+        " claimed_by = NULL, claim_token = NULL WHERE dispatch_key = 'v:0'");
+    const auto all = store::ShardRanges::all();
+    // v's namespace blocks on dead letters: only w:1 goes.
+    CHECK(f.store.maintenance.let_go_waiting(all, {"default"}, {}, 100) == 1);
+    CHECK_FALSE(f.store.find("w:1")->waiting);
+    CHECK(f.store.find("v:1")->waiting);
+    // With skip, v:1 goes too.
+    CHECK(f.store.maintenance.let_go_waiting(all, {"default"}, {"default"}, 100) == 1);
+    CHECK_FALSE(f.store.find("v:1")->waiting);
+    // No ordered namespace: nothing to look at.
+    CHECK(f.store.maintenance.let_go_waiting(all, {}, {}, 100) == 0);
+}
+
+TEST_CASE("waiting rows of a namespace no longer ordered are let go", "[pg][store][controls]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("w", 0), new_row("w", 1), new_row("w", 2),
+                               new_row("k", 0, "kept"), new_row("k", 1, "kept")});
+    auto& claims = f.store.claims;
+    REQUIRE(
+        claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered()).rows.size() ==
+        1);
+    REQUIRE(claims
+                .claim_controlled(f.owner, ClaimScope{"kept", "default", std::nullopt, {}}, 10,
+                                  std::nullopt, ordered())
+                .rows.size() == 1);
+    REQUIRE(f.count("waiting") == 3);
+    const auto all = store::ShardRanges::all();
+    CHECK(f.store.maintenance.release_unordered(all, {"kept"}, 100) == 2);
+    CHECK(f.count("waiting") == 1);
+    CHECK(f.store.find("k:1")->waiting);
+}
+
+TEST_CASE("a concurrency limit holds exactly across claimers of different shards",
+          "[pg][store][controls]") {
+    test::StoreFixture f;
+    // Rows on every shard; two claimers, each owning half of them.
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type)"
+        " SELECT 'w-' || i, 0, 'charge' FROM generate_series(1, 2000) i");
+    const store::Owner a{"node-a/boot-1", store::ShardRanges::balanced_slice(0, 2)};
+    const store::Owner b{"node-b/boot-1", store::ShardRanges::balanced_slice(1, 2)};
+    f.db.exec("UPDATE shard_leases SET owner = NULL, expires_at = '-infinity'");
+    f.db.lease(a.incarnation, a.ranges);
+    f.db.lease(b.incarnation, b.ranges);
+    ClaimStore::ClaimControls limit;
+    limit.activity_type = "charge";
+    limit.max_in_flight = 5;
+    const ClaimScope scope{"default", "default", std::nullopt, {"charge"}};
+
+    std::atomic<std::int64_t> max_seen{0};
+    std::atomic<std::int64_t> done{0};
+    std::atomic<bool> stop{false};
+    std::thread checker([&] {
+        auto conn = f.db.connect();
+        while (!stop) {
+            pqxx::nontransaction tx{conn};
+            const auto n = tx.exec1(
+                                 "SELECT count(*) FROM outbox WHERE status = 'claimed'"
+                                 " AND activity_type = 'charge'")[0]
+                               .as<std::int64_t>();
+            max_seen = std::max(max_seen.load(), n);
+        }
+    });
+    const auto claimer = [&](const store::Owner& owner) {
+        test::TestStore store{f.db.url()};
+        std::vector<Outcome> answers;
+        for (int round = 0; round < 150; ++round) {
+            const auto claimed =
+                store.claims.claim_controlled(owner, scope, 10, std::nullopt, limit);
+            CHECK(claimed.rows.size() <= 5);
+            if (claimed.rows.empty()) CHECK(claimed.wait.has_value());
+            answers.clear();
+            for (const auto& row : claimed.rows) answers.push_back(Outcome::done(ref_of(row)));
+            store.record_outcomes(answers);
+            done += static_cast<std::int64_t>(answers.size());
+        }
+    };
+    std::thread ta(claimer, a);
+    std::thread tb(claimer, b);
+    ta.join();
+    tb.join();
+    stop = true;
+    checker.join();
+    INFO("rows done " << done.load());
+    CHECK(done > 100);
+    CHECK(max_seen <= 5);
+    CHECK(max_seen >= 1);
+
+    // Without answers the limit is reached exactly, whichever claimer gets there first.
+    f.db.exec(
+        "UPDATE outbox SET status = 'pending', claimed_at = NULL, claimed_by = NULL,"
+        " claim_token = NULL, finished_at = NULL");
+    std::atomic<std::size_t> claimed_total{0};
+    const auto grab = [&](const store::Owner& owner) {
+        test::TestStore store{f.db.url()};
+        for (int i = 0; i < 5; ++i) {
+            claimed_total +=
+                store.claims.claim_controlled(owner, scope, 3, std::nullopt, limit).rows.size();
+        }
+    };
+    std::thread ga(grab, a);
+    std::thread gb(grab, b);
+    ga.join();
+    gb.join();
+    CHECK(claimed_total == 5);
+    CHECK(f.count("status = 'claimed'") == 5);
+}
+
+TEST_CASE("a rate limit hands out its burst, then tokens as they refill", "[pg][store][controls]") {
+    test::StoreFixture f;
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type)"
+        " SELECT 'w-' || i, 0, 'mail' FROM generate_series(1, 500) i");
+    ClaimStore::ClaimControls limit;
+    limit.namespace_rate = store::RateLimit{20, 5};
+    auto& claims = f.store.claims;
+
+    const auto started = std::chrono::steady_clock::now();
+    const auto burst = claims.claim_controlled(f.owner, ClaimScope{}, 100, std::nullopt, limit);
+    CHECK(burst.rows.size() == 5);
+    const auto empty = claims.claim_controlled(f.owner, ClaimScope{}, 100, std::nullopt, limit);
+    CHECK(empty.rows.size() <= 1);
+    if (empty.rows.empty()) {
+        REQUIRE(empty.wait.has_value());
+        CHECK(*empty.wait <= 60ms);  // one token at 20 a second
+    }
+    // Claiming as fast as it may for a second: the rate, not the claims, decides.
+    std::size_t taken = burst.rows.size() + empty.rows.size();
+    while (std::chrono::steady_clock::now() - started < 1s) {
+        const auto got = claims.claim_controlled(f.owner, ClaimScope{}, 100, std::nullopt, limit);
+        taken += got.rows.size();
+        if (got.wait) std::this_thread::sleep_for(*got.wait);
+    }
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    INFO("taken " << taken << " in " << elapsed << " s");
+    CHECK(static_cast<double>(taken) <= 20 * elapsed + 5 + 1);
+    CHECK(static_cast<double>(taken) >= 20 * elapsed + 5 - 3);
+    // The bucket is the cluster's: another claimer's first claim finds it spent.
+    test::TestStore other{f.db.url()};
+    CHECK(other.claims.claim_controlled(f.owner, ClaimScope{}, 100, std::nullopt, limit)
+              .rows.size() <= 1);
+}
+
+}  // namespace outboxd
