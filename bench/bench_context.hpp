@@ -3,6 +3,7 @@
 // What every scenario needs: the settings, the cluster's databases, CPU accounting and a
 // progress log (stderr; stdout carries only the report).
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -53,8 +54,26 @@ struct BenchSettings {
     // HTTP push (docs/benchmarks.md, "HTTP push").
     std::int64_t http_rows = 50'000;  // per throughput run, and the WebSocket run beside it
     int http_max_in_flight = 512;     // the target's bound: concurrent requests
-    std::vector<std::string> only;    // scenarios to run; empty: all
+    // Delivery controls (docs/benchmarks.md, "Delivery controls").
+    std::int64_t ordered_workflows = 10'000;  // × 10 rows, ordered and unordered
+    std::int64_t serial_rows = 5'000;         // one ordered workflow
+    double rate_seconds = 10;                 // measured span of the rate limit
+    std::int64_t priority_backlog = 1'000'000;
+    std::int64_t priority_rows = 100;  // 20 a second
+    std::int64_t limit_rows = 10'000;  // concurrency limit run
+    std::vector<std::string> only;     // scenarios to run; empty: all
 };
+
+// How long a changed namespace setting may take to reach every node's claim path: the
+// nodes' OUTBOXD_QUOTA_CACHE_TTL_MS (from --node-env, else its default).
+[[nodiscard]] inline std::chrono::milliseconds settings_ttl(const BenchSettings& settings) {
+    for (const auto& [key, value] : settings.node_env) {
+        if (key == "OUTBOXD_QUOTA_CACHE_TTL_MS")
+            return std::chrono::milliseconds{std::stoll(value)};
+    }
+    return std::chrono::milliseconds{1000};
+}
+inline constexpr std::chrono::milliseconds kSettingsMargin{500};
 
 struct BenchContext {
     const BenchSettings& settings;

@@ -22,6 +22,7 @@
 #include "bench_report.hpp"
 #include "child_process.hpp"
 #include "claim_loop.hpp"
+#include "controls_scenario.hpp"
 #include "e2e_scenario.hpp"
 #include "history_scenario.hpp"
 #include "http_push_scenario.hpp"
@@ -38,7 +39,7 @@ using namespace outboxd::bench;
 
 const std::set<std::string> kScenarios{"floor",    "limit",        "e2e",         "latency",
                                        "wake",     "history",      "idle_routes", "tenants",
-                                       "weighted", "quiet_tenant", "http_push"};
+                                       "weighted", "quiet_tenant", "http_push",   "controls"};
 
 struct CommandLine {
     BenchSettings settings;
@@ -149,9 +150,21 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     app.add_option("--http-max-in-flight", s.http_max_in_flight,
                    "the HTTP push target's max_in_flight (512)")
         ->check(CLI::Range(1, 10'000));
+    auto* ordered_workflows =
+        app.add_option("--ordered-workflows", s.ordered_workflows,
+                       "workflows of 10 rows of the ordered runs (10000; quick 2000)");
+    auto* serial_rows = app.add_option("--serial-rows", s.serial_rows,
+                                       "rows of the one-workflow ordered run (5000; quick 1000)");
+    auto* rate_seconds = app.add_option("--rate-seconds", s.rate_seconds,
+                                        "measured span of the rate limit run (10; quick 4)");
+    auto* priority_backlog =
+        app.add_option("--priority-backlog", s.priority_backlog,
+                       "priority-0 rows ahead of the priority rows (1000000; quick 200000)");
+    auto* limit_rows = app.add_option("--limit-rows", s.limit_rows,
+                                      "rows of the concurrency limit run (10000; quick 3000)");
     app.add_option("--only", s.only,
                    "scenarios to run: floor,limit,e2e,latency,wake,history,idle_routes,tenants,"
-                   "weighted,quiet_tenant,http_push")
+                   "weighted,quiet_tenant,http_push,controls")
         ->delimiter(',')
         ->check(CLI::IsMember(kScenarios));
     app.add_option("--json-file", command.json_file, "also write the JSON result here");
@@ -177,6 +190,12 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         if (!*weighted_rows) s.weighted_rows = 60'000;
         if (!*quiet_busy_rows) s.quiet_busy_rows = 500'000;
         if (!*quiet_seconds) s.quiet_seconds = 10;
+        if (!*ordered_workflows) s.ordered_workflows = 2'000;
+        if (!*serial_rows) s.serial_rows = 1'000;
+        if (!*rate_seconds) s.rate_seconds = 4;
+        if (!*priority_backlog) s.priority_backlog = 200'000;
+        s.priority_rows = 40;
+        if (!*limit_rows) s.limit_rows = 3'000;
     }
     for (const auto& entry : node_env) {
         const auto equals = entry.find('=');
@@ -270,6 +289,7 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
     if (wanted(s, "weighted")) report.weighted = run_weighted(context);
     if (wanted(s, "quiet_tenant")) report.quiet_tenant = run_quiet_tenant(context);
     if (wanted(s, "http_push")) report.http_latency = run_http_latency(context);
+    if (wanted(s, "controls")) report.controls = run_controls(context);
 }
 
 int run(int argc, char** argv) {

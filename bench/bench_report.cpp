@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "controls_report.hpp"
 #include "http_push_report.hpp"
 #include "report_format.hpp"
 #include "routes_report.hpp"
@@ -263,6 +264,7 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
 
     out << render_routes_table(settings, report);
     out << render_http_push_table(settings, report);
+    out << render_controls_table(report);
 
     if (!report.grid.empty()) {
         out << strf(
@@ -408,6 +410,7 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
     }
     add_routes_json(out, report);
     add_http_push_json(out, report);
+    add_controls_json(out, report);
     out["max_foreign_cpu"] = json_fine(max_foreign_cpu(report));
     out["total_seconds"] = json_rate(report.total_seconds);
     return out;

@@ -12,6 +12,7 @@
 
 #include "bench_context.hpp"
 #include "claim_loop.hpp"
+#include "controls_scenario.hpp"
 #include "e2e_scenario.hpp"
 #include "history_scenario.hpp"
 #include "latency_scenario.hpp"
@@ -52,6 +53,7 @@ struct BenchReport {
     std::vector<E2eResult> http_push_runs;
     std::vector<E2eResult> http_ws_runs;
     std::optional<LatencyResult> http_latency;
+    std::optional<ControlsResult> controls;
     double total_seconds = 0;
     double load_after = 0;  // 1-minute load average when it ended
 };

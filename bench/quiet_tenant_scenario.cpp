@@ -13,6 +13,7 @@
 
 #include "outboxd/sdk/worker_client.hpp"
 #include "percentile.hpp"
+#include "wait_for.hpp"
 
 namespace outboxd::bench {
 namespace {
@@ -22,7 +23,6 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kBusy = "busy";
 constexpr const char* kQuiet = "quiet";
 constexpr const char* kKeyPrefix = "quiet-";
-constexpr std::chrono::seconds kConnectTimeout{30};
 constexpr std::chrono::seconds kDrainTimeout{10};
 constexpr std::chrono::milliseconds kPoll{20};
 // Credit of the quiet tenant's worker: a small service's, more than one row a second needs.
@@ -35,17 +35,6 @@ constexpr double kMinRateInterval = 0.5;  // seconds
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
         .count();
-}
-
-// Waits until `ready()` or throws after kConnectTimeout; `check()` throws when a process died.
-template <typename Ready, typename Check>
-void wait_for(const char* what, Ready ready, Check check) {
-    const auto deadline = Clock::now() + kConnectTimeout;
-    while (!ready()) {
-        check();
-        if (Clock::now() > deadline) throw std::runtime_error{std::string{"quiet_tenant: "} + what};
-        std::this_thread::sleep_for(kPoll);
-    }
 }
 
 }  // namespace
@@ -88,8 +77,8 @@ QuietTenantResult run_quiet_tenant(const BenchContext& context) {
         }};
     client.start();
     wait_for(
-        "the SDK worker did not connect", [&] { return client.stats().connected_nodes > 0; },
-        [&] { fleet.check_alive(); });
+        "quiet_tenant", "the SDK worker did not connect",
+        [&] { return client.stats().connected_nodes > 0; }, [&] { fleet.check_alive(); });
 
     WorkerFleet workers{fleet_settings,
                         {WorkerGroup{"worker",
@@ -100,7 +89,7 @@ QuietTenantResult run_quiet_tenant(const BenchContext& context) {
                         fleet.worker_urls().front(),
                         "quiet_tenant"};
     wait_for(
-        "the busy tenant did not start", [&] { return fleet.rows_done(kBusy) > 0; },
+        "quiet_tenant", "the busy tenant did not start", [&] { return fleet.rows_done(kBusy) > 0; },
         [&] {
             fleet.check_alive();
             workers.check_alive();

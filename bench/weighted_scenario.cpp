@@ -16,10 +16,6 @@ namespace outboxd::bench {
 namespace {
 
 constexpr std::chrono::milliseconds kPollInterval{100};
-// The node's default OUTBOXD_QUOTA_CACHE_TTL_MS: how long a changed namespace setting may
-// take to reach the claim path.
-constexpr std::chrono::milliseconds kDefaultSettingsTtl{1000};
-constexpr std::chrono::milliseconds kSettingsMargin{500};
 const std::vector<double> kWeights{1, 2, 4};
 // Each worker's credit in node batches. The node sends its next claim round before the
 // answers to the last one are back, so a namespace holds about two rounds of its share in
@@ -28,14 +24,6 @@ const std::vector<double> kWeights{1, 2, 4};
 // shares 0.178 / 0.320 / 0.502 with 1,024, 0.142 / 0.285 / 0.573 with 4,096). With ample
 // credit the batch, not a worker, is what the weights divide.
 constexpr int kCreditInBatches = 4;
-
-std::chrono::milliseconds settings_ttl(const BenchSettings& settings) {
-    for (const auto& [key, value] : settings.node_env) {
-        if (key == "OUTBOXD_QUOTA_CACHE_TTL_MS")
-            return std::chrono::milliseconds{std::stoll(value)};
-    }
-    return kDefaultSettingsTtl;
-}
 
 // nullopt when the node took the weight; otherwise why not. Only a refusal (4xx) is an
 // answer: a node that fails (5xx) or cannot be reached fails the scenario.

@@ -180,6 +180,7 @@ std::vector<store::OutboxRow> claim_controlled(store::ClaimStore& store, const s
     std::vector<store::OutboxRow> rows;
     const auto now = Throttles::Clock::now();
     std::optional<std::chrono::milliseconds> soonest;
+    bool full = false;
     const auto& ns = claim.scope.namespace_name;
     for (const auto& sub : sub_claims(claim.scope, controls)) {
         const auto left = claim.limit - static_cast<std::int32_t>(rows.size());
@@ -203,12 +204,17 @@ std::vector<store::OutboxRow> claim_controlled(store::ClaimStore& store, const s
                                  ? std::string{}
                                  : sub.throttle_type;
             throttles.until[{ns, key}] = now + *claimed.wait;
+            if (claimed.full) {
+                throttles.full.insert({ns, key});
+                full = true;
+            }
             soonest = soonest ? std::min(*soonest, *claimed.wait) : *claimed.wait;
         }
         rows.insert(rows.end(), std::make_move_iterator(claimed.rows.begin()),
                     std::make_move_iterator(claimed.rows.end()));
     }
     if (soonest) result.throttled.emplace_back(claim.scope, *soonest);
+    if (full) result.full.push_back(claim.scope);
     return rows;
 }
 
@@ -345,6 +351,7 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
                           state.cursors.start(planned.scope, now, request.generations.front)});
     }
     try {
+        if (request.slots_freed) state.throttles.slots_freed();
         auto claimed = claim_planned(store, owner, claims, request, state.throttles, result);
         const auto done = ClaimCursors::Clock::now();
         for (std::size_t i = 0; i < claims.size(); ++i) {

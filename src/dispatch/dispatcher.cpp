@@ -64,6 +64,9 @@ Dispatcher::Dispatcher(const boost::asio::any_io_executor& loop, DispatchLanes l
       throttle_timer_(loop) {
     // Writes landing free the way for drain; recovering writes allow claims again.
     outcomes_.on_settled([this] {
+        slots_freed_ = true;
+        // A full concurrency limit may have room now.
+        std::erase_if(held_, [](const auto& entry) { return entry.second.full; });
         check_drained();
         request_sweep();
     });
@@ -130,6 +133,7 @@ std::vector<Dispatcher::QueueKey> Dispatcher::claim_apart(const std::vector<Queu
     auto routes =
         registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
     claimer_.drop_resting(routes, now);
+    drop_held(routes, now);
     // A queue is claimed apart only when none of its routes is active (the rounds serve
     // those) and its namespace is not in the round in flight.
     std::set<QueueKey> to_rounds;
@@ -213,6 +217,7 @@ void Dispatcher::sweep() {
     auto routes =
         registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
     claimer_.drop_resting(routes, now);
+    drop_held(routes, now);
     if (!apart_namespaces_.empty()) {
         std::erase_if(routes, [this](const worker::Route& route) {
             return apart_namespaces_.contains(route.scope.namespace_name);
@@ -246,6 +251,7 @@ void Dispatcher::sweep() {
     request.settled = outcomes_.take_settled();
     request.claimed_apart = std::exchange(claimed_apart_, {});
     request.controls = controls_of(round_namespaces_);
+    request.slots_freed = std::exchange(slots_freed_, false);
     claiming_ = true;
     sweep_again_ = false;
     claimer_.claim(std::move(request),
@@ -264,12 +270,24 @@ std::map<std::string, store::DeliveryControls> Dispatcher::controls_of(
     return out;
 }
 
+void Dispatcher::drop_held(std::vector<worker::Route>& routes, Clock::time_point now) {
+    if (held_.empty()) return;
+    std::erase_if(held_, [now](const auto& entry) { return entry.second.until <= now; });
+    std::erase_if(routes,
+                  [this](const worker::Route& route) { return held_.contains(route.scope); });
+}
+
 void Dispatcher::held_back(const Claimer::Round& round) {
-    // A limit that left rows unclaimed says when it may let some go: claim again then, not
-    // before (no statements while it has no room).
+    // A limit that left rows unclaimed says when it may let some go: the route is left out
+    // of the rounds until then (no rounds, no statements while it has no room), and a round
+    // is claimed then.
     std::optional<std::chrono::milliseconds> soonest;
+    const auto now = Clock::now();
     for (const auto& [scope, wait] : round.result.throttled) {
         soonest = soonest ? std::min(*soonest, wait) : wait;
+        const bool full = std::find(round.result.full.begin(), round.result.full.end(), scope) !=
+                          round.result.full.end();
+        held_[scope] = {now + wait, full};
     }
     if (!soonest) return;
     const auto at = Clock::now() + *soonest;

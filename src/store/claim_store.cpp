@@ -34,11 +34,16 @@ namespace {
 
 // When a limit that left no room may leave some: a rate limit's next whole token, or, for a
 // concurrency limit (whose rows end elsewhere, unseen), a short rest.
-constexpr std::chrono::milliseconds kBusyTypeRest{50};
+constexpr std::chrono::milliseconds kBusyTypeRest{20};
 constexpr std::chrono::milliseconds kMinTokenWait{5};
+constexpr std::chrono::milliseconds kTokenCadence{20};
 
+// Until the bucket holds a claim's worth of tokens: what kTokenCadence brings (at least one,
+// at most the burst), so that a fast rate is claimed in a few rows a claim, not one.
 std::chrono::milliseconds token_wait(double tokens, const RateLimit& rate) {
-    const double seconds = std::max(0.0, 1.0 - tokens) / rate.per_second;
+    const double wanted = std::clamp(rate.per_second * kTokenCadence.count() / 1000.0, 1.0,
+                                     static_cast<double>(rate.burst));
+    const double seconds = std::max(0.0, wanted - tokens) / rate.per_second;
     return std::max(kMinTokenWait, std::chrono::milliseconds{
                                        static_cast<std::int64_t>(std::ceil(seconds * 1000))});
 }
@@ -110,13 +115,18 @@ ClaimStore::ControlledClaim ClaimStore::claim_controlled(const Owner& owner,
     return session_.pg().transact(statement, [&](pqxx::work& tx) {
         ControlledClaim out;
         std::int64_t room = limit;
+        std::int64_t type_room = limit;  // what the type's concurrency limit leaves
         if (controls.max_in_flight) {
             tx.exec_prepared(std::string{sql::kLockActivity.name}, ns, type);
             const auto claimed =
                 tx.exec_prepared1(std::string{sql::kCountClaimedOfType.name}, ns, type)[0]
                     .as<std::int64_t>();
-            room = std::min<std::int64_t>(room, *controls.max_in_flight - claimed);
-            if (room <= 0) out.wait = kBusyTypeRest;
+            type_room = *controls.max_in_flight - claimed;
+            room = std::min<std::int64_t>(room, type_room);
+            if (room <= 0) {
+                out.wait = kBusyTypeRest;
+                out.full = true;
+            }
         }
         // Buckets in one order (the namespace's first), so that two claims never wait on
         // each other's.
@@ -130,9 +140,10 @@ ClaimStore::ControlledClaim ClaimStore::claim_controlled(const Owner& owner,
         if (controls.type_rate) buckets.push_back({type, *controls.type_rate, 0});
         for (auto& bucket : buckets) {
             if (room <= 0) break;
-            bucket.tokens = tx.exec_prepared1(std::string{sql::kTakeTokens.name}, ns, bucket.type,
-                                              bucket.rate.per_second, bucket.rate.burst)[0]
-                                .as<double>();
+            const auto tokens =
+                tx.exec_prepared1(std::string{sql::kTakeTokens.name}, ns, bucket.type,
+                                  bucket.rate.per_second, bucket.rate.burst)[0];
+            bucket.tokens = tokens.is_null() ? 0.0 : tokens.as<double>();
             room = std::min(room, static_cast<std::int64_t>(std::floor(bucket.tokens)));
             if (room <= 0) out.wait = token_wait(bucket.tokens, bucket.rate);
         }
@@ -141,10 +152,21 @@ ClaimStore::ControlledClaim ClaimStore::claim_controlled(const Owner& owner,
                                 controls.ordered, controls.block_on_dead_letter);
         }
         const auto taken = static_cast<double>(out.rows.size());
+        // Filled to its limit: the next claim waits for a slot instead of finding none.
+        if (controls.max_in_flight && type_room > 0 &&
+            static_cast<std::int64_t>(out.rows.size()) >= type_room) {
+            out.wait = kBusyTypeRest;
+            out.full = true;
+        }
         for (const auto& bucket : buckets) {
-            if (bucket.tokens == 0 && room <= 0 && taken == 0) continue;  // untouched
-            tx.exec_prepared(std::string{sql::kSetTokens.name}, ns, bucket.type,
-                             std::max(0.0, bucket.tokens - taken));
+            const double left = std::max(0.0, bucket.tokens - taken);
+            if (taken > 0)
+                tx.exec_prepared(std::string{sql::kSpendTokens.name}, ns, bucket.type, taken);
+            // Spent: the next claim waits for tokens instead of finding none.
+            if (taken > 0 && left < 1) {
+                const auto wait = token_wait(left, bucket.rate);
+                out.wait = out.wait ? std::max(*out.wait, wait) : wait;
+            }
         }
         return out;
     });

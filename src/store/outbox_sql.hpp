@@ -490,20 +490,25 @@ inline constexpr Statement kLockActivity{"outbox_lock_activity",
 inline constexpr Statement kCountClaimedOfType{"outbox_count_claimed_of_type",
     "SELECT count(*) FROM outbox WHERE status = 'claimed' AND namespace = $1"
     " AND activity_type = $2"};
-// A token bucket (namespace $1, activity type $2: '' for the namespace's), locked until the
-// transaction ends: the whole tokens it holds after refilling at $3 a second, at most $4, by
-// the database's clock.
+// A token bucket (namespace $1, activity type $2: '' for the namespace's) refilled at $3 a
+// second up to $4 by the database's clock, and locked until the transaction ends: its
+// tokens now (NULL only when another claim created it this instant: none to take yet).
+// Refilled in the same statement that reads it, so no time between the read and the debit
+// is lost to the refill.
 inline constexpr Statement kTakeTokens{"outbox_take_tokens", R"SQL(
 WITH created AS (
     INSERT INTO rate_buckets (namespace, activity_type, tokens, refilled_at)
-    VALUES ($1, $2, $4, clock_timestamp()) ON CONFLICT DO NOTHING RETURNING tokens)
-SELECT coalesce((SELECT tokens FROM created),
-                (SELECT least($4::float8, b.tokens + $3::float8
-                              * greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at)))
-                 FROM rate_buckets b WHERE b.namespace = $1 AND b.activity_type = $2
-                 FOR UPDATE))::float8)SQL"};
-inline constexpr Statement kSetTokens{"outbox_set_tokens",
-    "UPDATE rate_buckets SET tokens = $3, refilled_at = greatest(refilled_at, clock_timestamp())"
+    VALUES ($1, $2, $4, clock_timestamp()) ON CONFLICT DO NOTHING RETURNING tokens),
+refilled AS (
+    UPDATE rate_buckets b
+    SET tokens = least($4::float8, b.tokens + $3::float8 * greatest(0::float8,
+                       extract(epoch FROM clock_timestamp() - b.refilled_at)::float8)),
+        refilled_at = clock_timestamp()
+    WHERE b.namespace = $1 AND b.activity_type = $2 RETURNING b.tokens)
+SELECT coalesce((SELECT tokens FROM created), (SELECT tokens FROM refilled))::float8)SQL"};
+// Takes $3 tokens from the bucket kTakeTokens locked.
+inline constexpr Statement kSpendTokens{"outbox_spend_tokens",
+    "UPDATE rate_buckets SET tokens = greatest(0, tokens - $3::float8)"
     " WHERE namespace = $1 AND activity_type = $2"};
 
 // Claims and re-arms read a LIMIT off an ordered partial index. The planner can
@@ -530,7 +535,7 @@ inline constexpr std::array kOutboxStatements{
     kListDeadLetters, kRequeueDeadLetter, kDeleteFinished, kPutNamespace, kGetNamespace,
     kListNamespaces, kSettleCancelled, kPutHttpTarget, kGetHttpTarget, kListHttpTargets,
     kDeleteHttpTarget, kReportHttpTargets, kClaimOrdered, kClaimOrderedAfter, kLetGoWaiting, kReleaseUnordered,
-    kCountBlockedWorkflows, kLockActivity, kCountClaimedOfType, kTakeTokens, kSetTokens,
+    kCountBlockedWorkflows, kLockActivity, kCountClaimedOfType, kTakeTokens, kSpendTokens,
 };
 
 // clang-format on

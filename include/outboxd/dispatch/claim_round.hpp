@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,7 +49,16 @@ struct ClaimGenerations {
 // get nothing, by namespace and activity type ("" for the namespace's own rate limit).
 struct Throttles {
     using Clock = std::chrono::steady_clock;
-    std::map<std::pair<std::string, std::string>, Clock::time_point> until;
+    using Key = std::pair<std::string, std::string>;  // namespace, activity type ("": all)
+    std::map<Key, Clock::time_point> until;
+    // The keys held back because their concurrency limit was full: an outcome write that
+    // lands may have freed a slot, so they are let go early then.
+    std::set<Key> full;
+
+    void slots_freed() {
+        for (const auto& key : full) until.erase(key);
+        full.clear();
+    }
 
     [[nodiscard]] bool holds(const std::string& ns, const std::string& type,
                              Clock::time_point now) const {
@@ -84,6 +94,9 @@ struct ClaimRequest {
     std::map<std::string, std::int64_t> claimed_apart;
     // The delivery controls of the namespaces of this round that have any (a snapshot).
     std::map<std::string, store::DeliveryControls> controls;
+    // Outcome writes landed since the last round: concurrency limits that were full may
+    // have room again.
+    bool slots_freed = false;
 };
 
 struct ClaimRoundResult {
@@ -106,6 +119,8 @@ struct ClaimRoundResult {
     // Routes a limit held back (some rows left unclaimed for it): when it may let more go.
     // They still have due rows.
     std::vector<std::pair<store::ClaimScope, std::chrono::milliseconds>> throttled;
+    // Those of them held back by a full concurrency limit (an outcome write may free it).
+    std::vector<store::ClaimScope> full;
 };
 
 // A lost connection or contention (store::UnavailableError, store::ConflictError) fails the

@@ -162,6 +162,8 @@ private:
         const std::set<std::string>& names) const;
     // Routes a limit held back: a sweep when the soonest of them may go on.
     void held_back(const Claimer::Round& round);
+    // Leaves out of `routes` those a limit holds back now.
+    void drop_held(std::vector<worker::Route>& routes, std::chrono::steady_clock::time_point now);
 
     boost::asio::any_io_executor loop_;
     worker::WorkerRegistry& registry_;
@@ -200,6 +202,15 @@ private:
     boost::asio::steady_timer throttle_timer_;
     bool throttle_armed_ = false;
     std::chrono::steady_clock::time_point throttle_at_{};
+    // An outcome write landed since the last round (concurrency limits may have room).
+    bool slots_freed_ = false;
+    // Routes a limit holds back, until when; `full`: a concurrency limit (an outcome write
+    // that lands lets it go early).
+    struct Held {
+        std::chrono::steady_clock::time_point until;
+        bool full = false;
+    };
+    std::map<store::ClaimScope, Held> held_;
     util::Lifetime lifetime_;
 };
 

@@ -64,6 +64,8 @@ public:
         // Set when a limit left no room: when to try again (a token due, or the rows of the
         // type still claimed elsewhere), instead of claiming again at once.
         std::optional<std::chrono::milliseconds> wait;
+        // The wait is for a concurrency limit that was full (an answer may end it sooner).
+        bool full = false;
     };
     // A claim of one route under `controls`: ordered and/or limited. A limited claim is one
     // transaction: the type's advisory lock and claimed count, the buckets' tokens (locked),
