@@ -1,6 +1,8 @@
 # Compiles sql/migrations/NNNN_name.sql into a C++ source so the binaries carry their schema.
 function(outboxd_embed_migrations out_var)
   file(GLOB migration_files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/sql/migrations/*.sql)
+  # An edited migration re-runs the configure step, which writes the source again.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${migration_files})
   list(SORT migration_files)
   set(out ${CMAKE_CURRENT_BINARY_DIR}/bundled_migrations.cpp)
   set(body "#include \"outboxd/store/migrator.hpp\"\n\nnamespace outboxd::store {\nnamespace {\n")

@@ -283,7 +283,7 @@ TEST_CASE("one namespace's claimed count reads only that namespace's claimed row
         " AND shard <@ '{[0,1024)}'::int4multirange GROUP BY namespace";
     const auto plan = nlohmann::json::parse(f.db.exec(plan_of)[0][0].as<std::string>())[0]["Plan"];
     INFO(plan.dump(2));
-    CHECK(plan.dump().find("outbox_claimed_type_idx") != std::string::npos);
+    CHECK(plan.dump().find("outbox_claimed_namespace_idx") != std::string::npos);
     // Before (an index led by claimed_at): every claimed row's entry, 5,001 rows read.
     CHECK(plan["Shared Hit Blocks"].get<long>() + plan["Shared Read Blocks"].get<long>() < 20);
 }
