@@ -29,19 +29,16 @@ CREATE INDEX outbox_waiting_idx
     WHERE status = 'pending' AND waiting;
 
 -- Whether a row of an ordered namespace has an earlier row of its workflow pending, claimed
--- or dead-lettered. The pending and dead-lettered rows of a workflow in order: this replaces
--- the pending rows' workflow index (cancel and the cancelled-workflow sweep read it the same
--- way), so a row costs one more index entry only when dead-lettered.
+-- or dead-lettered: the live and dead-lettered rows of a workflow in order. It replaces the
+-- pending rows' workflow index (cancel and the cancelled-workflow sweep read it the same
+-- way); a row costs one more index entry when claimed and when dead-lettered. (Keeping
+-- claimed rows out of it, with a separate index of ordered claims, made the head check of a
+-- generic plan scan the namespace's claimed rows per candidate: 0.96 -> 0.09 of the
+-- unordered rate.)
 CREATE INDEX outbox_workflow_order_idx
     ON outbox (workflow_id, ordinal, id)
-    WHERE status IN ('pending', 'failed');
+    WHERE status IN ('pending', 'claimed', 'failed');
 DROP INDEX outbox_pending_workflow_idx;
--- The claimed ones: only rows an ordered claim took (in_order), so that a claim in any other
--- namespace writes no entry here.
-ALTER TABLE outbox ADD COLUMN in_order boolean NOT NULL DEFAULT false;
-CREATE INDEX outbox_ordered_claimed_idx
-    ON outbox (workflow_id, ordinal, id)
-    WHERE status = 'claimed' AND in_order;
 
 -- A concurrency limit counts the claimed rows of its namespace and activity type through
 -- the namespace's claimed-rows index (0009), the type checked on each row: an index keyed by

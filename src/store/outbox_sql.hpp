@@ -72,15 +72,12 @@ namespace outboxd::store::sql {
 #define OUTBOXD_CLAIM_UPDATE OUTBOXD_CLAIM_UPDATE_SETTING("")
 
 // Whether row `o` of an ordered namespace has an earlier row of its workflow pending,
-// claimed (by an ordered claim: in_order) or, with `failed_blocks`, dead-lettered.
+// claimed or, with `failed_blocks`, dead-lettered: one probe of outbox_workflow_order_idx.
 #define OUTBOXD_HAS_EARLIER(o, failed_blocks)                                          \
-    "(EXISTS (SELECT 1 FROM outbox p WHERE p.workflow_id = " o ".workflow_id"         \
-    "   AND p.status IN ('pending', 'failed')"                                          \
+    "EXISTS (SELECT 1 FROM outbox p WHERE p.workflow_id = " o ".workflow_id"          \
+    "   AND p.status IN ('pending', 'claimed', 'failed')"                               \
     "   AND (p.ordinal, p.id) < (" o ".ordinal, " o ".id)"                             \
-    "   AND (p.status = 'pending' OR " failed_blocks "))"                              \
-    " OR EXISTS (SELECT 1 FROM outbox q WHERE q.workflow_id = " o ".workflow_id"      \
-    "   AND q.status = 'claimed' AND q.in_order"                                        \
-    "   AND (q.ordinal, q.id) < (" o ".ordinal, " o ".id)))"
+    "   AND (p.status <> 'failed' OR " failed_blocks "))"
 
 #define OUTBOXD_CLEAR_CLAIM "claimed_at = NULL, claimed_by = NULL, claim_token = NULL"
 
@@ -131,17 +128,6 @@ RETURNING dispatch_key)SQL"};
     " picked AS (SELECT id FROM prio UNION ALL SELECT id FROM rest) "                   \
     OUTBOXD_CLAIM_UPDATE
 
-// A claim of one route after its claim position, oldest first whatever the priority: the
-// claim of a wake, whose rows are the ones staged since (a priority row of a busy route is
-// taken by the rounds, kClaimRoutes, and by the claims from the front). Kept free of the
-// priority scan: on this path, per row, it cost +0.08 ms of latency (p50 0.50 -> 0.59 ms).
-#define OUTBOXD_CLAIM_SCOPED_IN_ORDER(after)                                             \
-    "WITH " OUTBOXD_CLAIM_TOKEN                                                         \
-    " picked AS (SELECT o.id FROM outbox o WHERE " OUTBOXD_CLAIMABLE OUTBOXD_ONE_ROUTE after \
-    "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id"                      \
-    "   LIMIT $7 FOR UPDATE OF o SKIP LOCKED) "                                          \
-    OUTBOXD_CLAIM_UPDATE
-
 // A claim of one route of an ordered namespace (README, "Delivery controls"): $7 candidates
 // at most, oldest first; a candidate with an earlier row of its workflow pending, claimed
 // or, with $9 (on_dead_letter block), dead-lettered is not claimed but waits (it leaves the
@@ -157,7 +143,7 @@ RETURNING dispatch_key)SQL"};
     " parked AS (UPDATE outbox o SET waiting = true FROM cand c"                        \
     "   WHERE o.id = c.id AND NOT c.head),"                                              \
     " picked AS (SELECT id FROM cand WHERE head) "                                      \
-    OUTBOXD_CLAIM_UPDATE_SETTING(", in_order = true")
+    OUTBOXD_CLAIM_UPDATE
 
 // From the first due row of the route: the paced backstop. Planned per execution, with the
 // route's own statistics: while the statistics know a single route, a generic plan would
@@ -171,7 +157,7 @@ inline constexpr Statement kClaimScoped{"outbox_claim_scoped", OUTBOXD_CLAIM_SCO
 // running it (0.76 vs 0.44 ms per claim at 1,000 rows/s, pg_stat_statements), time spent
 // on the latency path of every row.
 inline constexpr Statement kClaimScopedAfter{"outbox_claim_scoped_after",
-    OUTBOXD_CLAIM_SCOPED_IN_ORDER(" AND (o.visible_after, o.id) >"
+    OUTBOXD_CLAIM_SCOPED(" AND (o.visible_after, o.id) >"
                          " (" OUTBOXD_SQL_INSTANT("$9::bigint") ","
                          "  $10::bigint)"),
     Plan::generic};
