@@ -140,9 +140,10 @@ store::RateLimit parse_rate(const json& value, const std::string& where) {
         }
     }
     const auto rate = value.find("per_second");
-    if (rate == value.end() || !rate->is_number() || !(rate->get<double>() > 0) ||
+    if (rate == value.end() || !rate->is_number() ||
+        !(rate->get<double>() >= store::kMinRatePerSecond) ||
         rate->get<double>() > store::kMaxRatePerSecond) {
-        throw Bad{"'" + where + ".per_second' must be a number above 0 and at most " +
+        throw Bad{"'" + where + ".per_second' must be a number between 0.001 and " +
                   std::to_string(static_cast<std::int64_t>(store::kMaxRatePerSecond))};
     }
     store::RateLimit out;

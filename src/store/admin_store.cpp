@@ -219,9 +219,9 @@ void AdminStore::put_namespace(const NamespaceSettings& settings) {
     }
     const auto check_rate = [](const std::optional<RateLimit>& rate, const std::string& where) {
         if (!rate) return;
-        if (!(rate->per_second > 0) || rate->per_second > kMaxRatePerSecond || rate->burst < 1 ||
-            rate->burst > kMaxBurst) {
-            throw ValidationError(where + ": per_second must be above 0 (at most " +
+        if (!(rate->per_second >= kMinRatePerSecond) || rate->per_second > kMaxRatePerSecond ||
+            rate->burst < 1 || rate->burst > kMaxBurst) {
+            throw ValidationError(where + ": per_second must be at least 0.001 (at most " +
                                   std::to_string(static_cast<std::int64_t>(kMaxRatePerSecond)) +
                                   ") and burst between 1 and " + std::to_string(kMaxBurst));
         }

@@ -37,13 +37,17 @@ namespace {
 constexpr std::chrono::milliseconds kBusyTypeRest{20};
 constexpr std::chrono::milliseconds kMinTokenWait{5};
 constexpr std::chrono::milliseconds kTokenCadence{20};
+constexpr double kMaxTokenWaitSeconds = 60;
 
 // Until the bucket holds a claim's worth of tokens: what kTokenCadence brings (at least one,
 // at most the burst), so that a fast rate is claimed in a few rows a claim, not one.
 std::chrono::milliseconds token_wait(double tokens, const RateLimit& rate) {
     const double wanted = std::clamp(rate.per_second * kTokenCadence.count() / 1000.0, 1.0,
                                      static_cast<double>(rate.burst));
-    const double seconds = std::max(0.0, wanted - tokens) / rate.per_second;
+    // Capped: a rate set by plain SQL below the API's bound must not overflow the wait (the
+    // route is looked at again then, and waits again).
+    const double seconds =
+        std::min(kMaxTokenWaitSeconds, std::max(0.0, wanted - tokens) / rate.per_second);
     return std::max(kMinTokenWait, std::chrono::milliseconds{
                                        static_cast<std::int64_t>(std::ceil(seconds * 1000))});
 }

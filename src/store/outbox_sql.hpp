@@ -65,11 +65,10 @@ namespace outboxd::store::sql {
     " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value, "     \
     OUTBOXD_SQL_MICROS("now()") " AS at),"
 
-#define OUTBOXD_CLAIM_UPDATE_SETTING(extra)                                            \
+#define OUTBOXD_CLAIM_UPDATE                                                           \
     "UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"    \
-    " claim_token = (SELECT value FROM token)" extra                                   \
+    " claim_token = (SELECT value FROM token)"                                         \
     " WHERE o.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING " OUTBOXD_CLAIMED_COLUMNS
-#define OUTBOXD_CLAIM_UPDATE OUTBOXD_CLAIM_UPDATE_SETTING("")
 
 // Whether row `o` of an ordered namespace has an earlier row of its workflow pending,
 // claimed or, with `failed_blocks`, dead-lettered: one probe of outbox_workflow_order_idx.

@@ -24,6 +24,9 @@ enum class OnDeadLetter {
 
 // Bounds of the controls.
 inline constexpr double kMaxRatePerSecond = 1'000'000;
+// One token in about 17 minutes: below it a wait for a token would overflow nothing but mean
+// nothing either (and a rate of 1e-320 is a typo).
+inline constexpr double kMinRatePerSecond = 0.001;
 inline constexpr std::int32_t kMaxBurst = 1'000'000;
 inline constexpr std::int32_t kMaxActivityInFlight = 1'000'000;
 inline constexpr std::size_t kMaxActivityPolicies = 1000;
