@@ -14,9 +14,7 @@ namespace {
 // Whether some namespace's headroom under `claimed` is less than its routes could take,
 // so that the ceiling, not the workers' credit, decides its share.
 bool ceiling_binds(const PlanInput& input) {
-    std::map<std::string, std::int64_t> capacity;
-    for (const auto& route : input.routes) capacity[route.scope.namespace_name] += route.capacity;
-    for (const auto& [ns, wanted] : capacity) {
+    for (const auto& [ns, wanted] : capacity_by_namespace(input.routes)) {
         const auto claimed = input.claimed.find(ns);
         const auto headroom = per_node_ceiling(input.quota(ns), input.owned_shards) -
                               (claimed == input.claimed.end() ? 0 : claimed->second);

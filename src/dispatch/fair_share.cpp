@@ -71,6 +71,12 @@ std::vector<std::int64_t> FairShare::deal(const std::vector<Demand>& demands, st
     return rows;
 }
 
+void FairShare::refund(const std::string& namespace_name, std::int64_t rows) {
+    if (rows <= 0) return;
+    if (auto it = accounts_.find(namespace_name); it != accounts_.end())
+        it->second.owed += static_cast<double>(rows);
+}
+
 double FairShare::owed(const std::string& namespace_name) const {
     const auto it = accounts_.find(namespace_name);
     return it == accounts_.end() ? 0.0 : it->second.owed;

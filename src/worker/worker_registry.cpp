@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
+#include <tuple>
 
 namespace outboxd::worker {
 namespace {
@@ -106,47 +108,47 @@ std::vector<std::string> WorkerRegistry::unpinned_types(const WorkerEntry& worke
 }
 
 std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement) const {
-    std::map<std::tuple<std::string, std::string, std::optional<std::string>,
-                        std::vector<std::string>, bool>,
-             std::int32_t>
-        capacity;
+    using Key = std::tuple<std::string, std::string, std::optional<std::string>,
+                           std::vector<std::string>, bool>;
+    std::map<Key, std::vector<CreditPool>> pools;
     std::map<std::string, store::Placement> placements;
+    std::uint32_t next_pool = 0;
     for (const auto& [id, worker] : workers_) {
-        const std::int32_t free = worker.free_credit();
-        if (free <= 0) continue;
-        const auto shares = static_cast<std::int32_t>(worker.hello.namespaces.size());
+        const CreditPool pool{next_pool++, worker.free_credit()};
+        if (pool.free <= 0) continue;
         auto types = worker.hello.activity_types;
         std::sort(types.begin(), types.end());
-        for (std::int32_t i = 0; i < shares; ++i) {
-            const auto& ns = worker.hello.namespaces[static_cast<std::size_t>(i)];
-            const std::int32_t share = free / shares + (i < free % shares ? 1 : 0);
-            if (share == 0) continue;
+        for (const auto& ns : worker.hello.namespaces) {
             auto found = placements.find(ns);
             if (found == placements.end()) found = placements.emplace(ns, placement(ns)).first;
             const auto& queue = worker.hello.task_queue;
             const auto& node = worker.hello.node;
             const auto open = unpinned_types(worker, ns, found->second);
             if (open == types) {
-                capacity[{ns, queue, node, types, true}] += share;
+                pools[{ns, queue, node, types, true}].push_back(pool);
                 continue;
             }
+            // Rows pinned to this worker's label stay in scope for every type it runs: the
+            // scope splits in two, both drawing on the worker's one pool.
             std::vector<std::string> reserved;  // types preferred workers take unpinned
             std::set_difference(types.begin(), types.end(), open.begin(), open.end(),
                                 std::back_inserter(reserved));
-            // Rows pinned to this worker's label stay in scope for every type it runs. When
-            // the scope splits in two, so does the credit: never promise more than it takes.
-            const std::int32_t pinned_share = !node ? 0 : open.empty() ? share : share / 2;
-            if (!open.empty()) capacity[{ns, queue, node, open, true}] += share - pinned_share;
-            if (pinned_share > 0) capacity[{ns, queue, node, reserved, false}] += pinned_share;
+            if (!open.empty()) pools[{ns, queue, node, open, true}].push_back(pool);
+            if (node) pools[{ns, queue, node, reserved, false}].push_back(pool);
         }
     }
     std::vector<Route> routes;
-    routes.reserve(capacity.size());
-    for (const auto& [key, free] : capacity) {
+    routes.reserve(pools.size());
+    for (auto& [key, drawn] : pools) {
         const auto& [ns, queue, node, types, unpinned] = key;
         store::ClaimScope scope{ns, queue, node, types};
         scope.include_unpinned = unpinned;
-        routes.push_back({std::move(scope), free});
+        std::int64_t capacity = 0;
+        for (const auto& pool : drawn) capacity += pool.free;
+        routes.push_back({std::move(scope),
+                          static_cast<std::int32_t>(std::min<std::int64_t>(
+                              capacity, std::numeric_limits<std::int32_t>::max())),
+                          std::move(drawn)});
     }
     return routes;
 }

@@ -69,6 +69,37 @@ TEST_CASE("a namespace quota caps the rows claimed at once, however much the wor
     CHECK(cluster.count("attempt <> 0") == 0);  // held rows wait; they are never failed
 }
 
+TEST_CASE("one busy namespace of a worker's hundred may use the worker's whole window",
+          "[e2e][tenant]") {
+    // A worker's credit is one pool for all its namespaces, not split a hundred ways because
+    // the other 99 might have work: a round may claim the worker's whole free window for the
+    // one namespace with rows (split, it claimed 2 rows a round, 1 once 100 were out).
+    E2eCluster cluster{"tenant-pool"};
+    auto& node = cluster.start_node("node-1");
+    std::string namespaces = "ns-0";
+    for (int i = 1; i < 100; ++i) namespaces += ",ns-" + std::to_string(i);
+    cluster.start_worker(
+        "w1", {node.worker_url()},
+        {"--namespaces", namespaces, "--activity-types", "noop", "--max-in-flight", "200"});
+    REQUIRE(E2eCluster::await([&] { return workers_connected(node.port, 1); }, 30s));
+    const auto rounds = [&] {
+        return test::metric_sample(http_call(node.port, "GET", "/metrics").body,
+                                   "outboxd_claim_seconds_count")
+            .value_or(0);
+    };
+    const auto rounds_before = rounds();
+
+    constexpr int kRows = 4000;
+    cluster.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace, input) "
+        "SELECT 'busy-' || g, 0, 'noop', 'ns-7', '{}' FROM generate_series(1, " +
+        std::to_string(kRows) + ") g");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 60s));
+    const auto per_round = kRows / std::max(1.0, rounds() - rounds_before);
+    INFO("rows per claim round: " << per_round);
+    CHECK(per_round >= 20);
+}
+
 TEST_CASE("a pinned namespace runs only on workers with the pinned label", "[e2e][tenant]") {
     E2eCluster cluster{"tenant-pinned"};
     auto& node = cluster.start_node("node-1");

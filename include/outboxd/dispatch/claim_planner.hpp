@@ -4,6 +4,11 @@
 // workers' free credit and each namespace's concurrency ceiling, shared fairly. Pure
 // computation, apart from the fair share's memory of earlier rounds.
 //
+// Credit: a route may take at most its capacity, and the routes that draw on one worker's
+// credit pool (a worker serving many namespaces) at most the pool's free credit together.
+// Rows a namespace was dealt that its routes' pools cannot take are refunded to its fair
+// share; the namespace that draws first moves on every round.
+//
 // Keyed backpressure: a namespace's per-node ceiling is ceil(quota × owned_shards / 1024);
 // its headroom is ceiling − CLAIMED rows (never the pending backlog, so a backlog cannot
 // wedge its own tenant). Fairness is per namespace, not per route, and follows weights
@@ -40,11 +45,21 @@ struct PlanInput {
     std::int32_t batch_size = 0;
 };
 
-// Which route of each namespace is offered its share first next round (by namespace).
-using RouteRotation = std::map<std::string, std::size_t>;
+// What moves on from round to round: which route of each namespace is offered its share
+// first, and which namespace draws first on the workers' credit that namespaces share.
+struct RouteRotation {
+    std::map<std::string, std::size_t> next_route;  // by namespace
+    std::size_t next_namespace = 0;
+};
 
-// Claims with limit > 0 only, in a deterministic order (namespaces, then their routes).
-// `rotation` (kept from round to round) moves the route each namespace's share starts with.
+// The most rows each namespace's routes can take together: their capacities, where routes
+// drawing on one worker's credit pool count the pool once.
+[[nodiscard]] std::map<std::string, std::int64_t> capacity_by_namespace(
+    const std::vector<worker::Route>& routes);
+
+// Claims with limit > 0 only, in a deterministic order (namespaces, then their routes), in
+// total never more than the routes' pools hold. `rotation` (kept from round to round) moves
+// the route each namespace's share starts with and the namespace served first.
 [[nodiscard]] std::vector<PlannedClaim> plan_claims(const PlanInput& input, FairShare& fair,
                                                     RouteRotation* rotation = nullptr);
 

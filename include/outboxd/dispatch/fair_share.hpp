@@ -32,6 +32,10 @@ public:
     [[nodiscard]] std::vector<std::int64_t> deal(const std::vector<Demand>& demands,
                                                  std::int64_t budget);
 
+    // Rows dealt to a namespace this round that it could not take after all (the workers'
+    // credit it shares with others ran out): it is owed them again.
+    void refund(const std::string& namespace_name, std::int64_t rows);
+
     // What a namespace is owed from earlier rounds (for tests and the curious).
     [[nodiscard]] double owed(const std::string& namespace_name) const;
 

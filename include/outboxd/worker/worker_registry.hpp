@@ -73,10 +73,22 @@ private:
     bool retired_ = false;
 };
 
-// A scope some workers can claim for, and how many rows they can take now.
+// One worker's free credit, which every route it serves draws on: a worker serving a
+// hundred namespaces has one window, not a hundred. `id` tells the pools of the routes of one
+// routes() call apart.
+struct CreditPool {
+    std::uint32_t id = 0;
+    std::int32_t free = 0;
+    bool operator==(const CreditPool&) const = default;
+};
+
+// A scope some workers can claim for, and how many rows they can take now: at most
+// `capacity`, and, when it names pools, at most what is left in them once the other routes
+// drawing on them took theirs (the claim planner keeps that account).
 struct Route {
     store::ClaimScope scope;
     std::int32_t capacity = 0;
+    std::vector<CreditPool> pools;  // empty: `capacity` alone bounds it
 };
 
 using PlacementLookup = std::function<store::Placement(const std::string& ns)>;
@@ -100,8 +112,9 @@ public:
     void release(const std::string& session_id);
     void set_credit(const std::string& session_id, std::int32_t credit);
 
-    // Claim scopes with free capacity now. A worker serving k namespaces spreads its free
-    // credit over them, so the routes never promise more than the workers can take.
+    // Claim scopes with free capacity now. Every route a worker serves names the worker's
+    // free credit as a pool of it: planned together, the routes never promise more than the
+    // workers can take, and one busy namespace of a worker's hundred may use all of it.
     [[nodiscard]] std::vector<Route> routes(const PlacementLookup& placement) const;
 
     // The least-loaded worker with free credit that may run `row` under `placement`, or

@@ -33,7 +33,7 @@ constexpr std::int32_t kAmpleCapacity = 1000;
 
 worker::Route route(const std::string& ns, const std::string& task_queue = "default",
                     std::optional<std::string> node = std::nullopt) {
-    return {store::ClaimScope{ns, task_queue, std::move(node), {}}, kAmpleCapacity};
+    return {store::ClaimScope{ns, task_queue, std::move(node), {}}, kAmpleCapacity, {}};
 }
 
 void set_quota(test::TestStore& store, const std::string& ns, std::int32_t quota) {

@@ -17,7 +17,7 @@ worker::Route route(std::string ns, std::string queue, std::int32_t capacity) {
     scope.namespace_name = std::move(ns);
     scope.task_queue = std::move(queue);
     scope.activity_types = {"charge"};
-    return {scope, capacity};
+    return {scope, capacity, {}};
 }
 
 PlanInput input(std::vector<worker::Route> routes, std::int32_t batch,
@@ -95,6 +95,77 @@ TEST_CASE("a namespace's share goes to its routes in chunks, the first one movin
         served[plan[0].scope.task_queue] += plan[0].limit;
     }
     CHECK(served == std::map<std::string, std::int64_t>{{"q1", 100}, {"q2", 100}, {"q3", 100}});
+}
+
+namespace {
+
+// `count` namespaces served by one worker whose free credit is `free`.
+std::vector<worker::Route> one_worker(int count, std::int32_t free, const std::string& queue = "q",
+                                      std::uint32_t pool = 0) {
+    std::vector<worker::Route> routes;
+    for (int i = 0; i < count; ++i) {
+        auto r = route("ns" + std::to_string(i), queue, free);
+        r.pools = {{pool, free}};
+        routes.push_back(std::move(r));
+    }
+    return routes;
+}
+
+}  // namespace
+
+TEST_CASE("routes drawing on one worker's credit never take more than it has together",
+          "[unit][dispatch]") {
+    dispatch::FairShare fair;
+    SECTION("100 namespaces on a worker with 300 free: 300 in all, 3 each") {
+        const auto plan = dispatch::plan_claims(input(one_worker(100, 300), 1024), fair);
+        CHECK(total(plan) == 300);
+        for (const auto& claim : plan) CHECK(claim.limit == 3);
+    }
+    SECTION("one busy namespace of the hundred may use the worker's whole credit") {
+        auto routes = one_worker(100, 500);
+        routes.erase(routes.begin() + 1, routes.end());  // only ns0 has due rows
+        const auto plan = dispatch::plan_claims(input(routes, 1024), fair);
+        REQUIRE(plan.size() == 1);
+        CHECK(plan[0].limit == 500);
+    }
+    SECTION("a namespace over three queues (three workers) gets its share from one of them") {
+        std::vector<worker::Route> routes;
+        for (std::uint32_t q = 0; q < 3; ++q) {
+            for (auto& r : one_worker(100, 340, "q" + std::to_string(q), q)) routes.push_back(r);
+        }
+        const auto plan = dispatch::plan_claims(input(routes, 1000), fair);
+        CHECK(total(plan) == 1000);
+        std::map<std::string, std::int64_t> by_queue;
+        std::map<std::string, int> claims_of;
+        for (const auto& claim : plan) {
+            by_queue[claim.scope.task_queue] += claim.limit;
+            ++claims_of[claim.scope.namespace_name];
+        }
+        for (const auto& [queue, rows] : by_queue) CHECK(rows <= 340);
+        // A namespace's 10 rows in one chunk of one route (two, where a pool ran out under
+        // it): about 100 route claims, not 300 of 3 or 4 rows.
+        CHECK(plan.size() <= 102);
+        for (const auto& [ns, claims] : claims_of) CHECK(claims <= 2);
+    }
+}
+
+TEST_CASE("when shared credit runs short, the namespaces it leaves out are served next",
+          "[unit][dispatch]") {
+    // 10 namespaces of one worker with 20 free, each owed 100 of a 1,000-row batch that
+    // other routes (their own workers) cannot use either: the worker decides.
+    dispatch::FairShare fair;
+    dispatch::RouteRotation rotation;
+    std::map<std::string, std::int64_t> served;
+    for (int round = 0; round < 50; ++round) {
+        const auto plan = dispatch::plan_claims(input(one_worker(10, 20), 1000), fair, &rotation);
+        CHECK(total(plan) == 20);
+        for (const auto& claim : plan) served[claim.scope.namespace_name] += claim.limit;
+    }
+    REQUIRE(served.size() == 10);
+    for (const auto& [ns, rows] : served) {
+        CHECK(rows >= 100 - 16);  // 1,000 rows over 10, within a chunk
+        CHECK(rows <= 100 + 16);
+    }
 }
 
 TEST_CASE("a quiet namespace is served in the round its row is due", "[unit][dispatch]") {

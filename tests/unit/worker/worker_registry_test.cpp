@@ -102,7 +102,7 @@ TEST_CASE("credit: a retired worker (drain) takes nothing new", "[unit][worker]"
     CHECK(registry.pick(row(), {}) == nullptr);
 }
 
-TEST_CASE("routes: free credit summed per scope, spread over a worker's namespaces",
+TEST_CASE("routes: free credit summed per scope, each worker's credit one pool of its routes",
           "[unit][worker]") {
     WorkerRegistry registry;
     add(registry, "a", hello({"t1", "t2"}, 5));
@@ -110,11 +110,19 @@ TEST_CASE("routes: free credit summed per scope, spread over a worker's namespac
     auto& full = add(registry, "c", hello({"t3"}, 1));
     REQUIRE(registry.reserve(full));
     const auto routes = registry.routes(unplaced);
-    // a: 5 over two namespaces -> 3 + 2; b adds 3 to t1; c has no free credit.
-    CHECK(capacity_of(routes, "t1") == 6);
-    CHECK(capacity_of(routes, "t2") == 2);
+    // a: its 5 for either namespace (one pool); b adds 3 to t1; c has no free credit.
+    CHECK(capacity_of(routes, "t1") == 8);
+    CHECK(capacity_of(routes, "t2") == 5);
     CHECK(capacity_of(routes, "t3") == 0);
-    CHECK(routes.size() == 2);  // a and b serve the same t1 scope: one route
+    REQUIRE(routes.size() == 2);  // a and b serve the same t1 scope: one route
+    const auto& t1 = routes[0].scope.namespace_name == "t1" ? routes[0] : routes[1];
+    const auto& t2 = routes[0].scope.namespace_name == "t1" ? routes[1] : routes[0];
+    REQUIRE(t1.pools.size() == 2);
+    REQUIRE(t2.pools.size() == 1);
+    // t2's pool is one of t1's: a's credit, counted once however many namespaces it serves.
+    CHECK((t2.pools[0] == t1.pools[0] || t2.pools[0] == t1.pools[1]));
+    CHECK(t2.pools[0].free == 5);
+    CHECK(t1.pools[0].id != t1.pools[1].id);
 }
 
 TEST_CASE("pick: the least loaded eligible worker, relative to its window", "[unit][worker]") {
