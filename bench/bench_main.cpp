@@ -29,6 +29,7 @@
 #include "idle_routes_scenario.hpp"
 #include "latency_scenario.hpp"
 #include "quiet_tenant_scenario.hpp"
+#include "results_report.hpp"
 #include "tenants_scenario.hpp"
 #include "wake_scenario.hpp"
 #include "weighted_scenario.hpp"
@@ -37,9 +38,9 @@ namespace {
 
 using namespace outboxd::bench;
 
-const std::set<std::string> kScenarios{"floor",    "limit",        "e2e",         "latency",
-                                       "wake",     "history",      "idle_routes", "tenants",
-                                       "weighted", "quiet_tenant", "http_push",   "controls"};
+const std::set<std::string> kScenarios{
+    "floor",   "limit",    "e2e",          "latency",   "wake",     "history", "idle_routes",
+    "tenants", "weighted", "quiet_tenant", "http_push", "controls", "results"};
 
 struct CommandLine {
     BenchSettings settings;
@@ -164,7 +165,7 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
                                       "rows of the concurrency limit run (10000; quick 3000)");
     app.add_option("--only", s.only,
                    "scenarios to run: floor,limit,e2e,latency,wake,history,idle_routes,tenants,"
-                   "weighted,quiet_tenant,http_push,controls")
+                   "weighted,quiet_tenant,http_push,controls,results")
         ->delimiter(',')
         ->check(CLI::IsMember(kScenarios));
     app.add_option("--json-file", command.json_file, "also write the JSON result here");
@@ -266,6 +267,18 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
             report.http_push_runs.push_back(run_http_push(context, "http_push" + suffix));
             spdlog::info("http_push{}: {:.0f} rows/s", suffix,
                          report.http_push_runs.back().rows_per_s());
+        }
+        if (wanted(s, "results")) {
+            // Without results, then with: the cost's two sides, same run.
+            const auto plain_tag = "e2e_1n_results_plain" + suffix;
+            report.results_plain_runs.push_back(run_e2e(context, 1, plain_tag));
+            spdlog::info("{}: {:.0f} rows/s", plain_tag,
+                         report.results_plain_runs.back().rows_per_s());
+            const auto kept_tag = "e2e_1n_results" + suffix;
+            report.results_kept_runs.push_back(
+                run_e2e_with_results(context, kept_tag, kResultBytes));
+            spdlog::info("{}: {:.0f} rows/s", kept_tag,
+                         report.results_kept_runs.back().rows_per_s());
         }
         if (wanted(s, "tenants")) {
             const auto tag = "e2e_1n_volume" + suffix;

@@ -11,6 +11,7 @@
 #include "controls_report.hpp"
 #include "http_push_report.hpp"
 #include "report_format.hpp"
+#include "results_report.hpp"
 #include "routes_report.hpp"
 
 namespace outboxd::bench {
@@ -265,6 +266,7 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
     out << render_routes_table(settings, report);
     out << render_http_push_table(settings, report);
     out << render_controls_table(report);
+    out << render_results_table(report);
 
     if (!report.grid.empty()) {
         out << strf(
@@ -411,6 +413,7 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
     add_routes_json(out, report);
     add_http_push_json(out, report);
     add_controls_json(out, report);
+    add_results_json(out, report);
     out["max_foreign_cpu"] = json_fine(max_foreign_cpu(report));
     out["total_seconds"] = json_rate(report.total_seconds);
     return out;

@@ -52,6 +52,9 @@ struct BenchReport {
     // rows beside it; the latency at a steady rate.
     std::vector<E2eResult> http_push_runs;
     std::vector<E2eResult> http_ws_runs;
+    // results: the e2e run with workers answering results, and without, paired.
+    std::vector<E2eResult> results_kept_runs;
+    std::vector<E2eResult> results_plain_runs;
     std::optional<LatencyResult> http_latency;
     std::optional<ControlsResult> controls;
     double total_seconds = 0;

@@ -44,6 +44,27 @@ E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag
     return result;
 }
 
+E2eResult run_e2e_with_results(const BenchContext& context, const std::string& tag,
+                               std::size_t result_bytes) {
+    const auto& settings = context.settings;
+    const auto database = "bench_" + tag;
+    const auto url = context.databases.create_migrated(database);
+    spdlog::info("{}: staging {} rows (workers answer {}-byte results)", tag, settings.rows,
+                 result_bytes);
+    stage_pending_rows(url, settings.rows, "e2e-");
+    settle(url);
+    DrainOptions options;
+    options.workers.push_back({"worker",
+                               settings.worker_processes,
+                               {"default"},
+                               "default",
+                               settings.worker_max_in_flight,
+                               result_bytes});
+    auto result = drain_e2e(context, url, 1, tag, options);
+    context.databases.drop(database);
+    return result;
+}
+
 E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nodes,
                     const std::string& tag, const DrainOptions& options) {
     const auto& settings = context.settings;

@@ -43,6 +43,9 @@ struct E2eResult {
 // `rows`: how many to stage and drain (default: settings.rows).
 E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag,
                   std::optional<std::int64_t> rows = std::nullopt);
+// The same with the default workers answering results of `result_bytes` each.
+E2eResult run_e2e_with_results(const BenchContext& context, const std::string& tag,
+                               std::size_t result_bytes);
 
 // The measured part of run_e2e on a database the caller prepared (rows staged and
 // settled) and keeps: `nodes` node(s), then the workers and the clock. `with_nodes` runs

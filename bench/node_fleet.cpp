@@ -154,6 +154,10 @@ WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<Worker
                          worker_id,
                          "--log-level",
                          "warn"};
+            if (group.result_bytes > 0) {
+                spec.argv.insert(spec.argv.end(),
+                                 {"--result-bytes", std::to_string(group.result_bytes)});
+            }
             spec.log_path = settings.log_dir + "/" + worker_id + ".log";
             workers_.push_back(std::make_unique<ChildProcess>(spec));
         }

@@ -95,6 +95,7 @@ http::ServerSettings server_settings(const config::Config& c) {
     s.worker_token = c.worker_token;
     s.admin_token = c.admin_token;
     s.max_frame_bytes = c.max_frame_bytes;
+    s.max_result_bytes = c.max_result_bytes;
     s.max_body_bytes = c.max_body_bytes;
     s.max_write_queue = c.max_write_queue;
     s.max_write_queue_bytes = c.max_write_queue_bytes;
@@ -115,6 +116,7 @@ push::PushSettings push_settings(const config::Config& c) {
     s.policy = push::HostPolicy::parse(c.http_allowed_hosts);
     s.refresh = c.quota_cache_ttl;
     s.max_response_bytes = c.http_max_response_bytes;
+    s.max_result_bytes = c.max_result_bytes;
     return s;
 }
 

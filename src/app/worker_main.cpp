@@ -58,6 +58,7 @@ struct WorkerSettings {
     std::string received_log;  // empty: none
     std::string delivery_log;  // empty: none
     std::uint64_t seed = 0;
+    std::size_t result_bytes = 0;  // noop's result: a JSON string this long; 0: null
 };
 
 // A settings problem found after parsing; the message names the flag.
@@ -143,6 +144,11 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
         ->envname("OUTBOXD_WORKER_DELIVERY_LOG");
     auto* seed_option = app.add_option("--seed", settings.seed, "seed of fail-sometimes draws")
                             ->envname("OUTBOXD_WORKER_SEED");
+    app.add_option("--result-bytes", settings.result_bytes,
+                   "noop answers with a JSON string result of this many bytes (0: null)")
+        ->envname("OUTBOXD_WORKER_RESULT_BYTES")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t{0}, std::size_t{16} << 20));
 
     try {
         app.parse(argc, argv);
@@ -305,7 +311,11 @@ std::optional<double> input_number(const protocol::Task& task, const char* name,
 // sleeps are timers on a thread of their own.
 class Activities {
 public:
-    explicit Activities(std::uint64_t seed) : seed_(seed), work_(timers_.get_executor()) {
+    Activities(std::uint64_t seed, std::size_t result_bytes)
+        : seed_(seed),
+          noop_result_(result_bytes < 2 ? std::string{"null"}
+                                        : '"' + std::string(result_bytes - 2, 'r') + '"'),
+          work_(timers_.get_executor()) {
         thread_ = std::thread([this] { timers_.run(); });
     }
     ~Activities() { stop(); }
@@ -321,7 +331,7 @@ public:
 
     void run(const protocol::Task& task, Answer answer) {
         const auto& type = task.activity_type;
-        if (type == "noop") return answer.complete();
+        if (type == "noop") return answer.complete(noop_result_);
         if (type == "echo") return answer.complete(task.input_json);
         if (type == "sleep") return sleep(task, std::move(answer));
         if (type == "fail-sometimes") return fail_sometimes(task, std::move(answer));
@@ -361,6 +371,7 @@ private:
     }
 
     std::uint64_t seed_;
+    std::string noop_result_;
     net::io_context timers_;
     net::executor_work_guard<net::io_context::executor_type> work_;
     std::thread thread_;
@@ -422,7 +433,7 @@ int run(int argc, char** argv) {
 
         const ReceivedLog received_log{settings.received_log};
         const DeliveryLog delivery_log{settings.delivery_log};
-        Activities activities{settings.seed};
+        Activities activities{settings.seed, settings.result_bytes};
         WorkerClient client{
             settings.client, [&](const protocol::Task& task, Responder responder) {
                 received_log.record(task);

@@ -108,6 +108,12 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) {
              c.max_frame_bytes = static_cast<std::size_t>(to_integer(kMaxFrameBytes, text));
          }},
+        {kMaxResultBytes, "BYTES",
+         "largest task result kept (compact JSON); larger ones are refused", false,
+         [](const Config& d) { return number_text(d.max_result_bytes); },
+         [](const std::string& text, Config& c) {
+             c.max_result_bytes = static_cast<std::size_t>(to_integer(kMaxResultBytes, text));
+         }},
         {kMaxBodyBytes, "BYTES", "largest HTTP request body accepted", false,
          [](const Config& d) { return number_text(d.max_body_bytes); },
          [](const std::string& text, Config& c) {

@@ -47,6 +47,8 @@ inline constexpr Setting kRetention{"retention-s", "OUTBOXD_RETENTION_S", 1, 31'
 inline constexpr Setting kLogLevel{"log-level", "OUTBOXD_LOG_LEVEL"};
 inline constexpr Setting kMaxFrameBytes{"max-frame-bytes", "OUTBOXD_MAX_FRAME_BYTES", 1'024,
                                         67'108'864};
+inline constexpr Setting kMaxResultBytes{"max-result-bytes", "OUTBOXD_MAX_RESULT_BYTES", 16,
+                                         16'777'216};
 inline constexpr Setting kMaxBodyBytes{"max-body-bytes", "OUTBOXD_MAX_BODY_BYTES", 1'024,
                                        268'435'456};
 inline constexpr Setting kDrainTimeout{"drain-timeout-ms", "OUTBOXD_DRAIN_TIMEOUT_MS", 0, kHourMs};

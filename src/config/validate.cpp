@@ -46,6 +46,7 @@ void check_ranges(const Config& config) {
     check_range(detail::kRetention, config.retention.count());
     check_range(detail::kMaxFrameBytes, config.max_frame_bytes);
     check_range(detail::kMaxBodyBytes, config.max_body_bytes);
+    check_range(detail::kMaxResultBytes, config.max_result_bytes);
     check_range(detail::kDrainTimeout, config.drain_timeout.count());
     check_range(detail::kQuotaCacheTtl, config.quota_cache_ttl.count());
     check_range(detail::kMaxWriteQueue, config.max_write_queue);

@@ -373,7 +373,8 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
                       Clock::time_point round_started) {
     const store::ClaimRef ref{row.id, row.claim_token};
     const auto timeout = worker.task_timeout.value_or(settings_.task_timeout);
-    InFlightTask tracked{ref, worker.session_id, row.namespace_name, row.attempt, {}, {}};
+    InFlightTask tracked{ref, worker.session_id, row.namespace_name, row.attempt, {}, {}, {}};
+    if (row.traceparent) tracked.trace_id = util::trace_id_of(*row.traceparent);
     if (namespaces_.controls(row.namespace_name).ordering == store::Ordering::workflow) {
         tracked.workflow_id = row.workflow_id;
         tracked.task_queue = row.task_queue;
@@ -400,14 +401,17 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
     task.attempt = std::int64_t{row.attempt} + 1;  // one-based on the wire
     task.timeout_ms = timeout.count();
     task.priority = row.priority;
+    task.traceparent = std::move(row.traceparent);
     if (auto refused = worker.channel->send_task(task)) {
         // No frame can carry it to this worker (e.g. a row inserted by plain SQL whose input
         // nests too deep): dead-lettered with the reason, at once, instead of failing every
         // delivery.
         (void)in_flight_.take(task.task_id, worker.session_id);
         registry_.release(worker.session_id);
-        spdlog::warn("event=row_undeliverable dispatch_key=\"{}\" reason=\"{}\"",
-                     util::log_safe(task.dispatch_key), util::log_safe(*refused));
+        spdlog::warn("event=row_undeliverable dispatch_key=\"{}\" trace_id={} reason=\"{}\"",
+                     util::log_safe(task.dispatch_key),
+                     task.traceparent ? util::trace_id_of(*task.traceparent) : "",
+                     util::log_safe(*refused));
         outcomes_.record(store::Outcome::fail(ref, std::move(*refused)), row.namespace_name,
                          "failed");
         return;
@@ -431,6 +435,11 @@ void Dispatcher::untrack(const InFlightTask& task) {
 }
 
 void Dispatcher::settle(const InFlightTask& task, SettledTask settled) {
+    if (settled.outcome.kind == store::Outcome::Kind::fail) {
+        spdlog::info("event=dead_letter task_id={}.{} namespace=\"{}\" trace_id={} error=\"{}\"",
+                     task.ref.id, task.ref.token, util::log_safe(task.namespace_name),
+                     task.trace_id, util::log_safe(settled.outcome.error));
+    }
     // Ordered delivery: a row that ended lets the next one of its workflow go; a dead letter
     // does so only where it does not block.
     if (!task.workflow_id.empty()) {
@@ -445,11 +454,17 @@ void Dispatcher::settle(const InFlightTask& task, SettledTask settled) {
     outcomes_.record(std::move(settled.outcome), task.namespace_name, std::string{settled.label});
 }
 
-Answer Dispatcher::on_complete(const std::string& session_id, const std::string& task_id) {
+Answer Dispatcher::on_complete(const std::string& session_id, const std::string& task_id,
+                               std::string result_json) {
     const auto task = in_flight_.take(task_id, session_id);
     if (!task) return Answer::unknown_task;
     untrack(*task);
-    settle(*task, completed(*task));
+    std::optional<std::string> kept;
+    if (result_json != "null" && !result_json.empty() &&
+        namespaces_.keep_results(task->namespace_name)) {
+        kept = std::move(result_json);
+    }
+    settle(*task, completed(*task, std::move(kept)));
     if (backlog_likely_ || sweep_again_) request_sweep();
     check_drained();
     return Answer::accepted;
@@ -490,6 +505,9 @@ void Dispatcher::expire_timeouts() {
         "task timed out after " + std::to_string(settings_.task_timeout.count()) + " ms";
     for (const auto& task : expired) {
         untrack(task);
+        spdlog::debug("event=task_timed_out task_id={}.{} namespace=\"{}\" trace_id={}",
+                      task.ref.id, task.ref.token, util::log_safe(task.namespace_name),
+                      task.trace_id);
         settle(task, failed(task, Failure::timed_out, why, true, failure_policy_));
     }
     spdlog::warn("event=tasks_timed_out count={}", expired.size());

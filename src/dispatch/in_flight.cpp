@@ -53,7 +53,9 @@ std::vector<InFlightTask> InFlightTable::take_all() {
     return all;
 }
 
-SettledTask completed(const InFlightTask& task) { return {store::Outcome::done(task.ref), "done"}; }
+SettledTask completed(const InFlightTask& task, std::optional<std::string> result) {
+    return {store::Outcome::done(task.ref, std::move(result)), "done"};
+}
 
 SettledTask failed(const InFlightTask& task, Failure how, std::string error, bool retryable,
                    const FailurePolicy& policy, std::chrono::milliseconds min_delay) {

@@ -49,6 +49,7 @@ void NamespaceCache::refresh_now() {
                 entry.placement = s.placement;
                 entry.weight = s.weight;
                 entry.controls = s.controls;
+                entry.keep_results = s.keep_results;
                 any = any || !(s.controls == none);
                 fresh.emplace(s.name, std::move(entry));
             }
@@ -77,6 +78,11 @@ std::int64_t NamespaceCache::quota(const std::string& ns) const {
 store::Placement NamespaceCache::placement(const std::string& ns) const {
     const auto it = entries_.find(ns);
     return it == entries_.end() ? store::Placement{} : it->second.placement;
+}
+
+bool NamespaceCache::keep_results(const std::string& ns) const {
+    const auto it = entries_.find(ns);
+    return it == entries_.end() || it->second.keep_results;
 }
 
 std::int64_t NamespaceCache::weight(const std::string& ns) const {

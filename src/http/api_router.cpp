@@ -7,6 +7,7 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include "dead_letter_params.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 #include "row_parser.hpp"
@@ -46,11 +47,15 @@ std::string row_json(const store::OutboxRow& row) {
                    {"finished_at", optional_time(row.finished_at)},
                    {"shard", row.shard},
                    {"priority", row.priority},
-                   {"waiting", row.waiting}};
+                   {"waiting", row.waiting},
+                   {"traceparent", optional_json(row.traceparent)}};
     std::string text = json_text(fields);
     text.pop_back();  // the closing brace
     text += R"(,"input":)";
     text += row.input_json.empty() ? "null" : row.input_json;
+    // The result too, as stored (jsonb text): null when the row has none.
+    text += R"(,"result":)";
+    text += row.result_json ? *row.result_json : "null";
     text += '}';
     return text;
 }
@@ -119,7 +124,8 @@ json namespace_json(const std::string& name, const std::optional<store::Namespac
             {"placement",
              {{"mode", store::to_string(s ? s->placement.mode : store::PlacementMode::unplaced)},
               {"nodes", s ? s->placement.nodes : std::vector<std::string>{}}}},
-            {"weight", s ? s->weight : 1}};
+            {"weight", s ? s->weight : 1},
+            {"keep_results", s ? s->keep_results : true}};
 }
 
 std::optional<std::int32_t> parse_limit(const std::map<std::string, std::string>& query) {
@@ -348,18 +354,14 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     }
     if (route_is({"v1", "dead-letters"})) {
         if (!only("GET")) return;
-        const auto limit = parse_limit(target->query);
-        if (!limit) return respond(bad_limit());
-        std::optional<std::string> ns;
-        if (const auto it = target->query.find("namespace");
-            it != target->query.end() && !it->second.empty()) {
-            ns = it->second;
-        }
+        auto parsed = parse_dead_letter_query(target->query, kMaxListLimit);
+        if (const auto* error = std::get_if<std::string>(&parsed))
+            return respond(error_response(400, "invalid_request", *error));
         return on_lane(
-            [ns, limit = *limit](dispatch::DbHandles db) {
+            [query = std::get<DeadLetterQuery>(std::move(parsed))](dispatch::DbHandles db) {
                 json letters = json::array();
-                const auto found = db.admin.list_dead_letters(
-                    ns ? std::optional<std::string_view>{*ns} : std::nullopt, limit);
+                const auto found =
+                    db.admin.list_dead_letters(query.filter, query.limit, query.after);
                 for (const auto& l : found) {
                     letters.push_back({{"dispatch_key", l.dispatch_key},
                                        {"workflow_id", l.workflow_id},
@@ -370,7 +372,28 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
                                        {"last_error", optional_json(l.last_error)},
                                        {"failed_at", optional_time(l.failed_at)}});
                 }
-                return ok({{"dead_letters", letters}});
+                // A full page may have more after it: its last letter is where the next starts.
+                json next = nullptr;
+                if (static_cast<std::int32_t>(found.size()) == query.limit && !found.empty() &&
+                    found.back().failed_at) {
+                    next = encode_cursor({*found.back().failed_at, found.back().id});
+                }
+                return ok({{"dead_letters", letters}, {"next", next}});
+            },
+            std::move(respond));
+    }
+    if (route_is({"v1", "dead-letters", "requeue"}) || route_is({"v1", "dead-letters", "purge"})) {
+        if (!only("POST")) return;
+        auto parsed = parse_dead_letter_bulk(request.body);
+        if (const auto* error = std::get_if<std::string>(&parsed))
+            return respond(error_response(400, "invalid_request", *error));
+        const bool requeue = seg[2] == "requeue";
+        return on_lane(
+            [bulk = std::get<DeadLetterBulk>(std::move(parsed)), requeue](dispatch::DbHandles db) {
+                if (requeue)
+                    return ok(
+                        {{"requeued", db.admin.requeue_dead_letters(bulk.filter, bulk.limit)}});
+                return ok({{"purged", db.admin.purge_dead_letters(bulk.filter, bulk.limit)}});
             },
             std::move(respond));
     }

@@ -39,7 +39,7 @@ std::optional<std::string> optional_text(const json& row, const char* name) {
 store::NewRow parse_row(const json& row) {
     static const std::set<std::string> known{
         "workflow_id", "ordinal", "activity_type", "input",         "namespace", "task_queue",
-        "node",        "run_id",  "dispatch_key",  "visible_after", "priority"};
+        "node",        "run_id",  "dispatch_key",  "visible_after", "priority",  "traceparent"};
     if (!row.is_object()) throw Bad{"must be a JSON object"};
     for (const auto& [key, value] : row.items()) {
         if (!known.contains(key)) throw Bad{"unknown field '" + key + "'"};
@@ -75,6 +75,11 @@ store::NewRow parse_row(const json& row) {
                       std::to_string(store::kMaxPriority)};
         }
         out.priority = priority->get<std::int32_t>();
+    }
+    if (auto trace = optional_text(row, "traceparent")) {
+        if (auto problem = util::traceparent_problem(*trace))
+            throw Bad{"'traceparent' " + *problem};
+        out.traceparent = std::move(trace);
     }
     return out;
 }
@@ -228,7 +233,7 @@ std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const s
     try {
         static const std::set<std::string> known{"max_in_flight", "placement",      "weight",
                                                  "ordering",      "on_dead_letter", "rate_limit",
-                                                 "activities"};
+                                                 "activities",    "keep_results"};
         for (const auto& [key, value] : request.items()) {
             if (!known.contains(key)) {
                 throw Bad{"unknown field '" + util::sanitize_text(key, 80) + "'"};
@@ -244,6 +249,11 @@ std::variant<store::NamespaceSettings, RowError> parse_namespace_request(const s
                           std::to_string(store::kMaxWeight) + " (or null for 1)"};
             }
             settings.weight = weight->get<std::int32_t>();
+        }
+        if (const auto keep = request.find("keep_results");
+            keep != request.end() && !keep->is_null()) {
+            if (!keep->is_boolean()) throw Bad{"'keep_results' must be true or false"};
+            settings.keep_results = keep->get<bool>();
         }
         if (const auto quota = request.find("max_in_flight");
             quota != request.end() && !quota->is_null()) {

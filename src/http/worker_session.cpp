@@ -138,7 +138,15 @@ void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
     const std::string* task_id = nullptr;
     if (auto* complete = std::get_if<protocol::Complete>(&message)) {
         task_id = &complete->task_id;
-        answer = dispatcher.on_complete(session_id_, complete->task_id);
+        if (auto problem = result_problem(complete->result_json)) {
+            // Refused whole: the task stays outstanding, for an answer the node can keep.
+            return reject(protocol::code::kResultRefused,
+                          "result of task '" + complete->task_id + "' " + *problem +
+                              "; the task is still outstanding",
+                          false);
+        }
+        answer = dispatcher.on_complete(session_id_, complete->task_id,
+                                        std::move(complete->result_json));
     } else if (auto* fail = std::get_if<protocol::Fail>(&message)) {
         task_id = &fail->task_id;
         answer =
@@ -151,6 +159,20 @@ void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
         reject(protocol::code::kUnknownTask,
                "no outstanding task '" + *task_id + "' on this connection", false);
     }
+}
+
+template <typename Stream>
+std::optional<std::string> WorkerSession<Stream>::result_problem(const std::string& result) const {
+    const auto limit = server_.settings.max_result_bytes;
+    if (result == "null") return std::nullopt;  // none, kept as none
+    if (result.size() > limit) {
+        return "is " + std::to_string(result.size()) + " bytes, more than the node keeps (" +
+               std::to_string(limit) + ", OUTBOXD_MAX_RESULT_BYTES)";
+    }
+    if (util::json_text_has_nul(result)) {
+        return "contains \\u0000, which PostgreSQL jsonb cannot store";
+    }
+    return std::nullopt;
 }
 
 template <typename Stream>
@@ -169,6 +191,7 @@ void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
     welcome.session_id = session_id_;
     welcome.batch = true;
     welcome.max_frame_bytes = server_.settings.max_frame_bytes;
+    welcome.max_result_bytes = server_.settings.max_result_bytes;
     for (const auto& node : server_.services.member.nodes()) {
         if (!node.draining) welcome.cluster.push_back({node.node_id, node.advertise_url});
     }

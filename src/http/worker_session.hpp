@@ -58,6 +58,8 @@ private:
     void handle(const std::string& text);
     void handle_message(worker::protocol::WorkerMessage& message);
     void handle_hello(worker::protocol::Hello hello);
+    // Why a complete's result cannot be kept (too large, \u0000), or nullopt.
+    [[nodiscard]] std::optional<std::string> result_problem(const std::string& result) const;
     void reject(std::string_view code, const std::string& message, bool fatal);
     void enqueue(std::string frame, bool alone);
     void schedule_write();

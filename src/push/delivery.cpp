@@ -4,10 +4,12 @@
 #include <array>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
 #include "outboxd/util/untrusted_text.hpp"
+#include "outboxd/worker/protocol.hpp"
 
 namespace outboxd::push {
 namespace {
@@ -126,6 +128,20 @@ std::string signature(std::string_view secret, std::int64_t unix_seconds, std::s
         out += kHex[digest[i] & 0xf];
     }
     return out;
+}
+
+std::optional<std::string> result_of(const Exchange& exchange, std::size_t max_bytes) {
+    if (!exchange.status || *exchange.status < 200 || *exchange.status > 299) return std::nullopt;
+    // Parsing is iterative, dumping recursive: a body nesting deeper than a frame may is none.
+    const auto limit = worker::protocol::kMaxInputNesting;
+    if (exchange.body.empty() || util::json_nesting_depth(exchange.body, limit) > limit) {
+        return std::nullopt;
+    }
+    const auto body = nlohmann::json::parse(exchange.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || body.is_null()) return std::nullopt;
+    auto text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (text.size() > max_bytes || util::json_text_has_nul(text)) return std::nullopt;
+    return text;
 }
 
 }  // namespace outboxd::push

@@ -28,6 +28,7 @@ struct ConnectionLimits {
     std::size_t max_response_bytes =
         defaults::kHttpMaxResponseBytes;  // body; longer ends the connection
     std::size_t max_header_bytes = std::size_t{16} * 1024;
+    std::size_t max_result_bytes = defaults::kMaxResultBytes;  // of a 2xx body kept as result
 };
 
 class HttpConnection {

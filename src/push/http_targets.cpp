@@ -240,9 +240,10 @@ void HttpTargets::add(const store::HttpTargetSettings& target) {
         &metrics_.http_inflight.Add({{"target", target.name}})};
     detail::AnswerSink sink;
     const auto session = entry.session_id;
-    sink.done = [this, session, watch = lifetime_.watch()](const std::string& task_id) {
+    sink.done = [this, session, watch = lifetime_.watch()](const std::string& task_id,
+                                                           std::optional<std::string> result) {
         if (watch.expired()) return;
-        (void)dispatcher_.on_complete(session, task_id);
+        (void)dispatcher_.on_complete(session, task_id, std::move(result).value_or("null"));
         reap_retired();
     };
     sink.failed = [this, session, watch = lifetime_.watch()](const std::string& task_id,
@@ -254,7 +255,8 @@ void HttpTargets::add(const store::HttpTargetSettings& target) {
     };
     entry.channel = std::make_shared<detail::TargetChannel>(
         loop_, target, *url, std::move(tls), settings_.policy,
-        detail::ConnectionLimits{settings_.max_response_bytes, std::size_t{16} * 1024},
+        detail::ConnectionLimits{settings_.max_response_bytes, std::size_t{16} * 1024,
+                                 settings_.max_result_bytes},
         target_metrics, std::move(sink), wall_clock_);
     auto& worker =
         registry_.add(entry.session_id, hello_of(target, share_of(target)), entry.channel);

@@ -141,7 +141,7 @@ void TargetChannel::finished(const Delivery& delivery, const Exchange& exchange)
     switch (verdict.kind) {
         case Verdict::Kind::done:
             unreported_success_ = true;
-            sink_.done(delivery.task_id);
+            sink_.done(delivery.task_id, result_of(exchange, limits_.max_result_bytes));
             return;
         case Verdict::Kind::retry:
         case Verdict::Kind::dead_letter:

@@ -33,7 +33,8 @@ namespace outboxd::push::detail {
 
 // Where answers go: dispatch's on_complete / on_fail for the target's registry entry.
 struct AnswerSink {
-    std::function<void(const std::string& task_id)> done;
+    // `result`: the body kept as the task's result (JSON text), if it is one.
+    std::function<void(const std::string& task_id, std::optional<std::string> result)> done;
     std::function<void(const std::string& task_id, std::string error, bool retryable,
                        std::chrono::milliseconds min_delay)>
         failed;

@@ -59,6 +59,7 @@ void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
     spdlog::info("worker client: {} is node {} (session {})", link.url, welcome.node_id,
                  welcome.session_id);
     link.node_id = welcome.node_id;
+    link.max_result_bytes = welcome.max_result_bytes;
     // One node, one link: a seed that names a node differently from the URL it advertises
     // may have been joined by a learned link to the same node while it was reconnecting.
     // The seed stays; the learned link goes.
@@ -100,8 +101,8 @@ void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
 
 void ClientCore::on_task(NodeLink& link, const protocol::Task& task) {
     count([](WorkerStats& s) { ++s.tasks_received; });
-    auto state =
-        std::make_shared<Responder::State>(weak_from_this(), link.connection_id, task.task_id);
+    auto state = std::make_shared<Responder::State>(weak_from_this(), link.connection_id,
+                                                    task.task_id, link.max_result_bytes);
     if (stopping_) {
         // Sent before our credit 0 arrived: hand it straight back.
         (void)state->claim();

@@ -42,10 +42,11 @@ struct NodeLink {
     bool seed;
     std::optional<std::string> node_id;  // from the cluster list or the node's welcome
     Phase phase = Phase::waiting;
-    std::uint64_t connection_id = 0;  // 0: no connection
-    std::uint64_t attempts = 0;       // connections started, for the reconnect counter
-    std::uint64_t failures = 0;       // attempts in a row that failed before the upgrade
-    std::int32_t credit = 0;          // share last advertised; 0 until hello is sent
+    std::uint64_t connection_id = 0;   // 0: no connection
+    std::uint64_t attempts = 0;        // connections started, for the reconnect counter
+    std::uint64_t failures = 0;        // attempts in a row that failed before the upgrade
+    std::int32_t credit = 0;           // share last advertised; 0 until hello is sent
+    std::size_t max_result_bytes = 0;  // from the node's welcome; 0: not stated
     // Tasks received on the current connection and not answered yet. Cleared when the
     // connection ends: the node re-arms them, so late answers are dropped.
     std::unordered_map<std::string, std::shared_ptr<Responder::State>> in_flight;

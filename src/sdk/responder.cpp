@@ -42,14 +42,30 @@ void Responder::complete(std::string result_json) {
     const bool plain = result_json.empty() || result_json == "null";
     auto frame = protocol::encode(protocol::Complete{state_->task_id(), std::move(result_json)});
     // The result is spliced into the frame verbatim; a node cannot parse a frame with a
-    // broken result, and the task would only time out. Fail it visibly instead.
-    if (!plain &&
-        std::holds_alternative<protocol::ProtocolError>(protocol::parse_worker_message(frame))) {
-        spdlog::error("worker client: task {} completed with a result that is not valid JSON",
-                      state_->task_id());
-        frame = protocol::encode(protocol::Fail{
-            state_->task_id(), "worker produced a result that is not valid JSON", false});
-        return deliver(state_, std::move(frame), detail::Outcome::failed);
+    // broken result, nor keep one larger than its welcome says or holding \u0000, and the
+    // task would only time out. Fail it visibly instead, as non-retryable.
+    const auto refuse = [&](const std::string& why) {
+        spdlog::error("worker client: task {} completed with a result that {}", state_->task_id(),
+                      why);
+        frame = protocol::encode(
+            protocol::Fail{state_->task_id(), "worker produced a result that " + why, false});
+        deliver(state_, std::move(frame), detail::Outcome::failed);
+    };
+    if (!plain) {
+        const auto parsed = protocol::parse_worker_message(frame);
+        if (std::holds_alternative<protocol::ProtocolError>(parsed)) {
+            return refuse("is not valid JSON");
+        }
+        // As the node measures it: the compact text the frame's parse gives.
+        const auto& kept = std::get<protocol::Complete>(std::get<protocol::WorkerMessage>(parsed));
+        const auto limit = state_->max_result_bytes();
+        if (limit > 0 && kept.result_json.size() > limit) {
+            return refuse("is " + std::to_string(kept.result_json.size()) +
+                          " bytes, more than the node keeps (" + std::to_string(limit) + ")");
+        }
+        if (util::json_text_has_nul(kept.result_json)) {
+            return refuse("contains \\u0000, which the node cannot store");
+        }
     }
     deliver(state_, std::move(frame), detail::Outcome::completed);
 }

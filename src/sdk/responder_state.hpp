@@ -19,8 +19,12 @@ class ClientCore;
 
 class Responder::State {
 public:
-    State(std::weak_ptr<detail::ClientCore> core, std::uint64_t connection_id, std::string task_id)
-        : core_(std::move(core)), connection_id_(connection_id), task_id_(std::move(task_id)) {}
+    State(std::weak_ptr<detail::ClientCore> core, std::uint64_t connection_id, std::string task_id,
+          std::size_t max_result_bytes = 0)
+        : core_(std::move(core)),
+          connection_id_(connection_id),
+          task_id_(std::move(task_id)),
+          max_result_bytes_(max_result_bytes) {}
 
     // True for exactly one caller, whoever it is.
     [[nodiscard]] bool claim() noexcept {
@@ -34,11 +38,14 @@ public:
     // The connection the task came on: its answer goes back there or nowhere.
     [[nodiscard]] std::uint64_t connection_id() const noexcept { return connection_id_; }
     [[nodiscard]] const std::string& task_id() const noexcept { return task_id_; }
+    // The largest result the task's node keeps (its welcome); 0: not stated.
+    [[nodiscard]] std::size_t max_result_bytes() const noexcept { return max_result_bytes_; }
 
 private:
     std::weak_ptr<detail::ClientCore> core_;
     std::uint64_t connection_id_;
     std::string task_id_;
+    std::size_t max_result_bytes_ = 0;
     std::atomic<bool> answered_{false};
 };
 

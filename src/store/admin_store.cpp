@@ -91,6 +91,7 @@ NamespaceSettings decode_namespace(const pqxx::row& r) {
             RateLimit{r[7].as<double>(), r[8].is_null() ? 1 : r[8].as<std::int32_t>()};
     }
     controls.activities = decode_activities(settings.name, r[9].as<std::string>());
+    settings.keep_results = r[10].as<bool>();
     return settings;
 }
 
@@ -101,7 +102,7 @@ AppendResult AdminStore::append(std::span<const NewRow> rows) {
     for (std::size_t i = 0; i < rows.size(); ++i) validate_new_row(rows[i], i);
 
     pg::ArrayLiteral keys, workflows, ordinals, runs, namespaces, queues, nodes, types, inputs,
-        attempts, visible, priorities;
+        attempts, visible, priorities, traces;
     for (const auto& row : rows) {
         keys.add(row.dispatch_key);
         workflows.add(row.workflow_id);
@@ -114,6 +115,7 @@ AppendResult AdminStore::append(std::span<const NewRow> rows) {
         inputs.add(row.input_json);
         attempts.add(std::int64_t{row.attempt});
         priorities.add(std::int64_t{row.priority});
+        traces.add(row.traceparent);
         if (row.visible_after) {
             visible.add(pg::to_micros(*row.visible_after));
         } else {
@@ -124,7 +126,7 @@ AppendResult AdminStore::append(std::span<const NewRow> rows) {
         return tx.exec_prepared(std::string{sql::kAppend.name}, keys.str(), workflows.str(),
                                 ordinals.str(), runs.str(), namespaces.str(), queues.str(),
                                 nodes.str(), types.str(), inputs.str(), attempts.str(),
-                                visible.str(), priorities.str());
+                                visible.str(), priorities.str(), traces.str());
     });
     const auto staged = static_cast<std::size_t>(result.size());
     return {staged, rows.size() - staged};
@@ -173,22 +175,84 @@ CancelledRows AdminStore::cancel_workflow(std::string_view workflow_id) {
     }));
 }
 
-std::vector<DeadLetter> AdminStore::list_dead_letters(
-    std::optional<std::string_view> namespace_name, std::int32_t limit) {
+namespace {
+
+// The filter as the four parameters the statements take ($1..$4), checked.
+struct FilterParams {
+    std::optional<std::string> ns, type, error;
+    std::optional<std::int64_t> older_than_s;
+};
+
+FilterParams filter_params(const DeadLetterFilter& filter) {
+    FilterParams out;
+    if (filter.namespace_name) out.ns = text_param(*filter.namespace_name);
+    if (filter.activity_type) out.type = text_param(*filter.activity_type);
+    if (filter.error_contains) out.error = text_param(*filter.error_contains);
+    if (filter.older_than_s) {
+        if (*filter.older_than_s < 0) throw ValidationError("older_than_s must be >= 0");
+        out.older_than_s = filter.older_than_s;
+    }
+    return out;
+}
+
+void check_bulk_limit(std::int32_t limit) {
+    if (limit < 1 || limit > kMaxBulkRows) {
+        throw ValidationError("limit must be between 1 and " + std::to_string(kMaxBulkRows) +
+                              ", got " + std::to_string(limit));
+    }
+}
+
+}  // namespace
+
+std::vector<DeadLetter> AdminStore::list_dead_letters(const DeadLetterFilter& filter,
+                                                      std::int32_t limit,
+                                                      std::optional<DeadLetterCursor> after) {
     check_limit(limit);
-    std::optional<std::string> ns;
-    if (namespace_name) ns.emplace(text_param(*namespace_name));
+    const auto p = filter_params(filter);
+    std::optional<std::int64_t> after_us;
+    std::optional<std::int64_t> after_id;
+    if (after) {
+        after_us = pg::to_micros(after->failed_at);
+        after_id = after->id;
+    }
     const auto result = session_.pg().transact(sql::kListDeadLetters, [&](pqxx::work& tx) {
-        return tx.exec_prepared(std::string{sql::kListDeadLetters.name}, ns, limit);
+        return tx.exec_prepared(std::string{sql::kListDeadLetters.name}, p.ns, p.type, p.error,
+                                p.older_than_s, limit, after_us, after_id);
     });
     std::vector<DeadLetter> letters;
     letters.reserve(result.size());
     for (const auto& r : result) {
         letters.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
                            r[3].as<std::string>(), r[4].as<std::string>(), r[5].as<std::int32_t>(),
-                           pg::optional_text(r[6]), pg::optional_instant(r[7])});
+                           pg::optional_text(r[6]), pg::optional_instant(r[7]),
+                           r[8].as<std::int64_t>()});
     }
     return letters;
+}
+
+namespace {
+
+// One of the bulk dead-letter statements ($1..$4 the filter, $5 the limit): its count.
+std::int64_t bulk_dead_letters(PgSession& session, const Statement& statement,
+                               const DeadLetterFilter& filter, std::int32_t limit) {
+    check_bulk_limit(limit);
+    const auto p = filter_params(filter);
+    return session.transact(statement, [&](pqxx::work& tx) {
+        return tx
+            .exec_prepared(std::string{statement.name}, p.ns, p.type, p.error, p.older_than_s,
+                           limit)[0][0]
+            .as<std::int64_t>();
+    });
+}
+
+}  // namespace
+
+std::int64_t AdminStore::requeue_dead_letters(const DeadLetterFilter& filter, std::int32_t limit) {
+    return bulk_dead_letters(session_.pg(), sql::kRequeueDeadLetters, filter, limit);
+}
+
+std::int64_t AdminStore::purge_dead_letters(const DeadLetterFilter& filter, std::int32_t limit) {
+    return bulk_dead_letters(session_.pg(), sql::kPurgeDeadLetters, filter, limit);
 }
 
 bool AdminStore::requeue_dead_letter(std::string_view dispatch_key) {
@@ -255,7 +319,7 @@ void AdminStore::put_namespace(const NamespaceSettings& settings) {
                          pg::text_array(settings.placement.nodes), settings.weight,
                          std::string{to_string(controls.ordering)},
                          std::string{to_string(controls.on_dead_letter)}, rate, burst,
-                         encode_activities(controls.activities));
+                         encode_activities(controls.activities), settings.keep_results);
     });
 }
 

@@ -201,7 +201,7 @@ std::vector<std::vector<OutboxRow>> ClaimStore::claim_routes(const Owner& owner,
                                 routes.types.str(), limits.str(), after_us.str(), after_ids.str());
     });
     for (const auto& r : result) {
-        const auto route = r[16].as<std::int64_t>() - 1;  // ordinals are one-based
+        const auto route = r[17].as<std::int64_t>() - 1;  // ordinals are one-based
         if (route < 0 || static_cast<std::size_t>(route) >= claims.size()) {
             throw DecodeError("outbox_claim_routes: route ordinal " + std::to_string(route + 1) +
                               " out of range");

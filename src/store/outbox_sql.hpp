@@ -21,7 +21,8 @@ namespace outboxd::store::sql {
     OUTBOXD_SQL_MICROS("o.claimed_at") ", o.claimed_by, o.claim_token,"            \
     " o.last_error, "                                                              \
     OUTBOXD_SQL_MICROS("o.created_at") ", "                                        \
-    OUTBOXD_SQL_MICROS("o.finished_at") ", o.shard, o.priority, o.waiting"
+    OUTBOXD_SQL_MICROS("o.finished_at") ", o.shard, o.priority, o.waiting,"         \
+    " o.result::text, o.traceparent"
 
 // Shards in range $2 leased to incarnation $1 with an unexpired lease, by the database
 // clock, evaluated inside the statement that uses it.
@@ -59,7 +60,7 @@ namespace outboxd::store::sql {
     "o.id, o.dispatch_key, o.workflow_id, o.ordinal, o.run_id, o.namespace,"          \
     " o.task_queue, o.node, o.activity_type, o.input::text, o.attempt, "              \
     OUTBOXD_SQL_MICROS("o.visible_after") ", o.claim_token, o.shard,"                 \
-    " (SELECT at FROM token), o.priority"
+    " (SELECT at FROM token), o.priority, o.traceparent"
 
 #define OUTBOXD_CLAIM_TOKEN                                                            \
     " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value, "     \
@@ -82,14 +83,16 @@ namespace outboxd::store::sql {
 
 inline constexpr Statement kAppend{"outbox_append", R"SQL(
 INSERT INTO outbox (dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
-                    activity_type, input, attempt, visible_after, priority)
+                    activity_type, input, attempt, visible_after, priority, traceparent)
 SELECT coalesce(t.dispatch_key, t.workflow_id || ':' || t.ordinal), t.workflow_id, t.ordinal,
        t.run_id, t.namespace, t.task_queue, t.node, t.activity_type, t.input::jsonb, t.attempt,
-       coalesce()SQL" OUTBOXD_SQL_INSTANT("t.visible_after_us") R"SQL(, now()), t.priority
+       coalesce()SQL" OUTBOXD_SQL_INSTANT("t.visible_after_us") R"SQL(, now()), t.priority,
+       t.traceparent
 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[],
-            $8::text[], $9::text[], $10::int[], $11::bigint[], $12::smallint[]) WITH ORDINALITY
+            $8::text[], $9::text[], $10::int[], $11::bigint[], $12::smallint[], $13::text[])
+     WITH ORDINALITY
      AS t(dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
-          activity_type, input, attempt, visible_after_us, priority, n)
+          activity_type, input, attempt, visible_after_us, priority, traceparent, n)
 ORDER BY t.n
 ON CONFLICT (dispatch_key) DO NOTHING
 RETURNING dispatch_key)SQL"};
@@ -259,9 +262,12 @@ UPDATE outbox o SET
         ELSE o.visible_after END,
     last_error = CASE WHEN t.kind IN ('retry', 'fail') THEN t.error ELSE o.last_error END,
     finished_at = CASE WHEN t.kind IN ('done', 'fail') THEN now() END,
+    -- The done attempt's result; any other outcome leaves none (a requeued row's old one
+    -- goes with its next attempt).
+    result = CASE WHEN t.kind = 'done' THEN t.result::jsonb END,
     claimed_at = NULL, claimed_by = NULL, claim_token = NULL
-FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
-     AS t(id, token, kind, delay_ms, error)
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $7::text[])
+     AS t(id, token, kind, delay_ms, error, result)
 WHERE o.id = t.id AND o.claim_token = t.token
 RETURNING t.id, t.token)SQL", Plan::generic};
 
@@ -366,11 +372,40 @@ inline constexpr Statement kResumeWorkflow{"outbox_resume_workflow",
     " SELECT workflow_id, pg_notify('outbox_wake', 'front') FROM resumed"};
 
 
+// Dead letters matching a filter: $1 namespace, $2 activity type, $3 text the last error
+// contains, $4 failed at least this many seconds ago (database clock); NULL: any.
+#define OUTBOXD_DEAD_LETTER_FILTER                                                     \
+    "status = 'failed' AND ($1::text IS NULL OR namespace = $1)"                      \
+    " AND ($2::text IS NULL OR activity_type = $2)"                                    \
+    " AND ($3::text IS NULL OR strpos(last_error, $3) > 0)"                            \
+    " AND ($4::bigint IS NULL OR finished_at <= now() - $4 * interval '1 second')"
+
+// Newest first, $5 at most, after the cursor $6/$7 (failed_at in µs, id; NULL: the first).
 inline constexpr Statement kListDeadLetters{"outbox_list_dead_letters",
     "SELECT dispatch_key, workflow_id, namespace, task_queue, activity_type, attempt,"
-    " last_error, " OUTBOXD_SQL_MICROS("finished_at") " FROM outbox"
-    " WHERE status = 'failed' AND ($1::text IS NULL OR namespace = $1)"
-    " ORDER BY finished_at DESC, id DESC LIMIT $2"};
+    " last_error, " OUTBOXD_SQL_MICROS("finished_at") ", id FROM outbox"
+    " WHERE " OUTBOXD_DEAD_LETTER_FILTER
+    "   AND ($6::bigint IS NULL OR (finished_at, id) < (" OUTBOXD_SQL_INSTANT("$6::bigint")
+    ", $7::bigint))"
+    " ORDER BY finished_at DESC, id DESC LIMIT $5"};
+
+// Bulk operations on the dead letters matching the filter, $5 at most, oldest first; rows a
+// concurrent operation holds are left to it. A requeue wakes the nodes once.
+inline constexpr Statement kRequeueDeadLetters{"outbox_requeue_dead_letters",
+    "WITH picked AS (SELECT id FROM outbox WHERE " OUTBOXD_DEAD_LETTER_FILTER
+    "   ORDER BY finished_at, id LIMIT $5 FOR UPDATE SKIP LOCKED),"
+    " requeued AS (UPDATE outbox o SET status = 'pending', attempt = 0, visible_after = now(),"
+    "   finished_at = NULL, waiting = false WHERE o.id = ANY (ARRAY(SELECT id FROM picked))"
+    "   RETURNING o.id)"
+    " SELECT (SELECT count(*) FROM requeued),"
+    "        (SELECT pg_notify('outbox_wake', '') FROM requeued LIMIT 1)::text"};
+
+inline constexpr Statement kPurgeDeadLetters{"outbox_purge_dead_letters",
+    "WITH picked AS (SELECT id FROM outbox WHERE " OUTBOXD_DEAD_LETTER_FILTER
+    "   ORDER BY finished_at, id LIMIT $5 FOR UPDATE SKIP LOCKED),"
+    " purged AS (DELETE FROM outbox o WHERE o.id = ANY (ARRAY(SELECT id FROM picked))"
+    "   RETURNING o.id)"
+    " SELECT count(*) FROM purged"};
 
 // Due now, so ahead of where claims read on: a plain wake (no insert trigger fires).
 inline constexpr Statement kRequeueDeadLetter{"outbox_requeue_dead_letter", R"SQL(
@@ -390,18 +425,20 @@ DELETE FROM outbox WHERE id IN (
 
 inline constexpr Statement kPutNamespace{"outbox_put_namespace", R"SQL(
 INSERT INTO namespaces (namespace, max_in_flight, placement_mode, placement_nodes, weight,
-                        ordering, on_dead_letter, rate_per_second, rate_burst, activities)
-VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9, $10::jsonb)
+                        ordering, on_dead_letter, rate_per_second, rate_burst, activities,
+                        keep_results)
+VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9, $10::jsonb, $11)
 ON CONFLICT (namespace) DO UPDATE
 SET max_in_flight = EXCLUDED.max_in_flight, placement_mode = EXCLUDED.placement_mode,
     placement_nodes = EXCLUDED.placement_nodes, weight = EXCLUDED.weight,
     ordering = EXCLUDED.ordering, on_dead_letter = EXCLUDED.on_dead_letter,
     rate_per_second = EXCLUDED.rate_per_second, rate_burst = EXCLUDED.rate_burst,
-    activities = EXCLUDED.activities, updated_at = now())SQL"};
+    activities = EXCLUDED.activities, keep_results = EXCLUDED.keep_results,
+    updated_at = now())SQL"};
 
 #define OUTBOXD_NAMESPACE_COLUMNS                                                      \
     "namespace, max_in_flight, placement_mode, placement_nodes::text, weight, ordering," \
-    " on_dead_letter, rate_per_second, rate_burst, activities::text"
+    " on_dead_letter, rate_per_second, rate_burst, activities::text, keep_results"
 
 inline constexpr Statement kGetNamespace{"outbox_get_namespace",
     "SELECT " OUTBOXD_NAMESPACE_COLUMNS " FROM namespaces WHERE namespace = $1"};
@@ -545,7 +582,7 @@ inline constexpr std::array kOutboxStatements{
     kAppend, kClaimScoped, kClaimScopedAfter, kClaimRoutes, kRoutesWithDueRows, kRecordOutcomes,
     kRearmStaleClaimed, kRearmOrphaned, kReleaseClaimsAfter, kCancelWorkflow,
     kCountClaimedByNamespace, kCountLiveByNamespace, kFind, kWorkflowRows, kPauseWorkflow, kResumeWorkflow,
-    kListDeadLetters, kRequeueDeadLetter, kDeleteFinished, kPutNamespace, kGetNamespace,
+    kListDeadLetters, kRequeueDeadLetter, kRequeueDeadLetters, kPurgeDeadLetters, kDeleteFinished, kPutNamespace, kGetNamespace,
     kListNamespaces, kSettleCancelled, kPutHttpTarget, kGetHttpTarget, kListHttpTargets,
     kDeleteHttpTarget, kReportHttpTargets, kClaimOrdered, kClaimOrderedAfter, kLetGoWaiting, kReleaseUnordered,
     kCountBlockedWorkflows, kLockActivity, kCountClaimedOfType, kTakeTokens, kSpendTokens,

@@ -36,6 +36,8 @@ OutboxRow decode_row(const pqxx::row& r) {
     row.shard = r[19].as<std::int32_t>();
     row.priority = r[20].as<std::int32_t>();
     row.waiting = r[21].as<bool>();
+    row.result_json = pg::optional_text(r[22]);
+    row.traceparent = pg::optional_text(r[23]);
     return row;
 }
 
@@ -49,6 +51,7 @@ OutboxRow decode_claimed_row(const pqxx::row& r, const std::string& claimer) {
     row.shard = r[13].as<std::int32_t>();
     row.claimed_at = pg::from_micros(r[14].as<std::int64_t>());
     row.priority = r[15].as<std::int32_t>();
+    row.traceparent = pg::optional_text(r[16]);
     row.claimed_by = claimer;
     return row;
 }

@@ -55,6 +55,10 @@ void validate_new_row(const NewRow& row, std::size_t index) {
     check_optional_identifier(index, "dispatch_key", row.dispatch_key);
     check_optional_identifier(index, "run_id", row.run_id);
     check_optional_identifier(index, "node", row.node);
+    if (row.traceparent) {
+        if (auto problem = util::traceparent_problem(*row.traceparent))
+            reject(index, "traceparent " + *problem);
+    }
     if (row.ordinal < 0) reject(index, "ordinal must be >= 0, got " + std::to_string(row.ordinal));
     if (row.attempt < 0) reject(index, "attempt must be >= 0, got " + std::to_string(row.attempt));
     if (row.priority < kMinPriority || row.priority > kMaxPriority) {

@@ -169,4 +169,49 @@ std::string log_safe(std::string_view text, std::size_t max_bytes) {
     return out;
 }
 
+bool json_text_has_nul(std::string_view text) noexcept {
+    // A backslash escapes the next character: `\u0000` is a NUL only after an even run of
+    // backslashes before its own (an odd run in all).
+    for (auto at = text.find("u0000"); at != std::string_view::npos;
+         at = text.find("u0000", at + 1)) {
+        std::size_t slashes = 0;
+        while (slashes < at && text[at - 1 - slashes] == '\\') ++slashes;
+        if (slashes % 2 == 1) return true;
+    }
+    return false;
+}
+
+std::optional<std::string> traceparent_problem(std::string_view value) {
+    constexpr std::size_t kLength = 55;  // 2 + 1 + 32 + 1 + 16 + 1 + 2
+    if (value.size() != kLength) {
+        return "must be 55 characters (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>)";
+    }
+    const auto hex = [](std::string_view part) {
+        return std::all_of(part.begin(), part.end(),
+                           [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    };
+    const auto zeros = [](std::string_view part) {
+        return std::all_of(part.begin(), part.end(), [](char c) { return c == '0'; });
+    };
+    if (value[2] != '-' || value[35] != '-' || value[52] != '-') {
+        return "must be four dash-separated fields: version-trace_id-parent_id-flags";
+    }
+    const auto version = value.substr(0, 2);
+    const auto trace = value.substr(3, 32);
+    const auto parent = value.substr(36, 16);
+    const auto flags = value.substr(53, 2);
+    if (!hex(version) || !hex(trace) || !hex(parent) || !hex(flags)) {
+        return "must be lowercase hexadecimal digits between the dashes";
+    }
+    if (version == "ff") return "version ff is invalid";
+    if (zeros(trace)) return "trace id must not be all zeros";
+    if (zeros(parent)) return "parent id must not be all zeros";
+    return std::nullopt;
+}
+
+std::string_view trace_id_of(std::string_view traceparent) noexcept {
+    if (traceparent.size() != 55 || traceparent[2] != '-') return {};
+    return traceparent.substr(3, 32);
+}
+
 }  // namespace outboxd::util

@@ -1,5 +1,7 @@
 // The HTTP API of a real node (README, "HTTP API"), including bad input and the admin token.
 
+#include <set>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -170,4 +172,66 @@ TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configure
         const std::string huge(100 << 10, 'x');  // fits the socket buffers: no write error
         CHECK(call(port, "POST", "/v1/outbox", huge).status == 413);
     }
+}
+
+TEST_CASE("dead letters: pages through a cursor, bulk requeue and purge by filter, validated",
+          "[e2e][api]") {
+    E2eCluster cluster{"dead-letter-ops"};
+    auto& node = cluster.start_node("node-1");
+    const auto port = node.port;
+    cluster.db.exec(
+        "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, namespace, status, "
+        "attempt, last_error, finished_at) SELECT 'd-' || g, 'd-' || g, 0, "
+        "CASE WHEN g % 2 = 0 THEN 'charge' ELSE 'email' END, 'billing', 'failed', 1, "
+        "CASE WHEN g % 3 = 0 THEN 'HTTP 400: bad card' ELSE 'timeout' END, "
+        "now() - g * interval '1 second' FROM generate_series(1, 25) g");
+
+    // Pages of 10 through the cursor: 25 letters, each once.
+    std::set<std::string> seen;
+    std::string after;
+    int pages = 0;
+    for (; pages < 10; ++pages) {
+        const auto got = http_call(port, "GET",
+                                   "/v1/dead-letters?namespace=billing&limit=10" +
+                                       (after.empty() ? std::string{} : "&after=" + after));
+        REQUIRE(got.status == 200);
+        const auto page = json::parse(got.body);
+        for (const auto& letter : page["dead_letters"]) seen.insert(letter["dispatch_key"]);
+        if (page["next"].is_null()) break;
+        after = page["next"].get<std::string>();
+    }
+    CHECK(seen.size() == 25);
+    CHECK(pages == 2);  // 10, 10, then 5 with no next
+    const auto type_page = json::parse(
+        http_call(port, "GET", "/v1/dead-letters?activity_type=charge&error=bad%20card").body);
+    CHECK(type_page["dead_letters"].size() == 4);  // even and divisible by 3: 6, 12, 18, 24
+
+    // Bad filters are refused, naming the parameter, and change nothing.
+    for (const auto* bad : {"/v1/dead-letters?older_than_s=-1", "/v1/dead-letters?older_than_s=x",
+                            "/v1/dead-letters?after=nonsense", "/v1/dead-letters?colour=red",
+                            "/v1/dead-letters?limit=100000"}) {
+        INFO(bad);
+        CHECK(http_call(port, "GET", bad).status == 400);
+    }
+    for (const auto* body :
+         {R"({"limit":0})", R"({"limit":10001})", R"({"namespace":""})", R"({"older_than_s":"1"})",
+          R"({"error_contains":""})", R"({"colour":"red"})", R"([1])", "{bad"}) {
+        INFO(body);
+        const auto refused = http_call(port, "POST", "/v1/dead-letters/requeue", body);
+        CHECK(refused.status == 400);
+    }
+    CHECK(cluster.count("status = 'failed'") == 25);
+
+    // Requeue what the filter names, bounded by the limit; purge the rest of a type.
+    const auto requeued = http_call(port, "POST", "/v1/dead-letters/requeue",
+                                    R"({"namespace":"billing","error_contains":"bad card"})");
+    REQUIRE(requeued.status == 200);
+    CHECK(json::parse(requeued.body)["requeued"] == 8);  // 3, 6, …, 24
+    CHECK(cluster.count("status = 'pending'") == 8);
+    const auto purged =
+        http_call(port, "POST", "/v1/dead-letters/purge", R"({"activity_type":"email","limit":5})");
+    REQUIRE(purged.status == 200);
+    CHECK(json::parse(purged.body)["purged"] == 5);
+    CHECK(cluster.count("status = 'failed'") == 12);
+    CHECK(http_call(port, "GET", "/v1/dead-letters/purge").status == 405);
 }

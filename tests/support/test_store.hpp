@@ -54,7 +54,20 @@ public:
     }
     std::vector<store::DeadLetter> list_dead_letters(std::optional<std::string_view> ns,
                                                      std::int32_t limit) {
-        return admin.list_dead_letters(ns, limit);
+        store::DeadLetterFilter filter;
+        if (ns) filter.namespace_name = std::string{*ns};
+        return admin.list_dead_letters(filter, limit);
+    }
+    std::vector<store::DeadLetter> list_dead_letters(const store::DeadLetterFilter& filter,
+                                                     std::int32_t limit,
+                                                     std::optional<store::DeadLetterCursor> after) {
+        return admin.list_dead_letters(filter, limit, after);
+    }
+    std::int64_t requeue_dead_letters(const store::DeadLetterFilter& f, std::int32_t limit) {
+        return admin.requeue_dead_letters(f, limit);
+    }
+    std::int64_t purge_dead_letters(const store::DeadLetterFilter& f, std::int32_t limit) {
+        return admin.purge_dead_letters(f, limit);
     }
     bool requeue_dead_letter(std::string_view key) { return admin.requeue_dead_letter(key); }
     void put_namespace(const store::NamespaceSettings& s) { admin.put_namespace(s); }

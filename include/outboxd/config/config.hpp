@@ -55,6 +55,7 @@ struct Config {
 
     // Extensions (same env/flag scheme).
     std::size_t max_frame_bytes = defaults::kMaxFrameBytes;            // OUTBOXD_MAX_FRAME_BYTES
+    std::size_t max_result_bytes = defaults::kMaxResultBytes;          // OUTBOXD_MAX_RESULT_BYTES
     std::size_t max_body_bytes = defaults::kMaxBodyBytes;              // OUTBOXD_MAX_BODY_BYTES
     std::chrono::milliseconds drain_timeout{defaults::kDrainTimeout};  // OUTBOXD_DRAIN_TIMEOUT_MS
     std::chrono::milliseconds quota_cache_ttl{

@@ -34,6 +34,7 @@ inline constexpr std::chrono::seconds kRetention{86400};
 // Network bounds.
 inline constexpr std::uint16_t kPort = 8080;
 inline constexpr std::size_t kMaxFrameBytes = 1 << 20;
+inline constexpr std::size_t kMaxResultBytes = std::size_t{64} * 1024;
 inline constexpr std::size_t kMaxBodyBytes = 8 << 20;
 inline constexpr std::size_t kMaxWriteQueue = 4096;
 inline constexpr std::size_t kMaxWriteQueueBytes = 16 << 20;

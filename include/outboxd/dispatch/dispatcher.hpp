@@ -109,8 +109,11 @@ public:
     void reconcile() { maintenance_.reconcile(); }
 
     // Answers from the worker of `session_id`. An answer for a task it does not hold changes
-    // nothing (unknown_task).
-    Answer on_complete(const std::string& session_id, const std::string& task_id);
+    // nothing (unknown_task). `result_json` (checked by the caller: JSON within
+    // OUTBOXD_MAX_RESULT_BYTES that jsonb can hold) is kept as the row's result unless it is
+    // null or the namespace keeps none.
+    Answer on_complete(const std::string& session_id, const std::string& task_id,
+                       std::string result_json = "null");
     // A retry waits at least `min_delay` (an HTTP target's Retry-After), else the backoff.
     Answer on_fail(const std::string& session_id, const std::string& task_id, std::string error,
                    bool retryable, std::chrono::milliseconds min_delay = {});

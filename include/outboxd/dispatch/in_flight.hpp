@@ -30,6 +30,7 @@ struct InFlightTask {
     // Of namespaces with ordered delivery only (empty otherwise): what its end lets go.
     std::string workflow_id;
     std::string task_queue;
+    std::string trace_id;  // of the row's traceparent, for log lines about it; empty: none
 };
 
 class InFlightTable {
@@ -82,7 +83,9 @@ struct SettledTask {
     std::string_view label;  // "done", "retry", "failover" or "failed"
 };
 
-[[nodiscard]] SettledTask completed(const InFlightTask& task);
+// `result`: JSON text to keep as the row's result (none: keep none).
+[[nodiscard]] SettledTask completed(const InFlightTask& task,
+                                    std::optional<std::string> result = std::nullopt);
 // A retryable failure retries while attempts are left: after the backoff of this attempt,
 // or at once (keeping the row's place) when the connection was lost, which still consumes
 // the attempt so that worker churn stays bounded by max_attempts. Anything else, or the

@@ -35,6 +35,8 @@ public:
     [[nodiscard]] std::int64_t quota(const std::string& ns) const;
     [[nodiscard]] store::Placement placement(const std::string& ns) const;
     [[nodiscard]] std::int64_t weight(const std::string& ns) const;
+    // Whether its rows' results are stored (true for a namespace never set).
+    [[nodiscard]] bool keep_results(const std::string& ns) const;
     // Its delivery controls (ordering, limits); the defaults for a namespace never set.
     [[nodiscard]] const store::DeliveryControls& controls(const std::string& ns) const;
     // Whether any namespace has a control set (claims take the plain path while none has).
@@ -57,6 +59,7 @@ private:
         store::Placement placement;
         std::int64_t weight = 1;
         store::DeliveryControls controls;
+        bool keep_results = true;
     };
     void schedule();
     void refresh_failed(const std::string& error);

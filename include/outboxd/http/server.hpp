@@ -42,6 +42,7 @@ struct ServerSettings {
     std::optional<std::string> worker_token;
     std::optional<std::string> admin_token;
     std::size_t max_frame_bytes = defaults::kMaxFrameBytes;
+    std::size_t max_result_bytes = defaults::kMaxResultBytes;  // complete.result, compact JSON
     std::size_t max_body_bytes = defaults::kMaxBodyBytes;
     std::size_t max_write_queue = defaults::kMaxWriteQueue;  // frames per worker connection
     std::size_t max_write_queue_bytes =

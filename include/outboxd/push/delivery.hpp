@@ -37,6 +37,11 @@ struct Verdict {
 // `now` reads an HTTP-date Retry-After.
 [[nodiscard]] Verdict judge(const Exchange& exchange, std::time_t now);
 
+// The result a successful exchange's body gives its task: the body when it is one JSON value
+// other than null (compact), at most `max_bytes` of it, that jsonb can hold; nothing
+// otherwise (an empty or plain-text body is no result, not an error).
+[[nodiscard]] std::optional<std::string> result_of(const Exchange& exchange, std::size_t max_bytes);
+
 // A Retry-After value (delay-seconds or an IMF-fixdate) as a wait from `now`, clamped to
 // 0..kMaxRetryAfter; nothing when it is neither.
 [[nodiscard]] std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,

@@ -51,6 +51,7 @@ struct PushSettings {
     HostPolicy policy;
     std::chrono::milliseconds refresh{1000};
     std::size_t max_response_bytes = defaults::kHttpMaxResponseBytes;
+    std::size_t max_result_bytes = defaults::kMaxResultBytes;  // a 2xx JSON body kept as result
     // The in-flight table's deadline passes the request's own timeout by this much, so that
     // the request's timeout, with its clearer error, always comes first.
     std::chrono::milliseconds deadline_grace{1000};

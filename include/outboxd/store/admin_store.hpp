@@ -27,7 +27,25 @@ struct DeadLetter {
     std::int32_t attempt = 0;
     std::optional<std::string> last_error;
     std::optional<TimePoint> failed_at;
+    std::int64_t id = 0;  // with failed_at, its place in the list (a page's cursor)
 };
+
+// Which dead letters an operation applies to; unset fields match any.
+struct DeadLetterFilter {
+    std::optional<std::string> namespace_name;
+    std::optional<std::string> activity_type;
+    std::optional<std::string> error_contains;  // a substring of last_error
+    std::optional<std::int64_t> older_than_s;   // failed at least this long ago (database clock)
+};
+
+// Where a page of dead letters ended: the next page starts after it.
+struct DeadLetterCursor {
+    TimePoint failed_at;
+    std::int64_t id = 0;
+};
+
+// The most rows one bulk requeue or purge touches.
+inline constexpr std::int32_t kMaxBulkRows = 10000;
 
 // Bounds of a namespace's weight.
 inline constexpr std::int32_t kMinWeight = 1;
@@ -40,6 +58,7 @@ struct NamespaceSettings {
     Placement placement;
     std::int32_t weight = 1;  // its share of each claim round, against other namespaces' (1..1000)
     DeliveryControls controls;
+    bool keep_results = true;  // whether its rows' results are stored
 
     friend bool operator==(const NamespaceSettings&, const NamespaceSettings&) = default;
 };
@@ -63,8 +82,13 @@ public:
     // Settles every pending or claimed row of the workflow to cancelled and remembers the
     // cancel, so rows staged for it later are cancelled too.
     CancelledRows cancel_workflow(std::string_view workflow_id);
-    std::vector<DeadLetter> list_dead_letters(std::optional<std::string_view> namespace_name,
-                                              std::int32_t limit);
+    // Newest first, at most `limit`, after `after` (the last of the previous page).
+    std::vector<DeadLetter> list_dead_letters(const DeadLetterFilter& filter, std::int32_t limit,
+                                              std::optional<DeadLetterCursor> after = {});
+    // The dead letters matching `filter`, at most `limit` (1..kMaxBulkRows), oldest first:
+    // requeued (as requeue_dead_letter) or deleted. Returns how many.
+    std::int64_t requeue_dead_letters(const DeadLetterFilter& filter, std::int32_t limit);
+    std::int64_t purge_dead_letters(const DeadLetterFilter& filter, std::int32_t limit);
     // failed -> pending, attempt 0, visible now. False when the key is not a dead letter.
     bool requeue_dead_letter(std::string_view dispatch_key);
 

@@ -53,6 +53,8 @@ struct NewRow {
     std::optional<TimePoint> visible_after;  // default: the database's now()
     std::int32_t attempt = 0;   // finished attempts so far; only re-staging tools set it
     std::int32_t priority = 0;  // kMinPriority..kMaxPriority, higher first
+    // W3C trace context (version 00 layout), as util::is_valid_traceparent accepts it.
+    std::optional<std::string> traceparent;
 };
 
 // A row as the store reads it back.
@@ -81,6 +83,8 @@ struct OutboxRow {
     // Pending, behind an earlier row of its workflow (ordered delivery): not claimed until
     // that row ends.
     bool waiting = false;
+    std::optional<std::string> result_json;  // the done attempt's result (JSON text)
+    std::optional<std::string> traceparent;
 };
 
 // A row's place in claim order: claims take due rows oldest visible_after first, id
@@ -144,15 +148,19 @@ struct Outcome {
     // route again once the write has landed (the store ignores it).
     std::string let_go_workflow;
     std::string let_go_task_queue;
+    // done only: the result to keep (JSON text jsonb can hold); none: the row keeps none.
+    std::optional<std::string> result_json;
 
-    static Outcome done(ClaimRef ref) { return {ref, Kind::done, {}, {}, {}, {}}; }
+    static Outcome done(ClaimRef ref, std::optional<std::string> result = std::nullopt) {
+        return {ref, Kind::done, {}, {}, {}, {}, std::move(result)};
+    }
     static Outcome retry(ClaimRef ref, std::chrono::milliseconds delay, std::string error) {
-        return {ref, Kind::retry, delay, std::move(error), {}, {}};
+        return {ref, Kind::retry, delay, std::move(error), {}, {}, {}};
     }
     static Outcome fail(ClaimRef ref, std::string error) {
-        return {ref, Kind::fail, {}, std::move(error), {}, {}};
+        return {ref, Kind::fail, {}, std::move(error), {}, {}, {}};
     }
-    static Outcome release(ClaimRef ref) { return {ref, Kind::release, {}, {}, {}, {}}; }
+    static Outcome release(ClaimRef ref) { return {ref, Kind::release, {}, {}, {}, {}, {}}; }
 };
 
 // Rows settled as cancelled (a workflow's cancel, or the sweep of cancelled workflows).

@@ -24,6 +24,17 @@ inline constexpr std::size_t kMaxIdentifierBytes = 1024;
 // right for valid JSON: a parser refuses anything else afterwards.
 [[nodiscard]] std::size_t json_nesting_depth(std::string_view text, std::size_t limit) noexcept;
 
+// Whether the JSON `text` holds the escape \u0000 (a NUL code point in a string), which
+// PostgreSQL's jsonb refuses. Only has to be right for valid JSON.
+[[nodiscard]] bool json_text_has_nul(std::string_view text) noexcept;
+
+// Why `value` is not a W3C traceparent the node keeps, or nullopt when it is: version 00
+// layout "vv-<32 hex trace id>-<16 hex parent id>-<2 hex flags>", lowercase hex, version
+// not ff, neither id all zeros (the outbox table's check says the same).
+[[nodiscard]] std::optional<std::string> traceparent_problem(std::string_view value);
+// The trace id of a valid traceparent (its 32 hex digits); empty for anything else.
+[[nodiscard]] std::string_view trace_id_of(std::string_view traceparent) noexcept;
+
 // Why `value` cannot serve as an identifier (a key, a name, a route), or nullopt when it
 // can: "is empty", "is longer than N bytes", "contains a NUL byte", "is not valid UTF-8".
 // PostgreSQL text cannot hold a NUL, and libpq would cut a parameter at it silently.

@@ -64,6 +64,7 @@ inline constexpr std::string_view kFrameTooLarge = "frame_too_large";
 inline constexpr std::string_view kUnknownTask = "unknown_task";
 inline constexpr std::string_view kUnauthorized = "unauthorized";
 inline constexpr std::string_view kDraining = "draining";
+inline constexpr std::string_view kResultRefused = "result_refused";
 }  // namespace code
 
 struct ProtocolError {
@@ -124,6 +125,8 @@ struct Welcome {
     std::vector<NodeInfo> cluster;
     bool batch = false;               // accepts batch frames from the worker
     std::size_t max_frame_bytes = 0;  // the largest frame the node reads; 0: not stated
+    // The largest complete.result (compact JSON, in bytes) the node takes; 0: not stated.
+    std::size_t max_result_bytes = 0;
 };
 
 // The task frame carries a worker::Task, field for field.

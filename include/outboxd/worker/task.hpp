@@ -23,6 +23,9 @@ struct Task {
     std::int64_t attempt = 1;         // one-based (a stored attempt + 1)
     std::int64_t timeout_ms = 0;
     std::int64_t priority = 0;  // the row's, 0..100 (higher first)
+    // W3C trace context of the request that staged the row; the frame leaves it out when
+    // the row has none.
+    std::optional<std::string> traceparent;
 };
 
 }  // namespace outboxd::worker

@@ -224,11 +224,14 @@ std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::str
 NodeMessage parse_node(const json& object, const std::string& type) {
     const Fields f{object, type, std::numeric_limits<std::size_t>::max()};
     if (type == "welcome") {
-        return Welcome{f.text("node_id"), f.text("session_id"),
+        return Welcome{f.text("node_id"),
+                       f.text("session_id"),
                        parse_nodes(object, "cluster", type),
                        f.optional_boolean("batch").value_or(false),
                        static_cast<std::size_t>(
-                           f.optional_integer("max_frame_bytes", 0, INT64_MAX).value_or(0))};
+                           f.optional_integer("max_frame_bytes", 0, INT64_MAX).value_or(0)),
+                       static_cast<std::size_t>(
+                           f.optional_integer("max_result_bytes", 0, INT64_MAX).value_or(0))};
     }
     if (type == "task") {
         Task task;
@@ -245,6 +248,7 @@ NodeMessage parse_node(const json& object, const std::string& type) {
         task.attempt = f.integer("attempt", 1, std::int64_t{INT32_MAX} + 1);
         task.timeout_ms = f.optional_integer("timeout_ms", 0, INT64_MAX).value_or(0);
         task.priority = f.optional_integer("priority", 0, INT64_MAX).value_or(0);
+        task.traceparent = f.optional_text("traceparent");
         return task;
     }
     if (type == "cluster") return Cluster{parse_nodes(object, "nodes", type)};
@@ -394,6 +398,7 @@ std::string encode(const Welcome& welcome) {
                {"cluster", nodes_json(welcome.cluster)}};
     if (welcome.batch) frame["batch"] = true;
     if (welcome.max_frame_bytes > 0) frame["max_frame_bytes"] = welcome.max_frame_bytes;
+    if (welcome.max_result_bytes > 0) frame["max_result_bytes"] = welcome.max_result_bytes;
     return dump(frame);
 }
 
@@ -464,6 +469,7 @@ std::string encode(const Task& task) {
     append_field(out, "attempt", task.attempt);
     append_field(out, "timeout_ms", task.timeout_ms);
     append_field(out, "priority", task.priority);
+    if (task.traceparent) append_field(out, "traceparent", std::string_view{*task.traceparent});
     out += '}';
     return out;
 }

@@ -187,7 +187,45 @@ TEST_CASE("the schema refuses malformed rows written by plain SQL", "[pg][store]
                   "VALUES ('wf', 0, 'a', 'claimed')"));  // no claim fields
     CHECK_THROWS(f.db.exec(
         "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES (NULL, 0, 'a')"));
+    for (const char* trace : {"'00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01'",
+                              "'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'",
+                              "'00-00000000000000000000000000000000-00f067aa0ba902b7-01'",
+                              "'00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01'",
+                              "'00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7'", "'x'"}) {
+        INFO(trace);
+        CHECK_THROWS(f.db.exec(
+            std::string{"INSERT INTO outbox (workflow_id, ordinal, activity_type, traceparent) "
+                        "VALUES ('wf', 0, 'a', "} +
+            trace + ")"));
+    }
     CHECK(f.count("true") == 0);
+}
+
+TEST_CASE("a traceparent staged by the API or by plain SQL reads back and travels with a claim",
+          "[pg][store]") {
+    test::StoreFixture f;
+    const std::string trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    auto row = new_row("api", 0);
+    row.traceparent = trace;
+    f.store.append(std::vector{row});
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, traceparent) VALUES "
+        "('sql', 0, 'a', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00')");
+    CHECK(f.store.find("api:0")->traceparent == trace);
+    CHECK(f.store.find("sql:0")->traceparent ==
+          "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00");
+    for (const auto& claimed : f.store.claim(f.owner, 10)) {
+        CHECK(claimed.traceparent == f.store.find(claimed.dispatch_key)->traceparent);
+    }
+    // The API refuses what the table would, naming the row and the field.
+    auto bad = new_row("bad", 0);
+    bad.traceparent = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01";
+    try {
+        f.store.append(std::vector{bad});
+        FAIL("a bad traceparent was staged");
+    } catch (const store::ValidationError& error) {
+        CHECK(std::string{error.what()}.find("traceparent") != std::string::npos);
+    }
 }
 
 TEST_CASE("an unknown status token read back is a decode error", "[pg][store]") {

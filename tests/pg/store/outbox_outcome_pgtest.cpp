@@ -1,8 +1,13 @@
 // Outcomes, fenced by the claim; reconciliation of stale and orphaned claims; cancel.
 
+#include <algorithm>
+#include <set>
+
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "outboxd/store/cluster_store.hpp"
+#include "outboxd/store/store_error.hpp"
 #include "store_fixture.hpp"
 
 using namespace outboxd;
@@ -358,4 +363,104 @@ TEST_CASE("a cancel is remembered: rows staged later are never claimed and get s
     CHECK(settled.by_namespace.at("default") == 1);
     CHECK(f.status_of("wf:1") == Status::cancelled);
     CHECK(f.store.settle_cancelled(f.owner).keys.empty());
+}
+
+TEST_CASE("a done outcome keeps its result; other outcomes leave none", "[pg][store]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("wf", 0), new_row("wf", 1), new_row("wf", 2)});
+    auto rows = f.store.claim(f.owner, 3);
+    REQUIRE(rows.size() == 3);
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    const std::vector<Outcome> outcomes{
+        Outcome::done(ref_of(rows[0]), std::string{R"({"charged": 5, "ids": [1, 2]})"}),
+        Outcome::done(ref_of(rows[1])), Outcome::retry(ref_of(rows[2]), 0ms, "again")};
+    CHECK(f.store.record_outcomes(outcomes) == std::vector<bool>{true, true, true});
+    const auto kept = f.store.find("wf:0");
+    REQUIRE(kept);
+    REQUIRE(kept->result_json);
+    CHECK(nlohmann::json::parse(*kept->result_json) ==
+          nlohmann::json::parse(R"({"charged":5,"ids":[1,2]})"));
+    CHECK_FALSE(f.store.find("wf:1")->result_json);  // done without a result
+    CHECK_FALSE(f.store.find("wf:2")->result_json);  // retried
+
+    // A result from an attempt that did not end the row never survives a later one.
+    const auto again = claim_one(f);
+    CHECK(f.store.record_outcomes(std::vector{Outcome::done(ref_of(again), std::string{"7"})})
+              .front());
+    CHECK(f.store.find("wf:2")->result_json == "7");
+}
+
+namespace {
+
+// `count` dead letters of `type` in namespace `ns`, failed with `error`, keys prefix-N.
+void dead_letters(test::StoreFixture& f, const std::string& prefix, int count,
+                  const std::string& ns, const std::string& type, const std::string& error) {
+    f.db.exec(
+        "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, namespace, "
+        "status, attempt, last_error, finished_at) SELECT '" +
+        prefix + "-' || g, '" + prefix + "-' || g, 0, '" + type + "', '" + ns +
+        "', 'failed', 3, '" + error +
+        "', now() - g * interval '1 minute' FROM generate_series(1, " + std::to_string(count) +
+        ") g");
+}
+
+}  // namespace
+
+TEST_CASE("dead letters are listed page by page through a cursor, by filter", "[pg][store]") {
+    test::StoreFixture f;
+    dead_letters(f, "a", 25, "billing", "charge", "card declined");
+    dead_letters(f, "b", 5, "mail", "email", "mailbox full");
+    store::DeadLetterFilter billing;
+    billing.namespace_name = "billing";
+    std::vector<std::string> seen;
+    std::optional<store::DeadLetterCursor> after;
+    for (int page = 0; page < 10; ++page) {
+        const auto letters = f.store.list_dead_letters(billing, 10, after);
+        for (const auto& l : letters) seen.push_back(l.dispatch_key);
+        if (letters.size() < 10) break;
+        after = store::DeadLetterCursor{*letters.back().failed_at, letters.back().id};
+    }
+    REQUIRE(seen.size() == 25);
+    CHECK(seen.front() == "a-1");  // newest first: a-1 failed a minute ago
+    CHECK(seen.back() == "a-25");
+    CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == 25);
+
+    store::DeadLetterFilter by_error;
+    by_error.error_contains = "mailbox";
+    CHECK(f.store.list_dead_letters(by_error, 100, std::nullopt).size() == 5);
+    store::DeadLetterFilter by_type;
+    by_type.activity_type = "charge";
+    by_type.older_than_s = 20 * 60;  // failed 20 minutes ago or earlier: a-20 .. a-25
+    CHECK(f.store.list_dead_letters(by_type, 100, std::nullopt).size() == 6);
+}
+
+TEST_CASE("bulk requeue and purge take the dead letters a filter names, counted and bounded",
+          "[pg][store]") {
+    test::StoreFixture f;
+    dead_letters(f, "a", 30, "billing", "charge", "card declined");
+    dead_letters(f, "b", 5, "billing", "refund", "timeout talking to bank");
+    dead_letters(f, "c", 4, "mail", "email", "mailbox full");
+
+    store::DeadLetterFilter declined;
+    declined.error_contains = "declined";
+    CHECK(f.store.requeue_dead_letters(declined, 20) == 20);  // the limit
+    CHECK(f.count("status = 'pending' AND attempt = 0 AND finished_at IS NULL") == 20);
+    CHECK(f.store.requeue_dead_letters(declined, 20) == 10);  // the rest
+    CHECK(f.store.requeue_dead_letters(declined, 20) == 0);
+    // The oldest went first: a-30 .. a-11 in the first call.
+    CHECK(f.status_of("a-30") == Status::pending);
+
+    store::DeadLetterFilter refunds;
+    refunds.namespace_name = "billing";
+    refunds.activity_type = "refund";
+    CHECK(f.store.purge_dead_letters(refunds, 100) == 5);
+    CHECK(f.count("dispatch_key LIKE 'b-%'") == 0);
+    CHECK(f.count("status = 'failed'") == 4);  // mail's, untouched
+    // Purge takes only dead letters: the requeued (pending) rows are safe from a broad one.
+    CHECK(f.store.purge_dead_letters({}, 100) == 4);
+    CHECK(f.count("status = 'pending'") == 30);
+
+    CHECK_THROWS_AS(f.store.requeue_dead_letters({}, 0), store::ValidationError);
+    CHECK_THROWS_AS(f.store.purge_dead_letters({}, store::kMaxBulkRows + 1),
+                    store::ValidationError);
 }

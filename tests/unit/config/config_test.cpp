@@ -106,6 +106,7 @@ const std::vector<std::string> kExpectedFlags{"--database-url",
                                               "--retention-s",
                                               "--log-level",
                                               "--max-frame-bytes",
+                                              "--max-result-bytes",
                                               "--max-body-bytes",
                                               "--drain-timeout-ms",
                                               "--quota-cache-ttl-ms",
@@ -145,6 +146,7 @@ TEST_CASE("defaults are those the README documents", "[unit][config]") {
     CHECK(config.retention == seconds{86400});
     CHECK(config.log_level == "info");
     CHECK(config.max_frame_bytes == 1u << 20);
+    CHECK(config.max_result_bytes == std::size_t{64} * 1024);
     CHECK(config.max_body_bytes == 8u << 20);
     CHECK(config.drain_timeout == milliseconds{30000});
     CHECK(config.quota_cache_ttl == milliseconds{1000});
@@ -173,6 +175,7 @@ TEST_CASE("every setting is read from its environment variable", "[unit][config]
     env.set("OUTBOXD_RETENTION_S", "60");
     env.set("OUTBOXD_LOG_LEVEL", "debug");
     env.set("OUTBOXD_MAX_FRAME_BYTES", "4096");
+    env.set("OUTBOXD_MAX_RESULT_BYTES", "2048");
     env.set("OUTBOXD_MAX_BODY_BYTES", "8192");
     env.set("OUTBOXD_DRAIN_TIMEOUT_MS", "0");
     env.set("OUTBOXD_QUOTA_CACHE_TTL_MS", "0");
@@ -201,6 +204,7 @@ TEST_CASE("every setting is read from its environment variable", "[unit][config]
     CHECK(config.retention == seconds{60});
     CHECK(config.log_level == "debug");
     CHECK(config.max_frame_bytes == 4096);
+    CHECK(config.max_result_bytes == 2048);
     CHECK(config.max_body_bytes == 8192);
     CHECK(config.drain_timeout == milliseconds{0});
     CHECK(config.quota_cache_ttl == milliseconds{0});

@@ -14,7 +14,7 @@ namespace {
 const InFlightTable::Clock::time_point kT0{std::chrono::seconds{1000}};
 
 InFlightTask task(std::int64_t id, std::string session, std::int32_t attempt = 0) {
-    return {{id, id * 10}, std::move(session), "ns", attempt, {}, {}};
+    return {{id, id * 10}, std::move(session), "ns", attempt, {}, {}, {}};
 }
 
 const dispatch::FailurePolicy kPolicy{3, {milliseconds{100}, 2.0, milliseconds{1000}}};

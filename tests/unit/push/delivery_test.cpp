@@ -101,3 +101,18 @@ TEST_CASE("a node's share of a target follows its shards and sums to the bound",
     CHECK(push::node_share(64, half, "b") == 0);
     CHECK(push::node_share(64, three, "nobody") == 0);
 }
+
+TEST_CASE("a 2xx JSON body is the task's result; anything else is none", "[unit][push]") {
+    CHECK(push::result_of(answered(200, R"({"ok": true})"), 1024) == R"({"ok":true})");
+    CHECK(push::result_of(answered(201, "[1, 2]"), 1024) == "[1,2]");
+    CHECK_FALSE(push::result_of(answered(200, ""), 1024));             // no body
+    CHECK_FALSE(push::result_of(answered(200, "OK"), 1024));           // not JSON
+    CHECK_FALSE(push::result_of(answered(200, "null"), 1024));         // null is none
+    CHECK_FALSE(push::result_of(answered(500, R"({"a":1})"), 1024));   // not a success
+    CHECK_FALSE(push::result_of(answered(200, R"({"a":"x"})"), 8));    // over the limit
+    CHECK_FALSE(push::result_of(answered(200, R"("\u0000")"), 1024));  // jsonb cannot hold it
+    CHECK_FALSE(push::result_of(answered(200, std::string(100000, '[')), 1 << 20));  // too deep
+    Exchange lost;
+    lost.failure = "timed out";
+    CHECK_FALSE(push::result_of(lost, 1024));
+}

@@ -87,3 +87,44 @@ TEST_CASE("a failure run logs its first failure, a summary now and then, and its
     CHECK(run.succeeded() == 0);
     CHECK(run.failed(t0 + 50s));  // a new run logs again at once
 }
+
+TEST_CASE("a traceparent is the W3C version 00 layout, lowercase, without invalid ids",
+          "[unit][util]") {
+    const std::string good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    CHECK_FALSE(traceparent_problem(good));
+    CHECK(trace_id_of(good) == "4bf92f3577b34da6a3ce929d0e0e4736");
+    CHECK_FALSE(traceparent_problem("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"));
+    // Each rule names itself.
+    CHECK(traceparent_problem("").value().find("55 characters") != std::string::npos);
+    CHECK(traceparent_problem(good + "-x").value().find("55 characters") != std::string::npos);
+    CHECK(traceparent_problem("00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+              .value()
+              .find("dash") != std::string::npos);
+    CHECK(traceparent_problem("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01")
+              .value()
+              .find("lowercase") != std::string::npos);
+    CHECK(traceparent_problem("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+              .value()
+              .find("ff") != std::string::npos);
+    CHECK(traceparent_problem("00-00000000000000000000000000000000-00f067aa0ba902b7-01")
+              .value()
+              .find("trace id") != std::string::npos);
+    CHECK(traceparent_problem("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01")
+              .value()
+              .find("parent id") != std::string::npos);
+    CHECK(traceparent_problem(
+              std::string{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\0", 55})
+              .has_value());
+    CHECK(trace_id_of("not one").empty());
+}
+
+TEST_CASE("a NUL escape in JSON text is told from an escaped backslash before u0000",
+          "[unit][util]") {
+    CHECK_FALSE(json_text_has_nul(R"({"a":1})"));
+    CHECK(json_text_has_nul(R"("\u0000")"));
+    CHECK(json_text_has_nul(R"({"k":"ab\u0000c"})"));
+    CHECK_FALSE(json_text_has_nul(R"("\\u0000")"));  // a backslash, then the text u0000
+    CHECK(json_text_has_nul(R"("\\\u0000")"));       // a backslash, then a NUL
+    CHECK_FALSE(json_text_has_nul(R"("u0000")"));
+    CHECK(json_text_has_nul(R"("\u00001")"));  // a NUL, then the digit 1
+}

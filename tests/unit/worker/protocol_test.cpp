@@ -382,6 +382,27 @@ TEST_CASE("encode(Task) is the design's example, field for field, with the secon
     CHECK(with_run["run_id"] == "r1");
     CHECK(with_run["node"] == "n1");
     CHECK(with_run["input"].is_null());
+    CHECK_FALSE(with_run.contains("traceparent"));  // only a row with one carries it
+
+    task.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const auto traced = encode(task);
+    CHECK(json::parse(traced)["traceparent"] == *task.traceparent);
+    const auto back = parse_node_message(traced);
+    REQUIRE(std::holds_alternative<NodeMessage>(back));
+    CHECK(std::get<Task>(std::get<NodeMessage>(back)).traceparent == task.traceparent);
+}
+
+TEST_CASE("a welcome states the largest result the node keeps", "[unit][worker]") {
+    Welcome welcome;
+    welcome.node_id = "n";
+    welcome.session_id = "s";
+    CHECK_FALSE(json::parse(encode(welcome)).contains("max_result_bytes"));
+    welcome.max_result_bytes = 65536;
+    const auto text = encode(welcome);
+    CHECK(json::parse(text)["max_result_bytes"] == 65536);
+    const auto back = parse_node_message(text);
+    REQUIRE(std::holds_alternative<NodeMessage>(back));
+    CHECK(std::get<Welcome>(std::get<NodeMessage>(back)).max_result_bytes == 65536);
 }
 
 TEST_CASE("task frames refuse missing or invalid members", "[unit][worker]") {

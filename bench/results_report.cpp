@@ -1,0 +1,52 @@
+#include "results_report.hpp"
+
+#include <sstream>
+
+#include "report_format.hpp"
+
+namespace outboxd::bench {
+namespace {
+
+std::string rates_of(const std::vector<E2eResult>& runs) {
+    std::string text;
+    for (const auto& run : runs)
+        text += (text.empty() ? "" : ", ") + strf("%.0f", run.rows_per_s());
+    return text;
+}
+
+double wal_per_row(const E2eResult& run) {
+    return run.rows > 0 ? static_cast<double>(run.wal_bytes) / static_cast<double>(run.rows) : 0;
+}
+
+}  // namespace
+
+std::string render_results_table(const BenchReport& report) {
+    const auto* kept = median_run(report.results_kept_runs);
+    const auto* plain = median_run(report.results_plain_runs);
+    if (!kept || !plain) return {};
+    std::ostringstream out;
+    out << "\nResults (1 node, e2e rows; workers answer results, and then not)\n";
+    out << strf(
+        "  %zu-byte results: %.0f rows/s (runs %s), WAL %.0f B/row; without: %.0f rows/s (runs "
+        "%s), WAL %.0f B/row; result_cost %.3f (with / without)\n",
+        kResultBytes, kept->rows_per_s(), rates_of(report.results_kept_runs).c_str(),
+        wal_per_row(*kept), plain->rows_per_s(), rates_of(report.results_plain_runs).c_str(),
+        wal_per_row(*plain),
+        plain->rows_per_s() > 0 ? kept->rows_per_s() / plain->rows_per_s() : 0.0);
+    return out.str();
+}
+
+void add_results_json(nlohmann::json& out, const BenchReport& report) {
+    out["result_cost"] = nullptr;
+    const auto* kept = median_run(report.results_kept_runs);
+    const auto* plain = median_run(report.results_plain_runs);
+    if (!kept || !plain || plain->rows_per_s() <= 0) return;
+    out["result_cost"] = json_fine(kept->rows_per_s() / plain->rows_per_s());
+    out["result_bytes"] = kResultBytes;
+    out["results_rows_per_s"] = json_rate(kept->rows_per_s());
+    out["results_plain_rows_per_s"] = json_rate(plain->rows_per_s());
+    out["results_wal_bytes_per_row"] = json_rate(wal_per_row(*kept));
+    out["results_plain_wal_bytes_per_row"] = json_rate(wal_per_row(*plain));
+}
+
+}  // namespace outboxd::bench
