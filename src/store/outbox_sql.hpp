@@ -262,12 +262,13 @@ UPDATE outbox o SET
         ELSE o.visible_after END,
     last_error = CASE WHEN t.kind IN ('retry', 'fail') THEN t.error ELSE o.last_error END,
     finished_at = CASE WHEN t.kind IN ('done', 'fail') THEN now() END,
-    -- The done attempt's result; any other outcome leaves none (a requeued row's old one
-    -- goes with its next attempt).
-    result = CASE WHEN t.kind = 'done' THEN t.result::jsonb END,
+    -- The done attempt's result: element n of the jsonb array $7 (parsed once, as jsonb, for
+    -- the whole batch; an element is read by its offset), JSON null or none for no result.
+    -- Any other outcome leaves none.
+    result = CASE WHEN t.kind = 'done' THEN nullif($7::jsonb -> (t.n::int - 1), 'null') END,
     claimed_at = NULL, claimed_by = NULL, claim_token = NULL
-FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $7::text[])
-     AS t(id, token, kind, delay_ms, error, result)
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY
+     AS t(id, token, kind, delay_ms, error, n)
 WHERE o.id = t.id AND o.claim_token = t.token
 RETURNING t.id, t.token)SQL", Plan::generic};
 

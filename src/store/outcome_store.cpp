@@ -32,7 +32,11 @@ std::string_view outcome_kind(Outcome::Kind kind) {
 
 std::vector<bool> OutcomeStore::record_outcomes(std::span<const Outcome> outcomes) {
     if (outcomes.empty()) return {};
-    pg::ArrayLiteral ids, tokens, kinds, delays, errors, workflows, results;
+    pg::ArrayLiteral ids, tokens, kinds, delays, errors, workflows;
+    // One JSON array of the results, element for element (results are JSON text already):
+    // empty while no outcome of the batch has one.
+    std::string results = "[";
+    bool any_result = false;
     // A batch naming one claim twice applies its first mention: only that one is sent (an
     // UPDATE … FROM applies an arbitrary one of several matches).
     std::set<std::pair<std::int64_t, std::int64_t>> sent;
@@ -43,14 +47,18 @@ std::vector<bool> OutcomeStore::record_outcomes(std::span<const Outcome> outcome
         kinds.add(outcome_kind(outcome.kind));
         delays.add(std::max<std::int64_t>(0, millis(outcome.delay)));
         errors.add(std::string_view{outcome.error});
-        results.add(outcome.kind == Outcome::Kind::done ? outcome.result_json : std::nullopt);
+        const bool kept = outcome.kind == Outcome::Kind::done && outcome.result_json;
+        if (results.size() > 1) results += ',';
+        results += kept ? *outcome.result_json : std::string{"null"};
+        any_result = any_result || kept;
         if (!outcome.let_go_workflow.empty()) workflows.add(text_param(outcome.let_go_workflow));
     }
+    results = any_result ? results + "]" : "[]";
     const auto result =
         session_.pg().autocommit(sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
             return tx.exec_prepared(std::string{sql::kRecordOutcomes.name}, ids.str(), tokens.str(),
                                     kinds.str(), delays.str(), errors.str(), workflows.str(),
-                                    results.str());
+                                    results);
         });
     std::set<std::pair<std::int64_t, std::int64_t>> applied;
     for (const auto& r : result) applied.emplace(r[0].as<std::int64_t>(), r[1].as<std::int64_t>());

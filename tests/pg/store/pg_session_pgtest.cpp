@@ -125,7 +125,7 @@ TEST_CASE("the hot statements' generic plans probe indexes, even planned on an e
     const std::string claim_args =
         "('node-a/boot-1', '{[0,1024)}', 'default', 'default', NULL, '{}', 10, true, 0, 0)";
     const std::string outcome_args =
-        "('{1,2}', '{7,7}', '{done,done}', '{0,0}', '{\"\",\"\"}', '{}', '{NULL,NULL}')";
+        "('{1,2}', '{7,7}', '{done,done}', '{0,0}', '{\"\",\"\"}', '{}', '[]')";
     // Executed once each (libpqxx prepares on first use), then explained.
     session.autocommit(store::sql::kClaimScopedAfter, [&](pqxx::nontransaction& tx) {
         return tx
@@ -137,7 +137,7 @@ TEST_CASE("the hot statements' generic plans probe indexes, even planned on an e
     session.autocommit(store::sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
         return tx
             .exec_prepared(std::string{store::sql::kRecordOutcomes.name}, "{1,2}", "{7,7}",
-                           "{done,done}", "{0,0}", R"({"",""})", "{}", "{NULL,NULL}")
+                           "{done,done}", "{0,0}", R"({"",""})", "{}", "[]")
             .size();
     });
     pqxx::nontransaction tx{session.connection(Plan::generic)};
