@@ -119,6 +119,9 @@ TEST_CASE("a node known under a seed URL is not connected twice", "[sdk]") {
     WorkerClient client{test_options({a.url()}), [](const protocol::Task&, Responder) {}};
     client.start();
     REQUIRE(eventually([&] { return client.stats().connected_nodes == 1; }));
+    // Once the node has the hello, its welcome (which names the node) leaves before anything
+    // sent from here: the client knows who it is talking to before the cluster frame comes.
+    REQUIRE(eventually([&] { return hello_credit(a, 0).has_value(); }));
     // A cluster frame that also names it does not add a connection either.
     a.send(0, protocol::encode(protocol::Cluster{{{"node-a", localhost_url}}}));
     a.send(0, protocol::encode(protocol::Error{"probe", "sync"}));
