@@ -66,16 +66,18 @@ namespace outboxd::store::sql {
     " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value, "     \
     OUTBOXD_SQL_MICROS("now()") " AS at),"
 
-#define OUTBOXD_CLAIM_UPDATE                                                           \
+#define OUTBOXD_CLAIM_UPDATE_SETTING(also)                                              \
     "UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"    \
-    " claim_token = (SELECT value FROM token)"                                         \
+    " claim_token = (SELECT value FROM token)" also                                    \
     " WHERE o.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING " OUTBOXD_CLAIMED_COLUMNS
+#define OUTBOXD_CLAIM_UPDATE OUTBOXD_CLAIM_UPDATE_SETTING("")
 
 // Whether row `o` of an ordered namespace has an earlier row of its workflow pending,
-// claimed or, with `failed_blocks`, dead-lettered: one probe of outbox_workflow_order_idx.
+// claimed by an ordered claim or, with `failed_blocks`, dead-lettered: one probe of
+// outbox_workflow_order_idx, whose predicate (0014) the second line repeats word for word.
 #define OUTBOXD_HAS_EARLIER(o, failed_blocks)                                          \
     "EXISTS (SELECT 1 FROM outbox p WHERE p.workflow_id = " o ".workflow_id"          \
-    "   AND p.status IN ('pending', 'claimed', 'failed')"                               \
+    "   AND (p.status IN ('pending', 'failed') OR (p.status = 'claimed' AND p.holds_order))" \
     "   AND (p.ordinal, p.id) < (" o ".ordinal, " o ".id)"                             \
     "   AND (p.status <> 'failed' OR " failed_blocks "))"
 
@@ -145,7 +147,7 @@ RETURNING dispatch_key)SQL"};
     " parked AS (UPDATE outbox o SET waiting = true FROM cand c"                        \
     "   WHERE o.id = c.id AND NOT c.head),"                                              \
     " picked AS (SELECT id FROM cand WHERE head) "                                      \
-    OUTBOXD_CLAIM_UPDATE
+    OUTBOXD_CLAIM_UPDATE_SETTING(", holds_order = true")
 
 // From the first due row of the route: the paced backstop. Planned per execution, with the
 // route's own statistics: while the statistics know a single route, a generic plan would

@@ -362,4 +362,34 @@ TEST_CASE("a rate limit hands out its burst, then tokens as they refill", "[pg][
               .rows.size() <= 1);
 }
 
+TEST_CASE("only ordered claims enter the workflow-order index; they still hold their workflow",
+          "[pg][store][controls]") {
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("u", 0), new_row("u", 1)});
+    // A plain claim marks nothing: its rows write no entry into the workflow-order index.
+    const auto plain = f.store.claim(f.owner, 1);
+    REQUIRE(plain.size() == 1);
+    CHECK(f.count("status = 'claimed' AND holds_order") == 0);
+    CHECK(f.store.complete({plain[0].id, plain[0].claim_token}));
+    CHECK(f.store.complete({f.store.claim(f.owner, 1).at(0).id, f.store.find("u:1")->claim_token}));
+
+    // An ordered claim marks its row, and the head check finds it there: the next row of its
+    // workflow waits while it is claimed, whichever claim comes next.
+    f.store.append(std::vector{new_row("o", 0), new_row("o", 1)});
+    auto& claims = f.store.claims;
+    const auto first = claims.claim_controlled(f.owner, ClaimScope{}, 1, std::nullopt, ordered());
+    REQUIRE(keys(first.rows) == std::vector<std::string>{"o:0"});
+    CHECK(f.count("status = 'claimed' AND holds_order") == 1);
+    CHECK(claims.claim_controlled(f.owner, ClaimScope{}, 10, std::nullopt, ordered()).rows.empty());
+    CHECK(f.store.find("o:1")->waiting);
+    // The index is the one the head check reads, in the generic plan too.
+    const auto plan = f.db.exec(
+        "EXPLAIN SELECT 1 FROM outbox p WHERE p.workflow_id = 'o' AND (p.status IN ('pending', "
+        "'failed') OR (p.status = 'claimed' AND p.holds_order)) AND (p.ordinal, p.id) < (1, 99)");
+    std::string text;
+    for (const auto& row : plan) text += row[0].as<std::string>() + "\n";
+    INFO(text);
+    CHECK(text.find("outbox_workflow_order_idx") != std::string::npos);
+}
+
 }  // namespace outboxd
