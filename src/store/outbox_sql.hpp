@@ -313,11 +313,17 @@ inline constexpr Statement kReleaseClaimsAfter{"outbox_release_claims_after",
 
 // Remembers the cancel (rows staged later are settled too) and settles the live rows, in
 // one statement.
+// The workflow's live rows: its pending ones through the workflow-order index, its claimed
+// ones through the claimed-rows index (unordered claims are not in the former, 0014), so
+// that neither part reads the table.
 inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
     "WITH remembered AS (INSERT INTO cancelled_workflows (workflow_id) VALUES ($1)"
-    "   ON CONFLICT (workflow_id) DO NOTHING)"
+    "   ON CONFLICT (workflow_id) DO NOTHING),"
+    " live AS (SELECT id FROM outbox WHERE workflow_id = $1 AND status = 'pending'"
+    "   UNION ALL SELECT id FROM outbox WHERE workflow_id = $1 AND status = 'claimed')"
     " UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
-    " WHERE workflow_id = $1 AND status IN ('pending', 'claimed') RETURNING dispatch_key, namespace"};
+    " WHERE id = ANY (ARRAY(SELECT id FROM live)) AND status IN ('pending', 'claimed')"
+    " RETURNING dispatch_key, namespace"};
 
 // $1 owner, $2 ranges: pending rows of cancelled workflows on shards leased to the owner
 // (claimed rows never belong to a cancelled workflow: claims skip them, and the cancel

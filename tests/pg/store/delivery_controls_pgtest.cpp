@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "store/outbox_sql.hpp"
 #include "store_fixture.hpp"
 
 namespace outboxd {
@@ -390,6 +391,21 @@ TEST_CASE("only ordered claims enter the workflow-order index; they still hold t
     for (const auto& row : plan) text += row[0].as<std::string>() + "\n";
     INFO(text);
     CHECK(text.find("outbox_workflow_order_idx") != std::string::npos);
+
+    // A cancel finds the workflow's claimed rows without them: an index for every part of it
+    // (with sequential scans priced out, a part no index serves would still show one).
+    std::string cancel;
+    {
+        pqxx::connection conn{f.db.url()};
+        pqxx::nontransaction tx{conn};
+        tx.exec("SET enable_seqscan = off");
+        tx.exec("PREPARE cancel_plan(text) AS " + std::string{store::sql::kCancelWorkflow.sql});
+        for (const auto& row : tx.exec("EXPLAIN EXECUTE cancel_plan('o')"))
+            cancel += row[0].as<std::string>() + "\n";
+    }
+    INFO(cancel);
+    CHECK(cancel.find("Seq Scan on outbox") == std::string::npos);
+    CHECK(f.store.cancel_workflow("o") == std::vector<std::string>{"o:0", "o:1"});
 }
 
 }  // namespace outboxd
