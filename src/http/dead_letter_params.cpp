@@ -23,20 +23,11 @@ std::optional<std::int64_t> whole_number(const std::string& text) {
     return value;
 }
 
-// A name filter (namespace, activity type) as identifiers are checked where rows enter.
-std::optional<std::string> name_problem(const std::string& field, const std::string& value) {
+// A filter's text (a namespace, an activity type, a piece of an error) as identifiers are
+// checked where rows enter: not empty (leave it out to match any), bounded, UTF-8, no NUL.
+std::optional<std::string> text_problem(const std::string& field, const std::string& value) {
     if (auto problem = util::identifier_problem(value, util::kMaxIdentifierBytes))
         return "'" + field + "' " + *problem;
-    return std::nullopt;
-}
-
-std::optional<std::string> error_problem(const std::string& field, const std::string& value) {
-    if (value.empty()) return "'" + field + "' must not be empty (leave it out to match any)";
-    if (value.size() > util::kMaxIdentifierBytes)
-        return "'" + field + "' is longer than " + std::to_string(util::kMaxIdentifierBytes) +
-               " bytes";
-    if (value.find('\0') != std::string::npos) return "'" + field + "' contains a NUL byte";
-    if (!util::is_valid_utf8(value)) return "'" + field + "' is not valid UTF-8";
     return std::nullopt;
 }
 
@@ -73,12 +64,11 @@ std::variant<DeadLetterQuery, std::string> parse_dead_letter_query(
                    "'; use namespace, activity_type, error, older_than_s, limit or after";
         }
         if (value.empty()) continue;  // `?namespace=`: as if left out
-        if (key == "namespace" || key == "activity_type") {
-            if (auto problem = name_problem(key, value)) return *problem;
-            (key == "namespace" ? out.filter.namespace_name : out.filter.activity_type) = value;
-        } else if (key == "error") {
-            if (auto problem = error_problem(key, value)) return *problem;
-            out.filter.error_contains = value;
+        if (key == "namespace" || key == "activity_type" || key == "error") {
+            if (auto problem = text_problem(key, value)) return *problem;
+            (key == "error"       ? out.filter.error_contains
+             : key == "namespace" ? out.filter.namespace_name
+                                  : out.filter.activity_type) = value;
         } else if (key == "older_than_s") {
             const auto age = whole_number(value);
             if (!age) return "'older_than_s' must be a whole number of seconds";
@@ -129,13 +119,10 @@ std::variant<DeadLetterBulk, std::string> parse_dead_letter_bulk(const std::stri
         }
         if (!value.is_string()) return "'" + key + "' must be a string";
         const auto text = value.get<std::string>();
-        if (key == "error_contains") {
-            if (auto problem = error_problem(key, text)) return *problem;
-            out.filter.error_contains = text;
-        } else {
-            if (auto problem = name_problem(key, text)) return *problem;
-            (key == "namespace" ? out.filter.namespace_name : out.filter.activity_type) = text;
-        }
+        if (auto problem = text_problem(key, text)) return *problem;
+        (key == "error_contains" ? out.filter.error_contains
+         : key == "namespace"    ? out.filter.namespace_name
+                                 : out.filter.activity_type) = text;
     }
     return out;
 }
