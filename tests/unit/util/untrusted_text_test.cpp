@@ -128,3 +128,13 @@ TEST_CASE("a NUL escape in JSON text is told from an escaped backslash before u0
     CHECK_FALSE(json_text_has_nul(R"("u0000")"));
     CHECK(json_text_has_nul(R"("\u00001")"));  // a NUL, then the digit 1
 }
+
+TEST_CASE("a traceparent of a megabyte, bad UTF-8 or NUL bytes is refused without a scan",
+          "[unit][util]") {
+    CHECK(traceparent_problem(std::string(1 << 20, 'a')).value().find("55") != std::string::npos);
+    std::string utf8(55, '0');
+    utf8.replace(3, 2, "\xc3\xa9");  // é where hex digits belong
+    CHECK(traceparent_problem(utf8).has_value());
+    CHECK(traceparent_problem(std::string(55, '\0')).has_value());
+    CHECK(trace_id_of(std::string(1 << 20, '-')).empty());
+}

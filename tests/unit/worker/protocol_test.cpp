@@ -821,3 +821,25 @@ TEST_CASE("a task goes as a frame the worker reads, or is refused with the reaso
     task.input_json = std::string(kMaxInputNesting, '[') + std::string(kMaxInputNesting, ']');
     CHECK(encode_task_for(task, 0).refused.empty());
 }
+
+TEST_CASE(
+    "a complete's result with huge numbers or a megabyte string stays JSON the node can "
+    "measure",
+    "[unit][worker]") {
+    for (const std::string& result :
+         {std::string{"1e400"}, std::string{"123456789012345678901234567890"},
+          std::string{"-1e-400"}, "\"" + std::string(1 << 20, 'x') + "\""}) {
+        const auto parsed =
+            parse_worker_message(R"({"type":"complete","task_id":"1.1","result":)" + result + "}");
+        INFO(result.substr(0, 40));
+        if (const auto* error = std::get_if<ProtocolError>(&parsed)) {
+            // A number JSON can write but no double holds: the frame is refused, named.
+            CHECK(error->code == "bad_json");
+            CHECK(result == "1e400");
+            continue;
+        }
+        const auto& complete = std::get<Complete>(std::get<WorkerMessage>(parsed));
+        // Whatever it became, it is one JSON value again (its size is what the limit checks).
+        CHECK_FALSE(json::parse(complete.result_json, nullptr, false).is_discarded());
+    }
+}
