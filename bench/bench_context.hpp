@@ -61,7 +61,9 @@ struct BenchSettings {
     std::int64_t priority_backlog = 1'000'000;
     std::int64_t priority_rows = 100;  // 20 a second
     std::int64_t limit_rows = 10'000;  // concurrency limit run
-    std::vector<std::string> only;     // scenarios to run; empty: all
+    // Task life (docs/benchmarks.md, "Results and heartbeats").
+    double heartbeat_seconds = 20;  // 10,000 tasks heartbeating once a second, measured
+    std::vector<std::string> only;  // scenarios to run; empty: all
 };
 
 // How long a changed namespace setting may take to reach every node's claim path: the

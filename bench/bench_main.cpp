@@ -24,6 +24,7 @@
 #include "claim_loop.hpp"
 #include "controls_scenario.hpp"
 #include "e2e_scenario.hpp"
+#include "heartbeat_scenario.hpp"
 #include "history_scenario.hpp"
 #include "http_push_scenario.hpp"
 #include "idle_routes_scenario.hpp"
@@ -40,7 +41,7 @@ using namespace outboxd::bench;
 
 const std::set<std::string> kScenarios{
     "floor",   "limit",    "e2e",          "latency",   "wake",     "history", "idle_routes",
-    "tenants", "weighted", "quiet_tenant", "http_push", "controls", "results"};
+    "tenants", "weighted", "quiet_tenant", "http_push", "controls", "results", "heartbeats"};
 
 struct CommandLine {
     BenchSettings settings;
@@ -142,6 +143,9 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     auto* quiet_busy_rows =
         app.add_option("--quiet-busy-rows", s.quiet_busy_rows,
                        "busy backlog beside the quiet tenant (1500000; quick 500000)");
+    auto* heartbeat_seconds =
+        app.add_option("--heartbeat-seconds", s.heartbeat_seconds,
+                       "measured span of 10,000 tasks heartbeating (20; quick 8)");
     auto* quiet_seconds = app.add_option("--quiet-seconds", s.quiet_seconds,
                                          "quiet rows, one a second (30; quick 10)")
                               ->check(CLI::Range(1.0, 3600.0));
@@ -165,7 +169,7 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
                                       "rows of the concurrency limit run (10000; quick 3000)");
     app.add_option("--only", s.only,
                    "scenarios to run: floor,limit,e2e,latency,wake,history,idle_routes,tenants,"
-                   "weighted,quiet_tenant,http_push,controls,results")
+                   "weighted,quiet_tenant,http_push,controls,results,heartbeats")
         ->delimiter(',')
         ->check(CLI::IsMember(kScenarios));
     app.add_option("--json-file", command.json_file, "also write the JSON result here");
@@ -191,6 +195,7 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         if (!*weighted_rows) s.weighted_rows = 60'000;
         if (!*quiet_busy_rows) s.quiet_busy_rows = 500'000;
         if (!*quiet_seconds) s.quiet_seconds = 10;
+        if (!*heartbeat_seconds) s.heartbeat_seconds = 8;
         if (!*ordered_workflows) s.ordered_workflows = 2'000;
         if (!*serial_rows) s.serial_rows = 1'000;
         if (!*rate_seconds) s.rate_seconds = 4;
@@ -301,6 +306,7 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
     if (wanted(s, "history")) report.history = run_history(context);
     if (wanted(s, "weighted")) report.weighted = run_weighted(context);
     if (wanted(s, "quiet_tenant")) report.quiet_tenant = run_quiet_tenant(context);
+    if (wanted(s, "heartbeats")) report.heartbeats = run_heartbeats(context);
     if (wanted(s, "http_push")) report.http_latency = run_http_latency(context);
     if (wanted(s, "controls")) report.controls = run_controls(context);
 }

@@ -14,6 +14,7 @@
 #include "claim_loop.hpp"
 #include "controls_scenario.hpp"
 #include "e2e_scenario.hpp"
+#include "heartbeat_scenario.hpp"
 #include "history_scenario.hpp"
 #include "latency_scenario.hpp"
 #include "quiet_tenant_scenario.hpp"
@@ -48,6 +49,7 @@ struct BenchReport {
     std::vector<E2eResult> one_route_volume_runs;
     std::optional<WeightedResult> weighted;
     std::optional<QuietTenantResult> quiet_tenant;
+    std::optional<HeartbeatResult> heartbeats;
     // HTTP push: each run's drain into an HTTP target and the WebSocket drain of the same
     // rows beside it; the latency at a steady rate.
     std::vector<E2eResult> http_push_runs;

@@ -32,16 +32,19 @@ auto fields(const protocol::Hello& m) {
 auto fields(const protocol::Complete& m) { return std::tie(m.task_id, m.result_json); }
 auto fields(const protocol::Fail& m) { return std::tie(m.task_id, m.error, m.retryable); }
 auto fields(const protocol::Credit& m) { return std::tie(m.max_in_flight); }
+auto fields(const protocol::Heartbeat& m) { return std::tie(m.task_id, m.progress_json); }
 auto fields(const protocol::Welcome& m) {
     return std::tie(m.node_id, m.session_id, m.cluster, m.batch, m.max_frame_bytes);
 }
 auto fields(const protocol::Task& m) {
     return std::tie(m.task_id, m.dispatch_key, m.workflow_id, m.ordinal, m.run_id, m.namespace_name,
-                    m.task_queue, m.node, m.activity_type, m.input_json, m.attempt, m.timeout_ms);
+                    m.task_queue, m.node, m.activity_type, m.input_json, m.attempt, m.timeout_ms,
+                    m.heartbeat_timeout_ms, m.priority, m.traceparent);
 }
 auto fields(const protocol::Cluster& m) { return std::tie(m.nodes); }
 auto fields(const protocol::Drain&) { return std::tuple<>{}; }
 auto fields(const protocol::Error& m) { return std::tie(m.code, m.message); }
+auto fields(const protocol::Cancel& m) { return std::tie(m.task_id, m.reason); }
 
 template <typename Message>
 bool same(const Message& a, const Message& b) {

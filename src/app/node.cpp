@@ -217,6 +217,7 @@ public:
     // own NOTIFY (migration 0007). A wake from the front (a resume, on any node) reads from
     // the front of the index; one that names no route looks everywhere.
     void on_wake(const store::WakeNotice& notice) {
+        if (!notice.cancelled.empty()) dispatcher.cancel_tasks(notice.cancelled);
         if (notice.from_front) dispatcher.claim_from_front();
         dispatcher.woken(notice.routes, notice.anywhere);
         follow_up.insert(follow_up.end(), notice.routes.begin(), notice.routes.end());

@@ -48,6 +48,8 @@ using outboxd::sdk::WorkerStats;
 constexpr int kExitInvalidSettings = 2;
 constexpr std::chrono::seconds kStatsInterval{1};
 constexpr std::int64_t kDefaultSleepMs = 100;
+// How often a sleep without heartbeats looks whether it was cancelled.
+constexpr std::chrono::milliseconds kSleepSlice{100};
 constexpr double kDefaultFailProbability = 0.3;
 
 struct WorkerSettings {
@@ -271,6 +273,8 @@ public:
         log_->answered("fail", task_id_, dispatch_key_);
         responder_.fail(std::move(error), retryable);
     }
+    void heartbeat(std::string progress_json) { responder_.heartbeat(std::move(progress_json)); }
+    [[nodiscard]] bool cancelled() const { return responder_.cancelled(); }
 
 private:
     Responder responder_;
@@ -339,13 +343,55 @@ public:
     }
 
 private:
+    // Sleeps input.ms in slices, stopping early when the node cancels the task. A task with
+    // a heartbeat_timeout_ms heartbeats a few times per timeout, with its progress, until
+    // input.heartbeat_until_ms (default: throughout).
     void sleep(const protocol::Task& task, Answer answer) {
         const auto ms = input_number(task, "ms", kDefaultSleepMs, 0, 24.0 * 3600 * 1000);
         if (!ms) return answer.fail("sleep: input.ms must be a number of milliseconds", false);
-        auto timer = std::make_shared<net::steady_timer>(
-            timers_, std::chrono::milliseconds{static_cast<std::int64_t>(*ms)});
-        timer->async_wait([timer, answer = std::move(answer)](
-                              const boost::system::error_code&) mutable { answer.complete(); });
+        const auto beat_until =
+            input_number(task, "heartbeat_until_ms", 24.0 * 3600 * 1000, 0, 24.0 * 3600 * 1000);
+        if (!beat_until) {
+            return answer.fail("sleep: input.heartbeat_until_ms must be a number of milliseconds",
+                               false);
+        }
+        Sleep sleep{std::chrono::milliseconds{static_cast<std::int64_t>(*ms)},
+                    std::chrono::milliseconds{static_cast<std::int64_t>(*beat_until)},
+                    task.heartbeat_timeout_ms
+                        ? std::clamp(std::chrono::milliseconds{*task.heartbeat_timeout_ms / 4},
+                                     std::chrono::milliseconds{10}, std::chrono::milliseconds{1000})
+                        : kSleepSlice,
+                    task.heartbeat_timeout_ms.has_value(),
+                    std::chrono::steady_clock::now(),
+                    std::make_shared<net::steady_timer>(timers_),
+                    std::move(answer)};
+        sleep_on(std::make_shared<Sleep>(std::move(sleep)));
+    }
+
+    struct Sleep {
+        std::chrono::milliseconds total;
+        std::chrono::milliseconds beat_until;
+        std::chrono::milliseconds slice;
+        bool beats;
+        std::chrono::steady_clock::time_point started;
+        std::shared_ptr<net::steady_timer> timer;
+        Answer answer;
+    };
+
+    static void sleep_on(std::shared_ptr<Sleep> sleep) {
+        const auto slept = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - sleep->started);
+        if (sleep->answer.cancelled()) {
+            return sleep->answer.fail(
+                "sleep: cancelled after " + std::to_string(slept.count()) + " ms", false);
+        }
+        if (slept >= sleep->total) return sleep->answer.complete();
+        if (sleep->beats && slept < sleep->beat_until) {
+            sleep->answer.heartbeat(R"({"slept_ms":)" + std::to_string(slept.count()) + "}");
+        }
+        sleep->timer->expires_after(std::min(sleep->slice, sleep->total - slept));
+        sleep->timer->async_wait(
+            [sleep](const boost::system::error_code&) mutable { sleep_on(std::move(sleep)); });
     }
 
     // Fails with probability input.p, after a wait drawn from 0..input.max_ms.
@@ -387,7 +433,8 @@ void write_stats(const std::string& path, const WorkerStats& stats) {
                              {"connected_nodes", stats.connected_nodes},
                              {"errors_received", stats.errors_received},
                              {"answers_dropped", stats.answers_dropped},
-                             {"reconnects", stats.reconnects}};
+                             {"reconnects", stats.reconnects},
+                             {"cancelled", stats.tasks_cancelled}};
     const auto temporary = path + ".tmp";
     {
         std::ofstream file{temporary, std::ios::trunc};

@@ -20,6 +20,7 @@ std::chrono::milliseconds timeout_scan_period(std::chrono::milliseconds task_tim
 Maintenance::Settings maintenance_settings(const DispatchSettings& settings) {
     auto maintenance = settings.maintenance;
     maintenance.stale = settings.task_timeout + settings.stale_grace;
+    maintenance.stale_grace = settings.stale_grace;
     return maintenance;
 }
 
@@ -33,9 +34,12 @@ Dispatcher::Dispatcher(const boost::asio::any_io_executor& loop, DispatchLanes l
       namespaces_(namespaces),
       metrics_(metrics),
       settings_(settings),
-      failure_policy_{settings.max_attempts, settings.backoff},
+      task_defaults_{{settings.max_attempts, settings.backoff}, settings.task_timeout},
+      lease_refresh_(std::clamp(settings.stale_grace / 2, std::chrono::milliseconds{100},
+                                std::chrono::milliseconds{5000})),
       owner_(std::move(owner)),
       outcomes_(loop, lanes.outcomes, metrics, settings.max_outcome_batch),
+      leases_(loop, lanes.outcomes, metrics),
       claimer_(loop, lanes.claims, lanes.claims_apart, metrics,
                {settings.poll_interval, settings.batch_size, settings.claim_lookback}),
       maintenance_(
@@ -262,10 +266,9 @@ std::map<std::string, store::DeliveryControls> Dispatcher::controls_of(
     const std::set<std::string>& names) const {
     std::map<std::string, store::DeliveryControls> out;
     if (!namespaces_.any_controls()) return out;
-    const store::DeliveryControls none;
     for (const auto& ns : names) {
         const auto& controls = namespaces_.controls(ns);
-        if (!(controls == none)) out.emplace(ns, controls);
+        if (controls.shapes_claims()) out.emplace(ns, controls);
     }
     return out;
 }
@@ -333,188 +336,6 @@ void Dispatcher::on_claimed(Claimer::Round round) {
     check_drained();
 }
 
-std::vector<Dispatcher::Placed> Dispatcher::place(std::vector<store::OutboxRow>& rows) {
-    std::vector<Placed> placed;
-    placed.reserve(rows.size());
-    for (auto& row : rows) {
-        // Every row claimed counts, whether it is pushed or handed back.
-        metrics_.claimed(row.namespace_name).Increment();
-        auto* worker = registry_.pick(row, namespaces_.placement(row.namespace_name));
-        if (!worker || draining_ || !registry_.reserve(*worker)) {
-            // The worker left (or we began draining) between planning and claiming: hand the
-            // row back untouched, without consuming an attempt.
-            metrics_.rows_released_total.Increment();
-            outcomes_.record(store::Outcome::release({row.id, row.claim_token}), row.namespace_name,
-                             "");
-            continue;
-        }
-        placed.push_back({worker, &row});
-    }
-    return placed;
-}
-
-void Dispatcher::push_all(const std::vector<Placed>& placed, Clock::time_point round_started) {
-    for (const auto& [worker, row] : placed) {
-        // One row's fault must not strand the others' credit: hand it back and go on.
-        try {
-            push(*worker, *row, round_started);
-        } catch (const std::exception& error) {
-            metrics_.fault("dispatch").Increment();
-            spdlog::error("event=fault where=dispatch error=\"{}\"", util::log_safe(error.what()));
-            const store::ClaimRef ref{row->id, row->claim_token};
-            (void)in_flight_.take(task_id_for(ref), worker->session_id);
-            registry_.release(worker->session_id);
-            outcomes_.record(store::Outcome::release(ref), row->namespace_name, "");
-        }
-    }
-}
-
-void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
-                      Clock::time_point round_started) {
-    const store::ClaimRef ref{row.id, row.claim_token};
-    const auto timeout = worker.task_timeout.value_or(settings_.task_timeout);
-    InFlightTask tracked{ref, worker.session_id, row.namespace_name, row.attempt, {}, {}, {}};
-    if (row.traceparent) tracked.trace_id = util::trace_id_of(*row.traceparent);
-    if (namespaces_.controls(row.namespace_name).ordering == store::Ordering::workflow) {
-        tracked.workflow_id = row.workflow_id;
-        tracked.task_queue = row.task_queue;
-    }
-    if (!in_flight_.add(std::move(tracked), Clock::now() + timeout + worker.deadline_grace)) {
-        // A claim token handed out twice; never expected (see OutboxSession::Commits). Hand
-        // the row back rather than track two deliveries under one id.
-        spdlog::error("event=duplicate_task_id task_id={}", task_id_for(ref));
-        registry_.release(worker.session_id);
-        outcomes_.record(store::Outcome::release(ref), row.namespace_name, "");
-        return;
-    }
-    worker::Task task;
-    task.task_id = task_id_for(ref);
-    task.dispatch_key = std::move(row.dispatch_key);
-    task.workflow_id = std::move(row.workflow_id);
-    task.ordinal = row.ordinal;
-    task.run_id = std::move(row.run_id);
-    task.namespace_name = row.namespace_name;
-    task.task_queue = std::move(row.task_queue);
-    task.node = std::move(row.node);
-    task.activity_type = std::move(row.activity_type);
-    task.input_json = std::move(row.input_json);
-    task.attempt = std::int64_t{row.attempt} + 1;  // one-based on the wire
-    task.timeout_ms = timeout.count();
-    task.priority = row.priority;
-    task.traceparent = std::move(row.traceparent);
-    if (auto refused = worker.channel->send_task(task)) {
-        // No frame can carry it to this worker (e.g. a row inserted by plain SQL whose input
-        // nests too deep): dead-lettered with the reason, at once, instead of failing every
-        // delivery.
-        (void)in_flight_.take(task.task_id, worker.session_id);
-        registry_.release(worker.session_id);
-        spdlog::warn("event=row_undeliverable dispatch_key=\"{}\" trace_id={} reason=\"{}\"",
-                     util::log_safe(task.dispatch_key),
-                     task.traceparent ? util::trace_id_of(*task.traceparent) : "",
-                     util::log_safe(*refused));
-        outcomes_.record(store::Outcome::fail(ref, std::move(*refused)), row.namespace_name,
-                         "failed");
-        return;
-    }
-
-    metrics_.outstanding(row.namespace_name).Increment();
-    // Due -> pushed, each part on one clock: due -> claimed on the database's (visible_after
-    // and claimed_at are both its instants), claimed -> pushed on this node's (from the
-    // round's submission), so that no two hosts' clocks are ever compared.
-    const auto due_to_claimed =
-        row.claimed_at ? std::chrono::duration<double>(*row.claimed_at - row.visible_after).count()
-                       : 0.0;
-    const auto claimed_to_pushed =
-        std::chrono::duration<double>(Clock::now() - round_started).count();
-    metrics_.dispatch_latency.Observe(std::max(0.0, due_to_claimed) + claimed_to_pushed);
-}
-
-void Dispatcher::untrack(const InFlightTask& task) {
-    registry_.release(task.session_id);
-    metrics_.outstanding(task.namespace_name).Decrement();
-}
-
-void Dispatcher::settle(const InFlightTask& task, SettledTask settled) {
-    if (settled.outcome.kind == store::Outcome::Kind::fail) {
-        spdlog::info("event=dead_letter task_id={}.{} namespace=\"{}\" trace_id={} error=\"{}\"",
-                     task.ref.id, task.ref.token, util::log_safe(task.namespace_name),
-                     task.trace_id, util::log_safe(settled.outcome.error));
-    }
-    // Ordered delivery: a row that ended lets the next one of its workflow go; a dead letter
-    // does so only where it does not block.
-    if (!task.workflow_id.empty()) {
-        const auto kind = settled.outcome.kind;
-        const bool skip =
-            namespaces_.controls(task.namespace_name).on_dead_letter == store::OnDeadLetter::skip;
-        if (kind == store::Outcome::Kind::done || (kind == store::Outcome::Kind::fail && skip)) {
-            settled.outcome.let_go_workflow = task.workflow_id;
-            settled.outcome.let_go_task_queue = task.task_queue;
-        }
-    }
-    outcomes_.record(std::move(settled.outcome), task.namespace_name, std::string{settled.label});
-}
-
-Answer Dispatcher::on_complete(const std::string& session_id, const std::string& task_id,
-                               std::string result_json) {
-    const auto task = in_flight_.take(task_id, session_id);
-    if (!task) return Answer::unknown_task;
-    untrack(*task);
-    std::optional<std::string> kept;
-    if (result_json != "null" && !result_json.empty() &&
-        namespaces_.keep_results(task->namespace_name)) {
-        kept = std::move(result_json);
-    }
-    settle(*task, completed(*task, std::move(kept)));
-    if (backlog_likely_ || sweep_again_) request_sweep();
-    check_drained();
-    return Answer::accepted;
-}
-
-Answer Dispatcher::on_fail(const std::string& session_id, const std::string& task_id,
-                           std::string error, bool retryable, std::chrono::milliseconds min_delay) {
-    const auto task = in_flight_.take(task_id, session_id);
-    if (!task) return Answer::unknown_task;
-    untrack(*task);
-    settle(*task, failed(*task, Failure::reported,
-                         error.empty() ? "worker reported failure" : std::move(error), retryable,
-                         failure_policy_, min_delay));
-    if (backlog_likely_ || sweep_again_) request_sweep();
-    check_drained();
-    return Answer::accepted;
-}
-
-void Dispatcher::on_worker_lost(const std::string& session_id) {
-    const auto lost = in_flight_.take_session(session_id);
-    for (const auto& task : lost) {
-        untrack(task);
-        settle(task, failed(task, Failure::lost, "worker connection lost", true, failure_policy_));
-    }
-    registry_.remove(session_id);
-    if (!lost.empty()) {
-        spdlog::info("event=worker_lost session={} rearmed={}", session_id, lost.size());
-        backlog_likely_ = true;
-        request_sweep();
-    }
-    check_drained();
-}
-
-void Dispatcher::expire_timeouts() {
-    const auto expired = in_flight_.take_expired(Clock::now());
-    if (expired.empty()) return;
-    const auto why =
-        "task timed out after " + std::to_string(settings_.task_timeout.count()) + " ms";
-    for (const auto& task : expired) {
-        untrack(task);
-        spdlog::debug("event=task_timed_out task_id={}.{} namespace=\"{}\" trace_id={}",
-                      task.ref.id, task.ref.token, util::log_safe(task.namespace_name),
-                      task.trace_id);
-        settle(task, failed(task, Failure::timed_out, why, true, failure_policy_));
-    }
-    spdlog::warn("event=tasks_timed_out count={}", expired.size());
-    request_sweep();
-    check_drained();
-}
-
 void Dispatcher::drain(std::function<void()> done) {
     draining_ = true;
     drained_ = std::move(done);
@@ -526,7 +347,7 @@ void Dispatcher::drain(std::function<void()> done) {
 void Dispatcher::abandon_outstanding(const std::string& reason) {
     for (const auto& task : in_flight_.take_all()) {
         untrack(task);
-        settle(task, failed(task, Failure::lost, reason, true, failure_policy_));
+        settle(task, failed(task, Failure::lost, reason, true));
     }
     check_drained();
 }

@@ -28,6 +28,28 @@ std::optional<InFlightTask> InFlightTable::take(const std::string& task_id,
     return remove(it);
 }
 
+std::optional<InFlightTable::Touched> InFlightTable::touch(const std::string& task_id,
+                                                           const std::string& session_id,
+                                                           Clock::time_point now) {
+    const auto it = tasks_.find(task_id);
+    if (it == tasks_.end() || it->second.task.session_id != session_id) return std::nullopt;
+    auto& [task, deadline] = it->second;
+    if (task.heartbeat_timeout && !task.cancelled) {
+        auto next = now + *task.heartbeat_timeout;
+        if (task.hard_deadline) next = std::min(next, *task.hard_deadline);
+        if (next > deadline->first) {
+            deadlines_.erase(deadline);
+            deadline = deadlines_.emplace(next, task_id);
+        }
+    }
+    return Touched{&task, deadline->first};
+}
+
+InFlightTask* InFlightTable::find(const std::string& task_id) {
+    const auto it = tasks_.find(task_id);
+    return it == tasks_.end() ? nullptr : &it->second.task;
+}
+
 std::vector<InFlightTask> InFlightTable::take_expired(Clock::time_point now) {
     std::vector<InFlightTask> expired;
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
@@ -58,7 +80,8 @@ SettledTask completed(const InFlightTask& task, std::optional<std::string> resul
 }
 
 SettledTask failed(const InFlightTask& task, Failure how, std::string error, bool retryable,
-                   const FailurePolicy& policy, std::chrono::milliseconds min_delay) {
+                   std::chrono::milliseconds min_delay) {
+    const auto& policy = task.failure;
     if (!retryable || std::int64_t{task.attempt} + 1 >= policy.max_attempts) {
         return {store::Outcome::fail(task.ref, std::move(error)), "failed"};
     }

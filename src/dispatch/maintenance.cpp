@@ -86,7 +86,8 @@ void Maintenance::reconcile() {
     const bool queued = lane_.call(
         loop_, lifetime_.watch(),
         [owner = std::move(owner), liveness = settings_.liveness, stale = settings_.stale,
-         skip = std::move(ordered->skip), all_ordered = std::move(all_ordered),
+         stale_grace = settings_.stale_grace, skip = std::move(ordered->skip),
+         all_ordered = std::move(all_ordered),
          release_unordered = known && release_unordered_](DbHandles db) {
             const auto started = Clock::now();
             Reconciled done;
@@ -94,7 +95,8 @@ void Maintenance::reconcile() {
             done.rearmed += db.maintenance.rearm_orphaned(owner, liveness, kReconcileBatch).size();
             // Backstop: anything claimed far longer than a task may take, whoever holds it.
             done.rearmed +=
-                db.maintenance.rearm_stale_claimed(owner, stale, kReconcileBatch).size();
+                db.maintenance.rearm_stale_claimed(owner, stale, kReconcileBatch, stale_grace)
+                    .size();
             // Rows of cancelled workflows staged after the cancel, or left by a dead node.
             auto cancelled = db.maintenance.settle_cancelled(owner);
             if (!cancelled.keys.empty()) {

@@ -41,7 +41,6 @@ void NamespaceCache::refresh_now() {
                 spdlog::info("event=namespace_refresh_recovered failures={}", failed);
             }
             std::map<std::string, Entry> fresh;
-            const store::DeliveryControls none;
             bool any = false;
             for (const auto& s : listed.value) {
                 Entry entry;
@@ -50,7 +49,7 @@ void NamespaceCache::refresh_now() {
                 entry.weight = s.weight;
                 entry.controls = s.controls;
                 entry.keep_results = s.keep_results;
-                any = any || !(s.controls == none);
+                any = any || s.controls.shapes_claims();
                 fresh.emplace(s.name, std::move(entry));
             }
             entries_ = std::move(fresh);
@@ -109,7 +108,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> NamespaceCache::or
 
 void NamespaceCache::set(const std::string& ns, std::int64_t quota, store::Placement placement,
                          store::DeliveryControls controls) {
-    any_controls_ = any_controls_ || !(controls == store::DeliveryControls{});
+    any_controls_ = any_controls_ || controls.shapes_claims();
     entries_[ns] = {quota, std::move(placement), 1, std::move(controls)};
     loaded_ = true;
 }

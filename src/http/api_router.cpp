@@ -48,7 +48,8 @@ std::string row_json(const store::OutboxRow& row) {
                    {"shard", row.shard},
                    {"priority", row.priority},
                    {"waiting", row.waiting},
-                   {"traceparent", optional_json(row.traceparent)}};
+                   {"traceparent", optional_json(row.traceparent)},
+                   {"heartbeat_at", optional_time(row.heartbeat_at)}};
     std::string text = json_text(fields);
     text.pop_back();  // the closing brace
     text += R"(,"input":)";
@@ -56,6 +57,8 @@ std::string row_json(const store::OutboxRow& row) {
     // The result too, as stored (jsonb text): null when the row has none.
     text += R"(,"result":)";
     text += row.result_json ? *row.result_json : "null";
+    text += R"(,"progress":)";
+    text += row.progress_json ? *row.progress_json : "null";
     text += '}';
     return text;
 }
@@ -109,9 +112,20 @@ json namespace_json(const std::string& name, const std::optional<store::Namespac
     const auto& controls = s ? s->controls : defaults;
     json activities = json::object();
     for (const auto& [type, policy] : controls.activities) {
-        activities[type] = {
-            {"max_in_flight", policy.max_in_flight ? json(*policy.max_in_flight) : json(nullptr)},
-            {"rate_limit", rate_json(policy.rate_limit)}};
+        // Every field, null when unset (it falls back to "*", then to the node's setting).
+        const auto or_null = [](const auto& value) { return value ? json(*value) : json(nullptr); };
+        json backoff = nullptr;
+        if (const auto& b = policy.backoff) {
+            backoff = {{"base_ms", or_null(b->base_ms)},
+                       {"multiplier", or_null(b->multiplier)},
+                       {"max_ms", or_null(b->max_ms)}};
+        }
+        activities[type] = {{"max_in_flight", or_null(policy.max_in_flight)},
+                            {"rate_limit", rate_json(policy.rate_limit)},
+                            {"max_attempts", or_null(policy.max_attempts)},
+                            {"timeout_ms", or_null(policy.timeout_ms)},
+                            {"heartbeat_timeout_ms", or_null(policy.heartbeat_timeout_ms)},
+                            {"backoff", backoff}};
     }
     return {{"namespace", name},
             {"ordering", store::to_string(controls.ordering)},

@@ -7,6 +7,7 @@
 
 #include "outboxd/util/untrusted_text.hpp"
 #include "outboxd/worker/protocol.hpp"
+#include "policy_parser.hpp"
 #include "time_format.hpp"
 
 namespace outboxd::http {
@@ -165,6 +166,15 @@ store::RateLimit parse_rate(const json& value, const std::string& where) {
     return out;
 }
 
+bool parse_policy_field(const std::string& key, const json& value, const std::string& where,
+                        store::ActivityPolicy& policy) {
+    try {
+        return parse_task_policy_field(key, value, where, policy);
+    } catch (const std::invalid_argument& bad) {
+        throw Bad{bad.what()};
+    }
+}
+
 // The delivery controls of a namespace body (README, "Delivery controls").
 void parse_controls(const json& request, store::DeliveryControls& controls) {
     if (const auto it = request.find("ordering"); it != request.end() && !it->is_null()) {
@@ -205,7 +215,9 @@ void parse_controls(const json& request, store::DeliveryControls& controls) {
                 out.max_in_flight = value.get<std::int32_t>();
             } else if (key == "rate_limit") {
                 out.rate_limit = parse_rate(value, where + ".rate_limit");
-            } else {
+            } else if (value.is_null()) {
+                continue;  // unset: falls back
+            } else if (!parse_policy_field(key, value, where, out)) {
                 throw Bad{"unknown field '" + where + "." + util::sanitize_text(key, 80) + "'"};
             }
         }

@@ -151,6 +151,13 @@ void WorkerSession<Stream>::handle_message(protocol::WorkerMessage& message) {
         task_id = &fail->task_id;
         answer =
             dispatcher.on_fail(session_id_, fail->task_id, std::move(fail->error), fail->retryable);
+    } else if (auto* beat = std::get_if<protocol::Heartbeat>(&message)) {
+        if (dispatcher.on_heartbeat(session_id_, beat->task_id, std::move(beat->progress_json)) ==
+            dispatch::Answer::unknown_task) {
+            // Timed out, settled elsewhere, or never this connection's: the worker should stop.
+            send_cancel(beat->task_id, "the task is not outstanding on this connection");
+        }
+        return;
     } else if (auto* credit = std::get_if<protocol::Credit>(&message)) {
         server_.services.registry.set_credit(session_id_, credit->max_in_flight);
         dispatcher.request_sweep();
@@ -219,6 +226,12 @@ std::optional<std::string> WorkerSession<Stream>::send_task(const worker::Task& 
     if (!encoded.refused.empty()) return std::move(encoded.refused);
     send(std::move(encoded.frame));
     return std::nullopt;
+}
+
+template <typename Stream>
+void WorkerSession<Stream>::send_cancel(const std::string& task_id, std::string_view reason) {
+    server_.services.metrics.cancels_sent_total.Increment();
+    send(protocol::encode(protocol::Cancel{task_id, std::string{reason}}));
 }
 
 template <typename Stream>

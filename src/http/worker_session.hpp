@@ -47,6 +47,7 @@ public:
 
     // WorkerChannel (loop thread).
     [[nodiscard]] std::optional<std::string> send_task(const worker::Task& task) override;
+    void send_cancel(const std::string& task_id, std::string_view reason) override;
     void close(std::string_view reason) override;
     void send(std::string frame) override;
 

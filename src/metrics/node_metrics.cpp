@@ -9,6 +9,10 @@ using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 
+prometheus::Counter& counter(prometheus::Registry& registry, const char* name, const char* help) {
+    return BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
+
 prometheus::Histogram::BucketBoundaries latency_buckets() {
     return {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 }
@@ -151,7 +155,16 @@ NodeMetrics::NodeMetrics(prometheus::Registry& registry)
               .Name("outboxd_ordered_blocked_workflows")
               .Help("Workflows of ordered namespaces held back by a dead letter, on this node's "
                     "shards")
-              .Register(registry)) {}
+              .Register(registry)),
+      heartbeats_total(counter(registry, "outboxd_heartbeats_total",
+                               "Heartbeat frames received for tasks outstanding on this node")),
+      lease_statements_total(counter(registry, "outboxd_lease_statements_total",
+                                     "Statements that wrote tasks' durable deadlines and "
+                                     "heartbeats (batched)")),
+      lease_rows_total(counter(registry, "outboxd_lease_rows_total",
+                               "Rows whose durable deadline or heartbeat those statements wrote")),
+      cancels_sent_total(counter(registry, "outboxd_cancels_sent_total",
+                                 "Cancel frames sent to workers for tasks settled without them")) {}
 
 prometheus::Counter& NodeMetrics::fault(const std::string& where) {
     auto& slot = faults_[where];

@@ -127,6 +127,16 @@ void ClientCore::post_answer(std::shared_ptr<Responder::State> state, std::strin
     });
 }
 
+void ClientCore::post_frame(std::shared_ptr<Responder::State> state, std::string frame) {
+    net::post(ioc_, [this, state = std::move(state), frame = std::move(frame)]() mutable {
+        NodeLink* link = link_of(state->connection_id());
+        if (state->answered() || !link) return;
+        const auto it = link->in_flight.find(state->task_id());
+        if (it == link->in_flight.end() || it->second != state) return;
+        send(*link, std::move(frame));
+    });
+}
+
 NodeLink* ClientCore::add_link(const std::string& url, bool seed) {
     if (NodeLink* existing = find_link(url)) return existing;
     auto parsed = parse_ws_url(url);

@@ -53,6 +53,9 @@ public:
 
     // Hands an answer, already claimed through `state`, to the network thread.
     void post_answer(std::shared_ptr<Responder::State> state, std::string frame, Outcome outcome);
+    // A frame about a task that does not answer it (a heartbeat): sent on the task's
+    // connection while the task is in flight there.
+    void post_frame(std::shared_ptr<Responder::State> state, std::string frame);
 
 private:
     // Links and connections.
@@ -83,6 +86,7 @@ private:
     void measure_demand();
     void rebalance_credits();
     void deliver_answer(const Responder::State& state, std::string frame, Outcome outcome);
+    void on_cancel(NodeLink& link, const worker::protocol::Cancel& cancel);
 
     // Stop sequence: begin (credit 0, grace) -> finish (fail the rest) -> close once the
     // answers already given are written -> every connection closed (or close_timeout) ->

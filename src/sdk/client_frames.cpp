@@ -47,6 +47,8 @@ void ClientCore::on_received(std::uint64_t connection_id, std::string_view text)
                     on_cluster(m.nodes);
                 } else if constexpr (std::is_same_v<Message, protocol::Drain>) {
                     on_drain(*link);
+                } else if constexpr (std::is_same_v<Message, protocol::Cancel>) {
+                    on_cancel(*link, m);
                 } else {
                     on_error(*link, m);
                 }
@@ -222,6 +224,15 @@ void ClientCore::rebalance_credits() {
         }
         link.credit = shares[i];
     }
+}
+
+void ClientCore::on_cancel(NodeLink& link, const protocol::Cancel& cancel) {
+    const auto it = link.in_flight.find(cancel.task_id);
+    if (it == link.in_flight.end()) return;  // answered already
+    spdlog::info("worker client: node {} cancelled task {}: {}", link.url, cancel.task_id,
+                 cancel.reason);
+    it->second->cancel();
+    count([](WorkerStats& s) { ++s.tasks_cancelled; });
 }
 
 void ClientCore::deliver_answer(const Responder::State& state, std::string frame, Outcome outcome) {

@@ -77,4 +77,27 @@ void Responder::fail(std::string error, bool retryable) {
             detail::Outcome::failed);
 }
 
+void Responder::heartbeat(std::optional<std::string> progress_json) {
+    if (!state_ || state_->answered()) return;
+    if (progress_json) {
+        // As the node measures it: the compact text the frame's parse gives.
+        const auto parsed = protocol::parse_worker_message(
+            protocol::encode(protocol::Heartbeat{state_->task_id(), progress_json}));
+        if (std::holds_alternative<protocol::ProtocolError>(parsed)) {
+            spdlog::warn("worker client: heartbeat of task {} sent without its progress: {}",
+                         state_->task_id(), std::get<protocol::ProtocolError>(parsed).message);
+            progress_json.reset();
+        } else {
+            progress_json = std::get<protocol::Heartbeat>(std::get<protocol::WorkerMessage>(parsed))
+                                .progress_json;
+        }
+    }
+    if (auto core = state_->core().lock()) {
+        core->post_frame(state_, protocol::encode(protocol::Heartbeat{state_->task_id(),
+                                                                      std::move(progress_json)}));
+    }
+}
+
+bool Responder::cancelled() const { return state_ && state_->cancelled(); }
+
 }  // namespace outboxd::sdk

@@ -40,6 +40,11 @@ public:
     [[nodiscard]] const std::string& task_id() const noexcept { return task_id_; }
     // The largest result the task's node keeps (its welcome); 0: not stated.
     [[nodiscard]] std::size_t max_result_bytes() const noexcept { return max_result_bytes_; }
+    // Set when the node cancelled the task (a cancel frame); never cleared.
+    void cancel() noexcept { cancelled_.store(true, std::memory_order_release); }
+    [[nodiscard]] bool cancelled() const noexcept {
+        return cancelled_.load(std::memory_order_acquire);
+    }
 
 private:
     std::weak_ptr<detail::ClientCore> core_;
@@ -47,6 +52,7 @@ private:
     std::string task_id_;
     std::size_t max_result_bytes_ = 0;
     std::atomic<bool> answered_{false};
+    std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace outboxd::sdk

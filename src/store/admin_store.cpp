@@ -18,55 +18,6 @@ using namespace codec;
 
 namespace {
 
-std::optional<RateLimit> rate_of(const nlohmann::json& policy) {
-    const auto it = policy.find("rate_limit");
-    if (it == policy.end() || !it->is_object()) return std::nullopt;
-    const auto per_second = it->find("per_second");
-    const auto burst = it->find("burst");
-    if (per_second == it->end() || !per_second->is_number() || burst == it->end() ||
-        !burst->is_number_integer()) {
-        return std::nullopt;
-    }
-    return RateLimit{per_second->get<double>(), burst->get<std::int32_t>()};
-}
-
-// The activities column as stored; what does not have the documented shape is left out
-// (a row written by plain SQL), never an error.
-std::map<std::string, ActivityPolicy> decode_activities(const std::string& ns,
-                                                        const std::string& text) {
-    std::map<std::string, ActivityPolicy> out;
-    const auto parsed = nlohmann::json::parse(text, nullptr, false);
-    if (!parsed.is_object()) {
-        throw DecodeError("namespace '" + ns + "': activities is not a JSON object");
-    }
-    for (const auto& [type, policy] : parsed.items()) {
-        if (!policy.is_object()) continue;
-        ActivityPolicy p;
-        if (const auto cap = policy.find("max_in_flight");
-            cap != policy.end() && cap->is_number_integer() && cap->get<std::int64_t>() >= 1 &&
-            cap->get<std::int64_t>() <= kMaxActivityInFlight) {
-            p.max_in_flight = cap->get<std::int32_t>();
-        }
-        p.rate_limit = rate_of(policy);
-        out.emplace(type, p);
-    }
-    return out;
-}
-
-std::string encode_activities(const std::map<std::string, ActivityPolicy>& activities) {
-    auto out = nlohmann::json::object();
-    for (const auto& [type, policy] : activities) {
-        auto entry = nlohmann::json::object();
-        if (policy.max_in_flight) entry["max_in_flight"] = *policy.max_in_flight;
-        if (policy.rate_limit) {
-            entry["rate_limit"] = {{"per_second", policy.rate_limit->per_second},
-                                   {"burst", policy.rate_limit->burst}};
-        }
-        out[type] = entry;
-    }
-    return out.dump();
-}
-
 NamespaceSettings decode_namespace(const pqxx::row& r) {
     NamespaceSettings settings;
     settings.name = r[0].as<std::string>();
@@ -90,7 +41,11 @@ NamespaceSettings decode_namespace(const pqxx::row& r) {
         controls.rate_limit =
             RateLimit{r[7].as<double>(), r[8].is_null() ? 1 : r[8].as<std::int32_t>()};
     }
-    controls.activities = decode_activities(settings.name, r[9].as<std::string>());
+    auto activities = decode_activities(r[9].as<std::string>());
+    if (!activities) {
+        throw DecodeError("namespace '" + settings.name + "': activities is not a JSON object");
+    }
+    controls.activities = std::move(*activities);
     settings.keep_results = r[10].as<bool>();
     return settings;
 }
@@ -281,16 +236,9 @@ void AdminStore::put_namespace(const NamespaceSettings& settings) {
                               std::to_string(kMaxWeight) + ", got " +
                               std::to_string(settings.weight));
     }
-    const auto check_rate = [](const std::optional<RateLimit>& rate, const std::string& where) {
-        if (!rate) return;
-        if (!(rate->per_second >= kMinRatePerSecond) || rate->per_second > kMaxRatePerSecond ||
-            rate->burst < 1 || rate->burst > kMaxBurst) {
-            throw ValidationError(where + ": per_second must be at least 0.001 (at most " +
-                                  std::to_string(static_cast<std::int64_t>(kMaxRatePerSecond)) +
-                                  ") and burst between 1 and " + std::to_string(kMaxBurst));
-        }
-    };
-    check_rate(settings.controls.rate_limit, "rate_limit");
+    if (auto why = rate_problem(settings.controls.rate_limit, "rate_limit")) {
+        throw ValidationError(*why);
+    }
     if (settings.controls.activities.size() > kMaxActivityPolicies) {
         throw ValidationError("at most " + std::to_string(kMaxActivityPolicies) +
                               " activity types may be configured");
@@ -299,12 +247,7 @@ void AdminStore::put_namespace(const NamespaceSettings& settings) {
         if (auto why = util::identifier_problem(type, util::kMaxIdentifierBytes)) {
             throw ValidationError("activity type " + *why);
         }
-        if (policy.max_in_flight &&
-            (*policy.max_in_flight < 1 || *policy.max_in_flight > kMaxActivityInFlight)) {
-            throw ValidationError("activities." + type + ".max_in_flight must be between 1 and " +
-                                  std::to_string(kMaxActivityInFlight));
-        }
-        check_rate(policy.rate_limit, "activities." + type + ".rate_limit");
+        if (auto why = policy_problem(type, policy)) throw ValidationError(*why);
     }
     session_.pg().transact(sql::kPutNamespace, [&](pqxx::work& tx) {
         const auto& controls = settings.controls;

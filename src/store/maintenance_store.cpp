@@ -12,15 +12,15 @@ namespace outboxd::store {
 
 using namespace codec;
 
-std::vector<OutboxRow> MaintenanceStore::rearm_stale_claimed(const Owner& owner,
-                                                             std::chrono::milliseconds older_than,
-                                                             std::int32_t limit) {
+std::vector<OutboxRow> MaintenanceStore::rearm_stale_claimed(
+    const Owner& owner, std::chrono::milliseconds older_than, std::int32_t limit,
+    std::chrono::milliseconds lease_grace) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
     return session_.pg().autocommit(sql::kRearmStaleClaimed, [&](pqxx::nontransaction& tx) {
-        return decode_rows_in_claim_order(
-            tx.exec_prepared(std::string{sql::kRearmStaleClaimed.name}, owner.incarnation,
-                             owner.ranges.to_multirange(), millis(older_than), limit));
+        return decode_rows_in_claim_order(tx.exec_prepared(
+            std::string{sql::kRearmStaleClaimed.name}, owner.incarnation,
+            owner.ranges.to_multirange(), millis(older_than), limit, millis(lease_grace)));
     });
 }
 

@@ -24,7 +24,8 @@ namespace outboxd::store::sql {
     " o.last_error, "                                                              \
     OUTBOXD_SQL_MICROS("o.created_at") ", "                                        \
     OUTBOXD_SQL_MICROS("o.finished_at") ", o.shard, o.priority, o.waiting,"         \
-    " o.result::text, o.traceparent"
+    " o.result::text, o.traceparent, " OUTBOXD_SQL_MICROS("o.heartbeat_at") ","        \
+    " o.progress::text"
 
 // Shards in range $2 leased to incarnation $1 with an unexpired lease, by the database
 // clock, evaluated inside the statement that uses it.
@@ -283,14 +284,30 @@ RETURNING t.id, t.token)SQL", Plan::generic};
     OUTBOXD_CLEAR_CLAIM \
     " WHERE o.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING " OUTBOXD_ROW_COLUMNS
 
-// $1 owner, $2 ranges, $3 age in ms, $4 limit.
+// $1 owner, $2 ranges, $3 age in ms, $4 limit, $5 grace in ms: claims older than $3, or,
+// where the holder wrote a lease for this very claim, whose lease ended more than $5 ago.
 inline constexpr Statement kRearmStaleClaimed{"outbox_rearm_stale_claimed",
     "WITH " OUTBOXD_LEASED_SHARDS ","
     " picked AS (SELECT o.id FROM outbox o"
-    "   WHERE o.status = 'claimed' AND o.claimed_at < now() - $3 * interval '1 millisecond'"
-    "     AND o.shard <@ (SELECT shards FROM leased)"
+    "   WHERE o.status = 'claimed' AND o.shard <@ (SELECT shards FROM leased)"
+    "     AND CASE WHEN o.lease_token = o.claim_token"
+    "              THEN o.lease_expires_at < now() - $5 * interval '1 millisecond'"
+    "              ELSE o.claimed_at < now() - $3 * interval '1 millisecond' END"
     "   ORDER BY o.claimed_at, o.id LIMIT $4 FOR UPDATE OF o SKIP LOCKED) "
     OUTBOXD_REARM_UPDATE};
+
+// Durable deadlines and heartbeats of claims, one statement for a batch; each applies only
+// while its claim token matches. $1 ids, $2 tokens, $3 ms until the deadline, $4 whether a
+// heartbeat came, $5 progress (JSON text; NULL: none new). Planned once per connection.
+inline constexpr Statement kWriteLeases{"outbox_write_leases", R"SQL(
+UPDATE outbox o SET
+    lease_token = t.token,
+    lease_expires_at = now() + t.expires_ms * interval '1 millisecond',
+    heartbeat_at = CASE WHEN t.beat THEN now() ELSE o.heartbeat_at END,
+    progress = coalesce(t.progress::jsonb, o.progress)
+FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[])
+     AS t(id, token, expires_ms, beat, progress)
+WHERE o.id = t.id AND o.claim_token = t.token)SQL", Plan::generic};
 
 // $1 owner, $2 ranges, $3 liveness window in ms, $4 limit.
 inline constexpr Statement kRearmOrphaned{"outbox_rearm_orphaned",
@@ -318,14 +335,24 @@ inline constexpr Statement kReleaseClaimsAfter{"outbox_release_claims_after",
 // The workflow's live rows: its pending ones through the workflow-order index, its claimed
 // ones through the claimed-rows index (unordered claims are not in the former, 0014), so
 // that neither part reads the table.
+// The claimed ones are signalled (README, "Cancel signals"): their task ids ("<id>.<token>",
+// the tokens as the statement found them) go to every node on the wake channel as
+// "cancel:<id>,<id>,…", 200 to a notification (payloads are bounded at 8,000 bytes); the
+// node holding a task tells its worker.
 inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
     "WITH remembered AS (INSERT INTO cancelled_workflows (workflow_id) VALUES ($1)"
     "   ON CONFLICT (workflow_id) DO NOTHING),"
-    " live AS (SELECT id FROM outbox WHERE workflow_id = $1 AND status = 'pending'"
-    "   UNION ALL SELECT id FROM outbox WHERE workflow_id = $1 AND status = 'claimed')"
-    " UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
-    " WHERE id = ANY (ARRAY(SELECT id FROM live)) AND status IN ('pending', 'claimed')"
-    " RETURNING dispatch_key, namespace"};
+    " live AS (SELECT id, claim_token FROM outbox WHERE workflow_id = $1 AND status = 'pending'"
+    "   UNION ALL SELECT id, claim_token FROM outbox WHERE workflow_id = $1 AND status = 'claimed'),"
+    " settled AS (UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
+    "   WHERE id = ANY (ARRAY(SELECT id FROM live)) AND status IN ('pending', 'claimed')"
+    "   RETURNING id, dispatch_key, namespace),"
+    " signalled AS (SELECT pg_notify('outbox_wake', 'cancel:' || string_agg(t.task_id, ','))"
+    "   FROM (SELECT l.id || '.' || l.claim_token AS task_id, row_number() OVER () / 200 AS chunk"
+    "         FROM live l JOIN settled s ON s.id = l.id WHERE l.claim_token IS NOT NULL) t"
+    "   GROUP BY t.chunk)"
+    " SELECT s.dispatch_key, s.namespace FROM settled s"
+    "   CROSS JOIN (SELECT count(*) FROM signalled) n"};
 
 // $1 owner, $2 ranges: pending rows of cancelled workflows on shards leased to the owner
 // (claimed rows never belong to a cancelled workflow: claims skip them, and the cancel
@@ -482,7 +509,7 @@ inline constexpr std::array<std::string_view, 4> kRelaxedSessionSetup{
 
 inline constexpr std::array kOutboxStatements{
     kAppend, kClaimScoped, kClaimScopedAfter, kClaimRoutes, kRoutesWithDueRows, kRecordOutcomes,
-    kRearmStaleClaimed, kRearmOrphaned, kReleaseClaimsAfter, kCancelWorkflow,
+    kRearmStaleClaimed, kWriteLeases, kRearmOrphaned, kReleaseClaimsAfter, kCancelWorkflow,
     kCountClaimedByNamespace, kCountLiveByNamespace, kFind, kWorkflowRows, kPauseWorkflow, kResumeWorkflow,
     kListDeadLetters, kRequeueDeadLetter, kRequeueDeadLetters, kPurgeDeadLetters, kDeleteFinished, kPutNamespace, kGetNamespace,
     kListNamespaces, kSettleCancelled, kPutHttpTarget, kGetHttpTarget, kListHttpTargets,

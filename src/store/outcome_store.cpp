@@ -71,4 +71,22 @@ std::vector<bool> OutcomeStore::record_outcomes(std::span<const Outcome> outcome
     return out;
 }
 
+std::size_t OutcomeStore::write_leases(std::span<const LeaseWrite> leases) {
+    if (leases.empty()) return 0;
+    pg::ArrayLiteral ids, tokens, expires, beats, progress;
+    for (const auto& lease : leases) {
+        ids.add(lease.ref.id);
+        tokens.add(lease.ref.token);
+        expires.add(std::max<std::int64_t>(0, millis(lease.expires_in)));
+        beats.add(std::string_view{lease.beat ? "t" : "f"});
+        progress.add(lease.progress_json);
+    }
+    return session_.pg().autocommit(sql::kWriteLeases, [&](pqxx::nontransaction& tx) {
+        return static_cast<std::size_t>(tx.exec_prepared(std::string{sql::kWriteLeases.name},
+                                                         ids.str(), tokens.str(), expires.str(),
+                                                         beats.str(), progress.str())
+                                            .affected_rows());
+    });
+}
+
 }  // namespace outboxd::store

@@ -38,6 +38,8 @@ OutboxRow decode_row(const pqxx::row& r) {
     row.waiting = r[21].as<bool>();
     row.result_json = pg::optional_text(r[22]);
     row.traceparent = pg::optional_text(r[23]);
+    row.heartbeat_at = pg::optional_instant(r[24]);
+    row.progress_json = pg::optional_text(r[25]);
     return row;
 }
 

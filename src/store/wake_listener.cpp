@@ -39,6 +39,9 @@ private:
     Woken& woken_;
 };
 
+// Cancel signals one batch keeps at most (one missed only leaves a worker running a task
+// whose answer changes nothing).
+constexpr std::size_t kMaxCancelled = 100000;
 // A batch naming more routes than this is as good as one naming none.
 constexpr std::size_t kMaxWokenRoutes = 4096;
 
@@ -58,6 +61,20 @@ constexpr auto kStableAfter = std::chrono::seconds{5};
 void WakeNotice::add(std::string_view payload) {
     if (payload == kWakeFromFront) {
         from_front = true;
+        return;
+    }
+    if (payload.starts_with(kWakeCancelPrefix)) {
+        payload.remove_prefix(kWakeCancelPrefix.size());
+        // Bounded: a notification carries at most 8,000 bytes.
+        while (!payload.empty()) {
+            const auto comma = payload.find(',');
+            const auto id = payload.substr(0, comma);
+            if (!id.empty() && id.size() <= 64 && cancelled.size() < kMaxCancelled) {
+                cancelled.emplace_back(id);
+            }
+            if (comma == std::string_view::npos) break;
+            payload.remove_prefix(comma + 1);
+        }
         return;
     }
     const auto parsed = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);

@@ -176,9 +176,11 @@ TEST_CASE("cancel returns the settled keys and a dead letter is requeued to done
         CHECK(keys == std::vector<std::string>{"wc:0", "wc:1"});
         CHECK(cluster.count("status = 'cancelled'") == 2);
 
-        // The running task completes after the cancel: the row stays cancelled.
+        // The running task is told to stop (a cancel frame), stops and answers: the answer
+        // changes nothing, the row stays cancelled.
         REQUIRE(
-            E2eCluster::await([&] { return stats(stats_file).value("completed", 0) == 1; }, 30s));
+            E2eCluster::await([&] { return stats(stats_file).value("cancelled", 0) == 1; }, 30s));
+        REQUIRE(E2eCluster::await([&] { return stats(stats_file).value("failed", 0) == 1; }, 30s));
         CHECK(cluster.count("status = 'cancelled'") == 2);
         CHECK(call_json(node.port, "GET", "/v1/outbox/wc:0")["status"] == "cancelled");
         CHECK(call_json(node.port, "POST", "/v1/workflows/wc/cancel")["cancelled"].empty());

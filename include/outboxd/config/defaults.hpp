@@ -24,6 +24,8 @@ inline constexpr milliseconds kBackoffBase{1000};
 inline constexpr double kBackoffMultiplier = 2.0;
 inline constexpr milliseconds kBackoffMax{300000};
 inline constexpr milliseconds kTaskTimeout{30000};
+// The stale-claim backstop re-arms a claim this long after its task's deadline.
+inline constexpr milliseconds kStaleGrace{10000};
 // Cluster: shard leases and node liveness.
 inline constexpr milliseconds kLeaseTtl{5000};
 // Tenants.

@@ -32,11 +32,13 @@
 #include "outboxd/dispatch/claimer.hpp"
 #include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/dispatch/in_flight.hpp"
+#include "outboxd/dispatch/lease_writer.hpp"
 #include "outboxd/dispatch/maintenance.hpp"
 #include "outboxd/dispatch/namespace_cache.hpp"
 #include "outboxd/dispatch/outcome_writer.hpp"
 #include "outboxd/dispatch/periodic.hpp"
 #include "outboxd/dispatch/route_activity.hpp"
+#include "outboxd/dispatch/task_policy.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/util/backoff.hpp"
 #include "outboxd/util/lifetime.hpp"
@@ -52,7 +54,7 @@ struct DispatchSettings {
     std::chrono::milliseconds task_timeout{defaults::kTaskTimeout};
     // Backstop re-arm of claims older than task_timeout + stale_grace, whoever holds them
     // (the dispatcher sets maintenance.stale from them).
-    std::chrono::milliseconds stale_grace{10000};
+    std::chrono::milliseconds stale_grace{defaults::kStaleGrace};
     std::size_t max_outcome_batch = 2000;
     // Claims start where their route stood this long ago (ClaimCursors): rows committed
     // later than that behind it wait for a claim from the front (the poll backstop).
@@ -117,6 +119,14 @@ public:
     // A retry waits at least `min_delay` (an HTTP target's Retry-After), else the backoff.
     Answer on_fail(const std::string& session_id, const std::string& task_id, std::string error,
                    bool retryable, std::chrono::milliseconds min_delay = {});
+    // A heartbeat: a heartbeating task's deadline moves on; its durable deadline, the
+    // heartbeat's time and new `progress_json` (checked by the caller) are written in
+    // batches, now and then.
+    Answer on_heartbeat(const std::string& session_id, const std::string& task_id,
+                        std::optional<std::string> progress_json);
+    // Claims settled without their workers (a cancelled workflow, on any node): the worker
+    // holding each that this node pushed is told to stop; its answer will write nothing.
+    void cancel_tasks(const std::vector<std::string>& task_ids);
     // The worker's connection is gone: its tasks are re-armed for immediate re-claim, each
     // consuming one attempt (dead-lettered when none is left). Removes it from the registry.
     void on_worker_lost(const std::string& session_id);
@@ -173,9 +183,13 @@ private:
     NamespaceCache& namespaces_;
     metrics::NodeMetrics& metrics_;
     DispatchSettings settings_;
-    FailurePolicy failure_policy_;
+    TaskDefaults task_defaults_;
+    // How often a heartbeating task's durable deadline is written at most (without new
+    // progress): well within the backstop's grace.
+    std::chrono::milliseconds lease_refresh_;
     OwnerSource owner_;
     OutcomeWriter outcomes_;
+    LeaseWriter leases_;
     Claimer claimer_;
     Maintenance maintenance_;
     InFlightTable in_flight_;

@@ -50,7 +50,9 @@ public:
         // A claimer whose heartbeat is older than this is dead: its claims are re-armed.
         std::chrono::milliseconds liveness{defaults::kLeaseTtl};
         // Claims older than this are re-armed whoever holds them (task timeout + grace).
-        std::chrono::milliseconds stale{defaults::kTaskTimeout + std::chrono::seconds{10}};
+        std::chrono::milliseconds stale{defaults::kTaskTimeout + defaults::kStaleGrace};
+        // ... and claims whose holder wrote a lease, this long after it ended.
+        std::chrono::milliseconds stale_grace{defaults::kStaleGrace};
         std::chrono::milliseconds reconcile_interval{1000};
         std::chrono::seconds retention{defaults::kRetention};
         std::chrono::milliseconds retention_interval{60000};

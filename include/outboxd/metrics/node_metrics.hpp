@@ -53,6 +53,11 @@ public:
     prometheus::Family<prometheus::Gauge>& http_inflight;             // {target}
     // Delivery controls (README, "Delivery controls").
     prometheus::Family<prometheus::Gauge>& ordered_blocked_workflows;  // {namespace}
+    // Task policy and heartbeats (README, "Task policy and heartbeats").
+    prometheus::Counter& heartbeats_total;        // heartbeat frames of outstanding tasks
+    prometheus::Counter& lease_statements_total;  // batched lease/heartbeat writes
+    prometheus::Counter& lease_rows_total;        // rows those writes applied to
+    prometheus::Counter& cancels_sent_total;      // cancel frames sent to workers
 
     // A fault contained at `where` (http, websocket, loop, …); loop thread only.
     prometheus::Counter& fault(const std::string& where);

@@ -72,6 +72,14 @@ public:
     // first answer are ignored.
     void complete(std::string result_json = "null");
     void fail(std::string error, bool retryable = true);
+    // Keeps a long task alive (README, "Task policy and heartbeats"): send one well within
+    // the task's heartbeat_timeout_ms. `progress_json`, when given, must be valid JSON of at
+    // most worker::protocol::kMaxProgressBytes; a heartbeat with progress that is not is
+    // sent without it (and logged). Ignored once answered.
+    void heartbeat(std::optional<std::string> progress_json = std::nullopt);
+    // Whether the node cancelled the task (its workflow was cancelled, or it is no longer
+    // outstanding): stop, and answer as you like (the answer changes nothing).
+    [[nodiscard]] bool cancelled() const;
 
     class State;  // shared with the client
     explicit Responder(std::shared_ptr<State> state);
@@ -93,6 +101,7 @@ struct WorkerStats {
     std::uint64_t answers_dropped = 0;  // answers whose connection was gone (node re-arms)
     std::uint64_t frames_invalid = 0;   // frames from nodes that did not parse
     std::uint64_t reconnects = 0;       // connection attempts after the first one per node
+    std::uint64_t tasks_cancelled = 0;  // cancel frames for tasks in flight
 };
 
 class WorkerClient {

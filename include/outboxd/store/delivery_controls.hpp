@@ -39,10 +39,38 @@ struct RateLimit {
     friend bool operator==(const RateLimit&, const RateLimit&) = default;
 };
 
-// What applies to one activity type of a namespace.
+// Bounds of the per-activity task policy: those of the node's own settings
+// (OUTBOXD_MAX_ATTEMPTS, OUTBOXD_BACKOFF_*, OUTBOXD_TASK_TIMEOUT_MS).
+inline constexpr std::int32_t kMaxPolicyAttempts = 1000;
+inline constexpr std::int64_t kMaxPolicyMs = 86'400'000;  // a day
+inline constexpr std::int64_t kMinTaskTimeoutMs = 10;
+inline constexpr std::int64_t kMinHeartbeatTimeoutMs = 100;
+inline constexpr double kMaxBackoffMultiplier = 100;
+
+// A retry backoff; an unset part is the node's (OUTBOXD_BACKOFF_*).
+struct BackoffPolicy {
+    std::optional<std::int64_t> base_ms;
+    std::optional<double> multiplier;
+    std::optional<std::int64_t> max_ms;
+
+    friend bool operator==(const BackoffPolicy&, const BackoffPolicy&) = default;
+};
+
+// What applies to one activity type of a namespace ("*": to every type of it, below a
+// type's own). Unset fields fall back: a type's to "*", "*"'s to the node's settings.
 struct ActivityPolicy {
     std::optional<std::int32_t> max_in_flight;  // rows claimed at once, cluster-wide
     std::optional<RateLimit> rate_limit;        // dispatches, cluster-wide
+    // The task's life (README, "Task policy and heartbeats").
+    std::optional<std::int32_t> max_attempts;
+    std::optional<std::int64_t> timeout_ms;            // the whole attempt
+    std::optional<std::int64_t> heartbeat_timeout_ms;  // the longest silence between heartbeats
+    std::optional<BackoffPolicy> backoff;
+
+    // Whether the policy sets anything of a task's life (not only limits).
+    [[nodiscard]] bool shapes_tasks() const {
+        return max_attempts || timeout_ms || heartbeat_timeout_ms || backoff;
+    }
 
     friend bool operator==(const ActivityPolicy&, const ActivityPolicy&) = default;
 };
@@ -53,8 +81,34 @@ struct DeliveryControls {
     std::optional<RateLimit> rate_limit;               // the namespace's dispatches, cluster-wide
     std::map<std::string, ActivityPolicy> activities;  // by activity type
 
+    // Whether any of it bears on claims (ordering, a limit): a namespace with none is
+    // claimed on the plain path, whatever task policy it has.
+    [[nodiscard]] bool shapes_claims() const {
+        if (ordering != Ordering::none || rate_limit) return true;
+        for (const auto& [type, policy] : activities) {
+            if (policy.max_in_flight || policy.rate_limit) return true;
+        }
+        return false;
+    }
+
     friend bool operator==(const DeliveryControls&, const DeliveryControls&) = default;
 };
+
+// Why `rate` (named `where`) is out of bounds (none: it is not, or is unset).
+[[nodiscard]] std::optional<std::string> rate_problem(const std::optional<RateLimit>& rate,
+                                                      const std::string& where);
+// Why `policy` of activity type `type` is out of bounds (none: it is not). Checks every
+// field, the limits and the task policy alike; names the field as "activities.<type>.<field>".
+[[nodiscard]] std::optional<std::string> policy_problem(const std::string& type,
+                                                        const ActivityPolicy& policy);
+// The activities as stored and as the API shows them: a JSON object by activity type, each
+// holding the fields that are set.
+[[nodiscard]] std::string encode_activities(
+    const std::map<std::string, ActivityPolicy>& activities);
+// The stored activities column: what does not have the documented shape is left out (a row
+// written by plain SQL). None when the text is not a JSON object.
+[[nodiscard]] std::optional<std::map<std::string, ActivityPolicy>> decode_activities(
+    std::string_view text);
 
 [[nodiscard]] std::string_view to_string(Ordering ordering) noexcept;
 [[nodiscard]] std::string_view to_string(OnDeadLetter policy) noexcept;

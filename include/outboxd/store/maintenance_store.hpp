@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "outboxd/config/defaults.hpp"
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/store/outbox_session.hpp"
 
@@ -21,10 +22,12 @@ public:
 
     // Re-arms rows on shards leased to `owner` claimed more than `older_than` ago, whoever
     // holds them, to pending, due at once and in their old place in line (visible_after
-    // kept, it is past), attempt preserved, claim cleared. Returns the re-armed rows.
-    std::vector<OutboxRow> rearm_stale_claimed(const Owner& owner,
-                                               std::chrono::milliseconds older_than,
-                                               std::int32_t limit);
+    // kept, it is past), attempt preserved, claim cleared; a claim whose holder wrote a
+    // lease for it (write_leases) instead once that lease ended `lease_grace` ago. Returns
+    // the re-armed rows.
+    std::vector<OutboxRow> rearm_stale_claimed(
+        const Owner& owner, std::chrono::milliseconds older_than, std::int32_t limit,
+        std::chrono::milliseconds lease_grace = defaults::kStaleGrace);
     // Re-arms rows on the owner's leased shards claimed by an incarnation that has no live
     // heartbeat (younger than `liveness`) in dispatcher_nodes. Attempt preserved.
     std::vector<OutboxRow> rearm_orphaned(const Owner& owner, std::chrono::milliseconds liveness,

@@ -85,6 +85,9 @@ struct OutboxRow {
     bool waiting = false;
     std::optional<std::string> result_json;  // the done attempt's result (JSON text)
     std::optional<std::string> traceparent;
+    // When a heartbeat of its task was last recorded, and the progress it last carried.
+    std::optional<TimePoint> heartbeat_at;
+    std::optional<std::string> progress_json;
 };
 
 // A row's place in claim order: claims take due rows oldest visible_after first, id

@@ -10,7 +10,9 @@
 // - empty: new rows somewhere (a requeued dead letter, a staging statement whose routes did
 //   not fit a notification): every route may have some;
 // - "front": rows that became claimable behind where claims read on (a resumed workflow),
-//   which only a claim from the front finds, in any route.
+//   which only a claim from the front finds, in any route;
+// - "cancel:<task id>,…": claims settled without their workers (a cancelled workflow); the
+//   node holding one tells its worker.
 // Anything else counts as empty.
 
 #include <atomic>
@@ -25,12 +27,14 @@ namespace outboxd::store {
 
 inline constexpr const char* kWakeChannel = "outbox_wake";
 inline constexpr const char* kWakeFromFront = "front";
+inline constexpr std::string_view kWakeCancelPrefix = "cancel:";
 
 // What a batch of notifications said, together.
 struct WakeNotice {
     bool from_front = false;  // some said "front"
     bool anywhere = false;    // some named no route (or was the first after (re)connecting)
     std::vector<std::pair<std::string, std::string>> routes;  // (namespace, task_queue), once each
+    std::vector<std::string> cancelled;                       // task ids of cancelled claims
 
     // Adds what one notification's payload says.
     void add(std::string_view payload);

@@ -40,6 +40,8 @@ using util::kMaxIdentifierBytes;
 inline constexpr std::size_t kMaxTaskIdBytes = 64;
 // The smallest max_frame_bytes a hello may state.
 inline constexpr std::int64_t kMinFrameBytes = 1024;
+// The largest heartbeat progress (compact JSON, in bytes); a larger one refuses the frame.
+inline constexpr std::size_t kMaxProgressBytes = 8192;
 // Free text (a fail's error, an error frame's message) is cut to this length.
 inline constexpr std::size_t kMaxMessageBytes = 4096;
 // The largest batch frame either side writes (a single message larger than this still goes
@@ -99,7 +101,14 @@ struct Credit {
     std::int32_t max_in_flight = 1;
 };
 
-using WorkerMessage = std::variant<Hello, Complete, Fail, Credit>;
+// Keeps a long task alive (its heartbeat_timeout_ms starts again) and may report progress.
+struct Heartbeat {
+    std::string task_id;
+    // Compact JSON text, at most kMaxProgressBytes, without \u0000; none: no progress.
+    std::optional<std::string> progress_json;
+};
+
+using WorkerMessage = std::variant<Hello, Complete, Fail, Credit, Heartbeat>;
 
 [[nodiscard]] std::variant<WorkerMessage, ProtocolError> parse_worker_message(
     std::string_view text);
@@ -110,6 +119,7 @@ using WorkerMessage = std::variant<Hello, Complete, Fail, Credit>;
 [[nodiscard]] std::string encode(const Complete& complete);
 [[nodiscard]] std::string encode(const Fail& fail);
 [[nodiscard]] std::string encode(const Credit& credit);
+[[nodiscard]] std::string encode(const Heartbeat& heartbeat);
 
 // --- node -> worker ----------------------------------------------------------------------
 struct NodeInfo {
@@ -138,12 +148,19 @@ struct Cluster {
 
 struct Drain {};
 
+// The task was settled without the worker (its workflow cancelled, its row gone, or it is
+// no longer outstanding on this connection): stop it; a later answer changes nothing.
+struct Cancel {
+    std::string task_id;
+    std::string reason;
+};
+
 struct Error {
     std::string code;
     std::string message;
 };
 
-using NodeMessage = std::variant<Welcome, Task, Cluster, Drain, Error>;
+using NodeMessage = std::variant<Welcome, Task, Cluster, Drain, Error, Cancel>;
 
 [[nodiscard]] std::variant<NodeMessage, ProtocolError> parse_node_message(std::string_view text);
 [[nodiscard]] std::variant<std::vector<NodeMessage>, ProtocolError> parse_node_frame(
@@ -160,6 +177,7 @@ struct TaskFrame {
 [[nodiscard]] TaskFrame encode_task_for(const Task& task, std::size_t peer_max_frame_bytes);
 [[nodiscard]] std::string encode(const Cluster& cluster);
 [[nodiscard]] std::string encode(const Drain& drain);
+[[nodiscard]] std::string encode(const Cancel& cancel);
 [[nodiscard]] std::string encode(const Error& error);
 
 // --- either direction --------------------------------------------------------------------

@@ -21,7 +21,11 @@ struct Task {
     std::string activity_type;
     std::string input_json = "null";  // valid JSON, spliced verbatim into the frame
     std::int64_t attempt = 1;         // one-based (a stored attempt + 1)
+    // The attempt's limit; 0: none (a heartbeating task without a total limit).
     std::int64_t timeout_ms = 0;
+    // The longest silence between heartbeats before the task times out; the frame leaves
+    // it out when none applies.
+    std::optional<std::int64_t> heartbeat_timeout_ms;
     std::int64_t priority = 0;  // the row's, 0..100 (higher first)
     // W3C trace context of the request that staged the row; the frame leaves it out when
     // the row has none.

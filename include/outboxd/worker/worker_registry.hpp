@@ -32,6 +32,12 @@ public:
     // Queues one task. Returns why this worker can never take it (e.g. it is larger than the
     // frames the worker reads), or nothing when it is on its way.
     [[nodiscard]] virtual std::optional<std::string> send_task(const Task& task) = 0;
+    // Tells the worker to stop task `task_id`: it was settled without it. A channel that
+    // cannot tell (an HTTP target) does nothing; the late answer is fenced all the same.
+    virtual void send_cancel(const std::string& task_id, std::string_view reason) {
+        (void)task_id;
+        (void)reason;
+    }
     // Closes the connection; the session reports the loss itself.
     virtual void close(std::string_view reason) = 0;
 };

@@ -204,6 +204,22 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
     if (type == "credit") {
         return Credit{static_cast<std::int32_t>(f.integer("max_in_flight", 0, kMaxCreditWindow))};
     }
+    if (type == "heartbeat") {
+        Heartbeat beat{f.text("task_id", kMaxTaskIdBytes), std::nullopt};
+        if (auto progress = f.raw("progress"); progress != "null") {
+            if (progress.size() > kMaxProgressBytes) {
+                reject(code::kInvalidField,
+                       "'progress' of a heartbeat frame is " + std::to_string(progress.size()) +
+                           " bytes, at most " + std::to_string(kMaxProgressBytes));
+            }
+            if (util::json_text_has_nul(progress)) {
+                reject(code::kInvalidField,
+                       "'progress' of a heartbeat frame contains \\u0000, which cannot be stored");
+            }
+            beat.progress_json = std::move(progress);
+        }
+        return beat;
+    }
     reject(code::kUnknownType, "unknown frame type '" + type + "'");
 }
 
@@ -247,12 +263,16 @@ NodeMessage parse_node(const json& object, const std::string& type) {
         task.input_json = f.raw("input");
         task.attempt = f.integer("attempt", 1, std::int64_t{INT32_MAX} + 1);
         task.timeout_ms = f.optional_integer("timeout_ms", 0, INT64_MAX).value_or(0);
+        task.heartbeat_timeout_ms = f.optional_integer("heartbeat_timeout_ms", 1, INT64_MAX);
         task.priority = f.optional_integer("priority", 0, INT64_MAX).value_or(0);
         task.traceparent = f.optional_text("traceparent");
         return task;
     }
     if (type == "cluster") return Cluster{parse_nodes(object, "nodes", type)};
     if (type == "drain") return Drain{};
+    if (type == "cancel") {
+        return Cancel{f.text("task_id"), f.free_text("reason")};
+    }
     if (type == "error") {
         // encode(Error) writes "message":"" for an empty message; it must parse back.
         return Error{f.optional_text("code").value_or("unknown"), f.free_text("message")};
@@ -391,6 +411,13 @@ std::string encode(const Credit& credit) {
     return dump(json{{"type", "credit"}, {"max_in_flight", credit.max_in_flight}});
 }
 
+std::string encode(const Heartbeat& heartbeat) {
+    // The progress travels as the worker gave it; it must be valid JSON.
+    std::string out = R"({"type":"heartbeat","task_id":)" + dump(heartbeat.task_id);
+    if (heartbeat.progress_json) out += R"(,"progress":)" + *heartbeat.progress_json;
+    return out + "}";
+}
+
 std::string encode(const Welcome& welcome) {
     json frame{{"type", "welcome"},
                {"node_id", welcome.node_id},
@@ -468,6 +495,9 @@ std::string encode(const Task& task) {
     out += task.input_json.empty() ? "null" : task.input_json;
     append_field(out, "attempt", task.attempt);
     append_field(out, "timeout_ms", task.timeout_ms);
+    if (task.heartbeat_timeout_ms) {
+        append_field(out, "heartbeat_timeout_ms", *task.heartbeat_timeout_ms);
+    }
     append_field(out, "priority", task.priority);
     if (task.traceparent) append_field(out, "traceparent", std::string_view{*task.traceparent});
     out += '}';
@@ -496,6 +526,10 @@ std::string encode(const Cluster& cluster) {
 }
 
 std::string encode(const Drain&) { return R"({"type":"drain"})"; }
+
+std::string encode(const Cancel& cancel) {
+    return dump(json{{"type", "cancel"}, {"task_id", cancel.task_id}, {"reason", cancel.reason}});
+}
 
 std::string encode(const Error& error) {
     return dump(json{{"type", "error"}, {"code", error.code}, {"message", error.message}});

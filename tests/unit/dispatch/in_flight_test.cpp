@@ -13,11 +13,17 @@ namespace {
 
 const InFlightTable::Clock::time_point kT0{std::chrono::seconds{1000}};
 
-InFlightTask task(std::int64_t id, std::string session, std::int32_t attempt = 0) {
-    return {{id, id * 10}, std::move(session), "ns", attempt, {}, {}, {}};
-}
-
 const dispatch::FailurePolicy kPolicy{3, {milliseconds{100}, 2.0, milliseconds{1000}}};
+
+InFlightTask task(std::int64_t id, std::string session, std::int32_t attempt = 0) {
+    InFlightTask out;
+    out.ref = {id, id * 10};
+    out.session_id = std::move(session);
+    out.namespace_name = "ns";
+    out.attempt = attempt;
+    out.failure = kPolicy;
+    return out;
+}
 
 }  // namespace
 
@@ -83,40 +89,37 @@ TEST_CASE("a completed task is done", "[unit][dispatch]") {
 
 TEST_CASE("failures retry with the attempt's backoff until attempts run out", "[unit][dispatch]") {
     SECTION("a reported failure retries after base x multiplier^attempt") {
-        const auto first =
-            dispatch::failed(task(1, "s1", 0), Failure::reported, "boom", true, kPolicy);
+        const auto first = dispatch::failed(task(1, "s1", 0), Failure::reported, "boom", true);
         CHECK(first.outcome.kind == Kind::retry);
         CHECK(first.outcome.delay == milliseconds{100});
         CHECK(first.outcome.error == "boom");
         CHECK(first.label == "retry");
-        const auto second =
-            dispatch::failed(task(1, "s1", 1), Failure::timed_out, "late", true, kPolicy);
+        const auto second = dispatch::failed(task(1, "s1", 1), Failure::timed_out, "late", true);
         CHECK(second.outcome.kind == Kind::retry);
         CHECK(second.outcome.delay == milliseconds{200});
     }
     SECTION("the last attempt is a dead letter, whatever the cause") {
         for (const auto how : {Failure::reported, Failure::timed_out, Failure::lost}) {
-            const auto last = dispatch::failed(task(1, "s1", 2), how, "boom", true, kPolicy);
+            const auto last = dispatch::failed(task(1, "s1", 2), how, "boom", true);
             CHECK(last.outcome.kind == Kind::fail);
             CHECK(last.label == "failed");
         }
     }
     SECTION("a non-retryable failure is a dead letter at once") {
-        const auto settled =
-            dispatch::failed(task(1, "s1", 0), Failure::reported, "bad", false, kPolicy);
+        const auto settled = dispatch::failed(task(1, "s1", 0), Failure::reported, "bad", false);
         CHECK(settled.outcome.kind == Kind::fail);
         CHECK(settled.outcome.error == "bad");
     }
     SECTION("a lost connection re-arms at once, still consuming the attempt") {
-        const auto settled = dispatch::failed(task(1, "s1", 1), Failure::lost,
-                                              "worker connection lost", true, kPolicy);
+        const auto settled =
+            dispatch::failed(task(1, "s1", 1), Failure::lost, "worker connection lost", true);
         CHECK(settled.outcome.kind == Kind::retry);
         CHECK(settled.outcome.delay == milliseconds{0});
         CHECK(settled.label == "failover");
     }
     SECTION("an attempt beyond the limit (a row inserted by plain SQL) is a dead letter") {
         const auto settled =
-            dispatch::failed(task(1, "s1", 2147483647), Failure::reported, "x", true, kPolicy);
+            dispatch::failed(task(1, "s1", 2147483647), Failure::reported, "x", true);
         CHECK(settled.outcome.kind == Kind::fail);
     }
 }

@@ -1,0 +1,116 @@
+#include "heartbeat_scenario.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
+
+#include "http_client.hpp"
+#include "outboxd/sdk/worker_client.hpp"
+#include "wait_for.hpp"
+
+namespace outboxd::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::int64_t kTasks = 10'000;
+constexpr std::chrono::seconds kBeatEvery{1};
+
+}  // namespace
+
+HeartbeatResult run_heartbeats(const BenchContext& context) {
+    const auto& settings = context.settings;
+    const auto url = context.databases.create_migrated("bench_heartbeats");
+    {
+        pqxx::connection conn{url};
+        pqxx::work tx{conn};
+        tx.exec(
+            "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type)"
+            " SELECT 'hb-' || n, 'hb-' || n, 0, 'long' FROM generate_series(1, " +
+            std::to_string(kTasks) + ") n");
+        tx.commit();
+    }
+    settle(url);
+    NodeFleet fleet{context.fleet(url), 1, "heartbeats"};
+    const auto put = http_request(fleet.http_urls().front(), "PUT", "/v1/namespaces/default",
+                                  R"({"activities":{"long":{"heartbeat_timeout_ms":5000}}})");
+    if (put.status != 200) throw std::runtime_error("heartbeats: PUT namespace: " + put.body);
+
+    std::mutex mutex;
+    std::vector<sdk::Responder> held;
+    held.reserve(kTasks);
+    sdk::WorkerOptions options;
+    options.seed_urls = fleet.worker_urls();
+    options.worker_id = "bench-heartbeats";
+    options.activity_types = {"long"};
+    options.max_in_flight = static_cast<std::int32_t>(kTasks);
+    sdk::WorkerClient client{options, [&](const worker::protocol::Task&, sdk::Responder r) {
+                                 const std::lock_guard lock{mutex};
+                                 held.push_back(std::move(r));
+                             }};
+    // The namespace cache takes up to its TTL to see the policy: connect after it.
+    std::this_thread::sleep_for(std::chrono::milliseconds{1500});
+    client.start();
+    wait_for(
+        "heartbeats", "the worker did not take every task",
+        [&] {
+            const std::lock_guard lock{mutex};
+            return static_cast<std::int64_t>(held.size()) == kTasks;
+        },
+        [&] { fleet.check_alive(); });
+    spdlog::info("heartbeats: {} tasks outstanding; heartbeating each every {} s for {} s", kTasks,
+                 kBeatEvery.count(), settings.heartbeat_seconds);
+
+    const auto beat_all = [&] {
+        const std::lock_guard lock{mutex};
+        for (auto& responder : held) responder.heartbeat();
+    };
+    beat_all();
+    std::this_thread::sleep_for(kBeatEvery);  // the first round's writes land
+    const auto beats_before = fleet.metric_sum("outboxd_heartbeats_total");
+    const auto statements_before = fleet.metric_sum("outboxd_lease_statements_total");
+    const auto rows_before = fleet.metric_sum("outboxd_lease_rows_total");
+    const auto start = Clock::now();
+    const auto window = std::chrono::duration<double>(settings.heartbeat_seconds);
+    for (int round = 1; Clock::now() - start < window; ++round) {
+        beat_all();
+        fleet.check_alive();
+        std::this_thread::sleep_until(start + round * kBeatEvery);
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    HeartbeatResult result;
+    result.tasks = kTasks;
+    result.seconds = seconds;
+    result.heartbeats_per_s =
+        (fleet.metric_sum("outboxd_heartbeats_total") - beats_before) / seconds;
+    result.statements_per_s =
+        (fleet.metric_sum("outboxd_lease_statements_total") - statements_before) / seconds;
+    result.rows_written_per_s =
+        (fleet.metric_sum("outboxd_lease_rows_total") - rows_before) / seconds;
+
+    {
+        const std::lock_guard lock{mutex};
+        for (auto& responder : held) responder.complete();
+    }
+    wait_for(
+        "heartbeats", "the tasks were not all done", [&] { return fleet.rows_done() >= kTasks; },
+        [&] { fleet.check_alive(); });
+    pqxx::connection conn{url};
+    pqxx::nontransaction tx{conn};
+    result.redelivered =
+        tx.exec1("SELECT count(*) FROM outbox WHERE attempt > 0 OR status <> 'done'")[0]
+            .as<std::int64_t>();
+    client.stop(std::chrono::milliseconds{1000});
+    fleet.stop();
+    spdlog::info("heartbeats: {:.0f} heartbeats/s, {:.1f} statements/s, {:.0f} rows written/s",
+                 result.heartbeats_per_s, result.statements_per_s, result.rows_written_per_s);
+    return result;
+}
+
+}  // namespace outboxd::bench
