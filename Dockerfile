@@ -23,7 +23,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config ca-certificates \
       libpqxx-dev libboost1.81-dev nlohmann-json3-dev prometheus-cpp-dev \
-      libspdlog-dev libcli11-dev libssl-dev \
+      libspdlog-dev libcli11-dev libssl-dev libhowardhinnant-date-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -45,12 +45,12 @@ ARG DEBIAN_FRONTEND=noninteractive
 
 # Runtime shared libraries only (from `ldd build/bin/outboxd`): libpqxx-6.4 (+ libpq5),
 # libspdlog1.10 (+ libfmt9), libprometheus-cpp-core1.0, libssl3 (HTTPS and wss://),
-# libstdc++6. Boost, nlohmann-json and CLI11 are header-only. curl is for the HEALTHCHECK; ca-certificates for TLS to
+# libstdc++6, libdate-tz3 with tzdata (schedules' time zones). Boost, nlohmann-json and CLI11 are header-only. curl is for the HEALTHCHECK; ca-certificates for TLS to
 # PostgreSQL (sslmode=verify-full).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libpqxx-6.4 libpq5 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libssl3 libstdc++6 \
-      ca-certificates curl \
+      libdate-tz3 tzdata ca-certificates curl \
  && rm -rf /var/lib/apt/lists/*
 
 RUN groupadd --system outboxd \

@@ -47,6 +47,7 @@ void DbLane::run() {
     store::AdminStore admin{session};
     store::ClusterStore cluster{database_url_};
     store::TargetStore targets{session};
+    store::ScheduleStore schedules{session};
     while (true) {
         Job job;
         {
@@ -58,7 +59,7 @@ void DbLane::run() {
         }
         // Jobs report their own errors; this only keeps one fault from ending the lane.
         try {
-            job(DbHandles{claims, outcomes, maintenance, admin, cluster, targets});
+            job(DbHandles{claims, outcomes, maintenance, admin, cluster, targets, schedules});
         } catch (const std::exception& error) {
             spdlog::error("event=db_job_escaped lane={} error=\"{}\"", settings_.name,
                           error.what());

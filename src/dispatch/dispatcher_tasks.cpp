@@ -12,6 +12,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A heartbeating task's new progress is written at most this often.
+constexpr std::chrono::seconds kProgressEvery{1};
+
 std::chrono::milliseconds until(Clock::time_point deadline, Clock::time_point now) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
 }
@@ -190,12 +193,13 @@ Answer Dispatcher::on_heartbeat(const std::string& session_id, const std::string
     metrics_.heartbeats_total.Increment();
     auto& task = *touched->task;
     if (task.cancelled) return Answer::accepted;
-    // Written now and then, not per heartbeat: with new progress, or once the durable
-    // deadline (or the recorded heartbeat time) is a refresh old.
+    // Written now and then, not per heartbeat: new progress at most every kProgressEvery,
+    // and the durable deadline (with the heartbeat's time) once it is a refresh old.
     const auto progress_hash = progress_json ? std::hash<std::string>{}(*progress_json) : 0;
     const bool new_progress = progress_json && progress_hash != task.progress_hash;
-    if (!new_progress && task.lease_asked != Clock::time_point{} &&
-        now - task.lease_asked < lease_refresh_) {
+    const auto since = now - task.lease_asked;
+    if (task.lease_asked != Clock::time_point{} && since < lease_refresh_ &&
+        !(new_progress && since >= kProgressEvery)) {
         return Answer::accepted;
     }
     task.lease_asked = now;

@@ -10,6 +10,8 @@ namespace outboxd::dispatch {
 namespace {
 
 constexpr std::int32_t kReconcileBatch = 1000;
+// Due schedules fired per reconcile, at most.
+constexpr std::int32_t kScheduleBatch = 100;
 constexpr std::int32_t kRetentionBatch = 5000;
 
 struct Reconciled {
@@ -17,6 +19,8 @@ struct Reconciled {
     std::int64_t let_go = 0;  // waiting rows
     bool released_unordered = false;
     std::map<std::string, std::int64_t> cancelled;  // rows settled, by namespace
+    store::FiredSchedules fired;                    // schedules' firings staged
+    std::string schedule_error;                     // why firing them failed, if it did
     Maintenance::Clock::duration took{};
 };
 
@@ -112,6 +116,13 @@ void Maintenance::reconcile() {
                 done.released_unordered = released < kReconcileBatch;
                 done.let_go += released;
             }
+            // Due firings of schedules on the owned shards (README, "Schedules"); a failure
+            // here is reported apart, the rest of the reconcile stands.
+            try {
+                done.fired = db.schedules.fire_due(owner, kScheduleBatch);
+            } catch (const std::exception& error) {
+                done.schedule_error = error.what();
+            }
             done.took = Clock::now() - started;
             return done;
         },
@@ -131,6 +142,15 @@ void Maintenance::reconcile() {
             if (done.value.let_go > 0) {
                 spdlog::debug("event=waiting_rows_let_go count={}", done.value.let_go);
             }
+            const auto& fired = done.value.fired;
+            if (fired.staged > 0) {
+                spdlog::info("event=schedules_fired schedules={} staged={}", fired.schedules,
+                             fired.staged);
+            }
+            for (const auto& id : fired.refused) {
+                spdlog::warn("event=schedule_refused id=\"{}\"", util::log_safe(id));
+            }
+            result("schedules", done.value.schedule_error);
             const auto back_in_line =
                 done.value.rearmed + static_cast<std::size_t>(done.value.let_go);
             if (back_in_line > 0) rearmed_(back_in_line);

@@ -424,6 +424,9 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     if (route_is({"v1", "http-targets"}) || route_is({"v1", "http-targets", "*"})) {
         return http_targets(seg, request, std::move(respond));
     }
+    if (route_is({"v1", "schedules"}) || route_is({"v1", "schedules", "*"})) {
+        return schedules(seg, request, std::move(respond));
+    }
     if (route_is({"v1", "namespaces", "*"})) {
         if (method == "PUT") return put_namespace(seg[2], request.body, std::move(respond));
         if (only("GET")) get_namespace(seg[2], std::move(respond));

@@ -46,6 +46,8 @@ private:
     // /v1/http-targets[/{name}] (target_routes.cpp).
     void http_targets(const std::vector<std::string>& seg, const ApiRequest& request,
                       Respond respond);
+    // /v1/schedules[/{id}] (schedule_routes.cpp).
+    void schedules(const std::vector<std::string>& seg, const ApiRequest& request, Respond respond);
 
     boost::asio::any_io_executor loop_;
     NodeServices services_;

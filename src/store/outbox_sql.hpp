@@ -9,6 +9,7 @@
 #include "admin_sql.hpp"
 #include "pg_codec.hpp"
 #include "pg_session.hpp"
+#include "schedule_sql.hpp"
 
 namespace outboxd::store::sql {
 
@@ -26,15 +27,6 @@ namespace outboxd::store::sql {
     OUTBOXD_SQL_MICROS("o.finished_at") ", o.shard, o.priority, o.waiting,"         \
     " o.result::text, o.traceparent, " OUTBOXD_SQL_MICROS("o.heartbeat_at") ","        \
     " o.progress::text"
-
-// Shards in range $2 leased to incarnation $1 with an unexpired lease, by the database
-// clock, evaluated inside the statement that uses it.
-// As a multirange: a row's shard is checked by binary search over a few ranges.
-#define OUTBOXD_LEASED_SHARDS                                                          \
-    "leased AS MATERIALIZED ("                                                        \
-    "  SELECT coalesce(range_agg(int4range(l.shard, l.shard + 1)), '{}') AS shards"   \
-    "  FROM shard_leases l"                                                           \
-    "  WHERE l.owner = $1 AND l.expires_at > now() AND l.shard <@ $2::int4multirange)"
 
 // Paused and cancelled workflows are excluded inside the claim, before the LIMIT, so held
 // rows never take a slot of it.
@@ -513,7 +505,8 @@ inline constexpr std::array kOutboxStatements{
     kCountClaimedByNamespace, kCountLiveByNamespace, kFind, kWorkflowRows, kPauseWorkflow, kResumeWorkflow,
     kListDeadLetters, kRequeueDeadLetter, kRequeueDeadLetters, kPurgeDeadLetters, kDeleteFinished, kPutNamespace, kGetNamespace,
     kListNamespaces, kSettleCancelled, kPutHttpTarget, kGetHttpTarget, kListHttpTargets,
-    kDeleteHttpTarget, kReportHttpTargets, kClaimOrdered, kClaimOrderedAfter, kLetGoWaiting, kReleaseUnordered,
+    kDeleteHttpTarget, kReportHttpTargets, kScheduleNow, kPutSchedule, kGetSchedule,
+    kListSchedules, kDeleteSchedule, kDueSchedules, kStageFirings, kAdvanceSchedule, kClaimOrdered, kClaimOrderedAfter, kLetGoWaiting, kReleaseUnordered,
     kCountBlockedWorkflows, kLockActivity, kCountClaimedOfType, kTakeTokens, kSpendTokens,
 };
 

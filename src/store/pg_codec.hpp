@@ -65,3 +65,12 @@ std::string text_array(const Range& values) {
     "('epoch'::timestamptz + (" micros  \
     " / 1000000) * interval '1 second'" \
     " + (" micros " % 1000000) * interval '1 microsecond')"
+
+// Shards in range $2 leased to incarnation $1 with an unexpired lease, by the database
+// clock, evaluated inside the statement that uses it.
+// As a multirange: a row's shard is checked by binary search over a few ranges.
+#define OUTBOXD_LEASED_SHARDS                                                       \
+    "leased AS MATERIALIZED ("                                                      \
+    "  SELECT coalesce(range_agg(int4range(l.shard, l.shard + 1)), '{}') AS shards" \
+    "  FROM shard_leases l"                                                         \
+    "  WHERE l.owner = $1 AND l.expires_at > now() AND l.shard <@ $2::int4multirange)"

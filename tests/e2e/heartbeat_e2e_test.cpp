@@ -312,3 +312,24 @@ TEST_CASE("outboxd-worker's sleep stops on a cancel and frees its slot",
         [&] { return cluster.count("dispatch_key = 'after' AND status = 'done'") == 1; }, 10s));
     CHECK(cluster.count("dispatch_key = 'nap' AND status = 'cancelled'") == 1);
 }
+
+TEST_CASE("outboxd-worker's sleep heartbeats a long task through to done, with its progress",
+          "[e2e][heartbeat]") {
+    E2eCluster cluster{"heartbeat-sdk"};
+    cluster.audit_claims();
+    auto& node = cluster.start_node("node-1", {{"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"}});
+    put_activities(node, {{"sleep", {{"heartbeat_timeout_ms", 400}}}});
+    std::this_thread::sleep_for(500ms);
+    cluster.start_worker("w", {node.worker_url()}, {"--max-in-flight", "4"});
+    cluster.db.exec(
+        "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, input)"
+        " VALUES ('long-nap', 'wf-long-nap', 0, 'sleep', '{\"ms\": 3000}')");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 1; }, 20s));
+    CHECK(cluster.count("attempt = 0") == 1);  // 7x its heartbeat timeout, never timed out
+    CHECK(
+        cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim'")[0][0].as<int>() ==
+        1);
+    const auto shown = json::parse(http_call(node.port, "GET", "/v1/outbox/long-nap").body);
+    CHECK(shown["progress"]["slept_ms"].get<int>() > 0);
+    CHECK(shown["heartbeat_at"].is_string());
+}

@@ -33,6 +33,7 @@
 #include "outboxd/store/maintenance_store.hpp"
 #include "outboxd/store/outbox_session.hpp"
 #include "outboxd/store/outcome_store.hpp"
+#include "outboxd/store/schedule_store.hpp"
 #include "outboxd/store/target_store.hpp"
 
 namespace prometheus {
@@ -49,6 +50,7 @@ struct DbHandles {
     store::AdminStore& admin;
     store::ClusterStore& cluster;
     store::TargetStore& targets;
+    store::ScheduleStore& schedules;
 };
 
 struct LaneSettings {
