@@ -192,7 +192,8 @@ Answer Dispatcher::on_heartbeat(const std::string& session_id, const std::string
     if (!touched) return Answer::unknown_task;
     metrics_.heartbeats_total.Increment();
     auto& task = *touched->task;
-    if (task.cancelled) return Answer::accepted;
+    // Its workflow was cancelled: told again, in case the worker missed the first cancel.
+    if (task.cancelled) return Answer::unknown_task;
     // Written now and then, not per heartbeat: new progress at most every kProgressEvery,
     // and the durable deadline (with the heartbeat's time) once it is a refresh old.
     const auto progress_hash = progress_json ? std::hash<std::string>{}(*progress_json) : 0;

@@ -121,7 +121,7 @@ public:
                    bool retryable, std::chrono::milliseconds min_delay = {});
     // A heartbeat: a heartbeating task's deadline moves on; its durable deadline, the
     // heartbeat's time and new `progress_json` (checked by the caller) are written in
-    // batches, now and then.
+    // batches, now and then. unknown_task also for a cancelled task: tell the worker again.
     Answer on_heartbeat(const std::string& session_id, const std::string& task_id,
                         std::optional<std::string> progress_json);
     // Claims settled without their workers (a cancelled workflow, on any node): the worker
