@@ -127,7 +127,7 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
     }
 
     if (policy.heartbeat_timeout || policy.timeout > settings_.task_timeout) {
-        leases_.ask({ref, until(deadline, now), false, std::nullopt});
+        leases_.ask({ref, lease_for(deadline, now), false, std::nullopt});
     }
     metrics_.outstanding(row.namespace_name).Increment();
     // Due -> pushed, each part on one clock: due -> claimed on the database's (visible_after
@@ -139,6 +139,13 @@ void Dispatcher::push(worker::WorkerEntry& worker, store::OutboxRow& row,
     const auto claimed_to_pushed =
         std::chrono::duration<double>(Clock::now() - round_started).count();
     metrics_.dispatch_latency.Observe(std::max(0.0, due_to_claimed) + claimed_to_pushed);
+}
+
+std::chrono::milliseconds Dispatcher::lease_for(Clock::time_point deadline,
+                                                Clock::time_point now) const {
+    // Headroom: the next ask comes a refresh later, and waits for its batch; the durable
+    // deadline must not fall behind the one in memory meanwhile.
+    return until(deadline, now) + lease_refresh_ + LeaseWriter::kFlushEvery;
 }
 
 void Dispatcher::untrack(const InFlightTask& task) {
@@ -205,7 +212,7 @@ Answer Dispatcher::on_heartbeat(const std::string& session_id, const std::string
     }
     task.lease_asked = now;
     if (new_progress) task.progress_hash = progress_hash;
-    leases_.ask({task.ref, until(touched->deadline, now), true,
+    leases_.ask({task.ref, lease_for(touched->deadline, now), true,
                  new_progress ? std::move(progress_json) : std::nullopt});
     return Answer::accepted;
 }

@@ -56,7 +56,8 @@ void LeaseWriter::flush() {
     const auto failed = [this, batch](const std::string& error) {
         // Kept, unless a newer one for the same task came meanwhile.
         for (auto& lease : *batch) {
-            pending_.try_emplace({lease.ref.id, lease.ref.token}, std::move(lease));
+            const auto key = std::make_pair(lease.ref.id, lease.ref.token);
+            pending_.try_emplace(key, std::move(lease));
         }
         writing_ = false;
         const auto delay = retry_backoff_.next();

@@ -37,7 +37,9 @@ std::string fire_time(std::chrono::sys_seconds at) {
         std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch())});
 }
 
-json schedule_json(const store::ScheduleRecord& record) {
+// As JSON text: the input is spliced as stored, never parsed (a number jsonb holds may be
+// out of a double's range).
+std::string schedule_json(const store::ScheduleRecord& record) {
     const auto& s = record.spec;
     json times = json::array();
     std::string error;
@@ -68,9 +70,10 @@ json schedule_json(const store::ScheduleRecord& record) {
     // The input as stored (jsonb text), never re-serialized.
     auto text = json_text(out);
     text.pop_back();
-    text += R"(,"input":)" + s.input_json + "}";
-    return json::parse(text);
+    return text + R"(,"input":)" + s.input_json + "}";
 }
+
+ApiResponse ok_text(std::string body) { return {200, "application/json", std::move(body)}; }
 
 // A text field of the body: `fallback` when absent or null (none: required).
 std::variant<std::string, ApiResponse> text_field(const json& body, const char* name,
@@ -153,10 +156,12 @@ void ApiRouter::schedules(const std::vector<std::string>& seg, const ApiRequest&
         }
         return on_lane(
             [](dispatch::DbHandles db) {
-                json list = json::array();
-                for (const auto& record : db.schedules.list())
-                    list.push_back(schedule_json(record));
-                return ok({{"schedules", list}});
+                std::string list = R"({"schedules":[)";
+                for (const auto& record : db.schedules.list()) {
+                    if (list.back() == '}') list += ',';
+                    list += schedule_json(record);
+                }
+                return ok_text(list + "]}");
             },
             std::move(respond));
     }
@@ -171,7 +176,7 @@ void ApiRouter::schedules(const std::vector<std::string>& seg, const ApiRequest&
         return on_lane(
             [id, missing](dispatch::DbHandles db) {
                 const auto record = db.schedules.get(id);
-                return record ? ok(schedule_json(*record)) : missing();
+                return record ? ok_text(schedule_json(*record)) : missing();
             },
             std::move(respond));
     }
@@ -194,7 +199,7 @@ void ApiRouter::schedules(const std::vector<std::string>& seg, const ApiRequest&
             db.schedules.put(spec);
             const auto record = db.schedules.get(spec.id);
             if (!record) return error_response(503, "conflict", "the schedule vanished; try again");
-            return ok(schedule_json(*record));
+            return ok_text(schedule_json(*record));
         },
         std::move(respond));
 }

@@ -329,7 +329,8 @@ inline constexpr Statement kReleaseClaimsAfter{"outbox_release_claims_after",
 // that neither part reads the table.
 // The claimed ones are signalled (README, "Cancel signals"): their task ids ("<id>.<token>",
 // the tokens as the statement found them) go to every node on the wake channel as
-// "cancel:<id>,<id>,…", 200 to a notification (payloads are bounded at 8,000 bytes); the
+// "cancel:<id>,<id>,…", 100 to a notification (payloads are bounded at 8,000 bytes; 100
+// ids of 39 bytes at most take under 4,100); the
 // node holding a task tells its worker.
 inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
     "WITH remembered AS (INSERT INTO cancelled_workflows (workflow_id) VALUES ($1)"
@@ -340,7 +341,7 @@ inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
     "   WHERE id = ANY (ARRAY(SELECT id FROM live)) AND status IN ('pending', 'claimed')"
     "   RETURNING id, dispatch_key, namespace),"
     " signalled AS (SELECT pg_notify('outbox_wake', 'cancel:' || string_agg(t.task_id, ','))"
-    "   FROM (SELECT l.id || '.' || l.claim_token AS task_id, row_number() OVER () / 200 AS chunk"
+    "   FROM (SELECT l.id || '.' || l.claim_token AS task_id, row_number() OVER () / 100 AS chunk"
     "         FROM live l JOIN settled s ON s.id = l.id WHERE l.claim_token IS NOT NULL) t"
     "   GROUP BY t.chunk)"
     " SELECT s.dispatch_key, s.namespace FROM settled s"
@@ -506,7 +507,7 @@ inline constexpr std::array kOutboxStatements{
     kListDeadLetters, kRequeueDeadLetter, kRequeueDeadLetters, kPurgeDeadLetters, kDeleteFinished, kPutNamespace, kGetNamespace,
     kListNamespaces, kSettleCancelled, kPutHttpTarget, kGetHttpTarget, kListHttpTargets,
     kDeleteHttpTarget, kReportHttpTargets, kScheduleNow, kPutSchedule, kGetSchedule,
-    kListSchedules, kDeleteSchedule, kDueSchedules, kStageFirings, kAdvanceSchedule, kClaimOrdered, kClaimOrderedAfter, kLetGoWaiting, kReleaseUnordered,
+    kListSchedules, kDeleteSchedule, kDueSchedules, kStageFirings, kAdvanceSchedule, kRefuseSchedule, kClaimOrdered, kClaimOrderedAfter, kLetGoWaiting, kReleaseUnordered,
     kCountBlockedWorkflows, kLockActivity, kCountClaimedOfType, kTakeTokens, kSpendTokens,
 };
 

@@ -45,6 +45,8 @@ inline constexpr Statement kDueSchedules{"schedule_due",
     "WITH " OUTBOXD_LEASED_SHARDS
     " SELECT " OUTBOXD_SCHEDULE_COLUMNS ", " OUTBOXD_SQL_MICROS("now()")
     " FROM schedules s WHERE s.next_fire_at <= now() AND s.shard <@ (SELECT shards FROM leased)"
+    // A row refused (its cron or zone unusable here) is tried again a minute later.
+    "   AND (s.last_error IS NULL OR s.updated_at < now() - interval '1 minute')"
     " ORDER BY s.next_fire_at LIMIT $3 FOR UPDATE OF s SKIP LOCKED"};
 
 // One row per firing, due at once; a key staged before is left alone.
@@ -56,12 +58,14 @@ FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::te
             $7::text[]) AS t(key, workflow, ordinal, ns, tq, type, input)
 ON CONFLICT (dispatch_key) DO NOTHING)SQL"};
 
-// $2: the next firing (µs; NULL: never), $3 whether this call staged any, $4 why the row
-// could not be used (NULL: it could).
+// $2: the next firing (µs; NULL: never), $3 whether this call staged any.
 inline constexpr Statement kAdvanceSchedule{"schedule_advance",
     "UPDATE schedules SET next_fire_at = " OUTBOXD_SQL_INSTANT("$2::bigint") ","
-    " last_fired_at = CASE WHEN $3 THEN now() ELSE last_fired_at END, last_error = $4"
+    " last_fired_at = CASE WHEN $3 THEN now() ELSE last_fired_at END, last_error = NULL"
     " WHERE id = $1"};
+// $2 why the row could not be used here: its next firing stays, tried again later.
+inline constexpr Statement kRefuseSchedule{"schedule_refuse",
+    "UPDATE schedules SET last_error = $2, updated_at = now() WHERE id = $1"};
 
 // clang-format on
 

@@ -144,10 +144,10 @@ FiredSchedules ScheduleStore::fire_due(const Owner& owner, std::int32_t limit) {
             const auto& spec = record.spec;
             const auto timing = timing_of(spec);
             if (!timing.expr) {
-                // Never retried in a loop: it rests until a PUT fixes it.
+                // Its next firing stays (another node, or this one with its tz database
+                // updated, may use it); tried again a minute later, not in a loop.
                 fired.refused.push_back(spec.id);
-                tx.exec_prepared(std::string{sql::kAdvanceSchedule.name}, text_param(spec.id),
-                                 std::optional<std::int64_t>{}, false,
+                tx.exec_prepared(std::string{sql::kRefuseSchedule.name}, text_param(spec.id),
                                  util::sanitize_text(timing.error, 1000));
                 continue;
             }
@@ -167,7 +167,7 @@ FiredSchedules ScheduleStore::fire_due(const Owner& owner, std::int32_t limit) {
             std::optional<std::int64_t> next;
             if (plan.next) next = micros_of(*plan.next);
             tx.exec_prepared(std::string{sql::kAdvanceSchedule.name}, text_param(spec.id), next,
-                             !plan.stage.empty(), std::optional<std::string>{});
+                             !plan.stage.empty());
         }
         if (fired.staged > 0) {
             tx.exec_prepared(std::string{sql::kStageFirings.name}, keys.str(), workflows.str(),

@@ -165,6 +165,10 @@ private:
     // `round_started`: when the round that claimed it was submitted (dispatch latency).
     void push(worker::WorkerEntry& worker, store::OutboxRow& row,
               std::chrono::steady_clock::time_point round_started);
+    // The durable deadline to write for a task whose deadline is `deadline`.
+    [[nodiscard]] std::chrono::milliseconds lease_for(
+        std::chrono::steady_clock::time_point deadline,
+        std::chrono::steady_clock::time_point now) const;
     // The task is no longer out: its worker's credit comes back.
     void untrack(const InFlightTask& task);
     void settle(const InFlightTask& task, SettledTask settled);
