@@ -248,6 +248,18 @@ TEST_CASE("task policy fields are validated, naming the field", "[e2e][heartbeat
          "activities.a.backoff.max_ms"},
         {R"({"activities":{"a":{"backoff":{"jitter":1}}}})", "activities.a.backoff.jitter"},
         {R"({"activities":{"*":{"max_in_flight":3}}})", "activities.*"},
+        // Hostile: numbers past any range, NUL and 1 MB keys, 10,000 levels.
+        {R"({"activities":{"a":{"timeout_ms":1e400}}})", "not valid JSON"},  // past a double
+        {R"({"activities":{"a":{"timeout_ms":1.5}}})", "activities.a.timeout_ms"},
+        {R"({"activities":{"a":{"backoff":{"multiplier":1e308}}}})",
+         "activities.a.backoff.multiplier"},
+        {R"({"activities":{"a":{"backoff":{"base_ms":-9223372036854775808}}}})",
+         "activities.a.backoff.base_ms"},
+        {R"({"activities":{"a\u0000b":{"max_attempts":3}}})", "activity type"},
+        {R"({"activities":{"a":{")" + std::string(1 << 20, 'k') + R"(":1}}})", "unknown field"},
+        {R"({"activities":{"a":{"backoff":)" + std::string(10000, '[') + std::string(10000, ']') +
+             "}}}",
+         "nest"},
     };
     for (const auto& [body, field] : bad) {
         INFO(body);

@@ -54,6 +54,20 @@ TEST_CASE("schedules are set, shown with their next fire times, validated and de
         {R"({"cron":7,"activity_type":"a"})", "cron"},
         {R"([1,2])", "object"},
         {"{", "JSON"},
+        // Hostile: NUL, invalid UTF-8, 1 MB strings, 10,000 levels, numbers past any range.
+        {R"({"cron":"* * * * *\u0000","activity_type":"a"})", "cron"},
+        {"{\"cron\":\"* * * * *\",\"activity_type\":\"a\xff\"}", "JSON"},
+        {R"({"cron":")" + std::string(1 << 20, '*') + R"(","activity_type":"a"})", "cron"},
+        {R"({"cron":"* * * * *","activity_type":"a","timezone":")" + std::string(1 << 20, 'Z') +
+             R"("})",
+         "timezone"},
+        {R"({"cron":"* * * * *","activity_type":"a","input":)" + std::string(10000, '[') +
+             std::string(10000, ']') + "}",
+         "levels"},
+        {R"({"cron":"99999999999999999999999 * * * *","activity_type":"a"})", "cron"},
+        {R"({"cron":"* * * * *","activity_type":"a","workflow_id":")" + std::string(1 << 20, 'w') +
+             R"("})",
+         "workflow_id"},
     };
     for (const auto& [body, named] : bad) {
         INFO(body);

@@ -54,6 +54,17 @@ TEST_CASE("a heartbeat without a task, with a bad task id or too much progress i
                              std::string(kMaxProgressBytes, 'x') + R"("})");
     CHECK(big.code == code::kInvalidField);
     CHECK_THAT(big.message, Contains("'progress'") && Contains("8192"));
+    // 10,000 levels, invalid UTF-8, a number past any integer: refused, never a crash.
+    const auto deep = refused(R"({"type":"heartbeat","task_id":"1.1","progress":)" +
+                              std::string(10000, '[') + std::string(10000, ']') + "}");
+    CHECK_FALSE(deep.message.empty());
+    CHECK(refused("{\"type\":\"heartbeat\",\"task_id\":\"1.\xff\"}").code == code::kBadJson);
+    CHECK(refused(R"({"type":"heartbeat","task_id":"1.1","progress":")" +
+                  std::string(1 << 20, 'x') + R"("})")
+              .code == code::kInvalidField);
+    // A number past a double's range is not JSON the node reads: the frame is refused.
+    CHECK(refused(R"({"type":"heartbeat","task_id":"1.1","progress":1e400})").code ==
+          code::kBadJson);
     const auto nul = refused(R"({"type":"heartbeat","task_id":"1.1","progress":"a\u0000b"})");
     CHECK_THAT(nul.message, Contains("u0000"));
     // Inside a batch, named by its place.
