@@ -1,6 +1,8 @@
 #include "api_router.hpp"
 
 #include <algorithm>
+#include <map>
+#include <span>
 
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include "outboxd/util/untrusted_text.hpp"
 #include "row_parser.hpp"
 #include "time_format.hpp"
+#include "ui_assets.hpp"
 
 namespace outboxd::http {
 namespace {
@@ -67,6 +70,7 @@ std::string row_json(const store::OutboxRow& row) {
 // back, if one does (ordered delivery, on_dead_letter block).
 std::string workflow_json(const std::string& workflow, const std::vector<store::OutboxRow>& rows,
                           store::AdminStore& admin) {
+    const auto flags = admin.workflow_flags(workflow);
     std::optional<std::string> blocked_by;
     std::map<std::string, bool> blocking;  // by namespace: whether its dead letters block
     for (std::size_t i = 0; i < rows.size() && !blocked_by; ++i) {
@@ -88,8 +92,10 @@ std::string workflow_json(const std::string& workflow, const std::vector<store::
         }
         if (known->second) blocked_by = rows[i].dispatch_key;
     }
-    std::string text =
-        json_text(json{{"workflow_id", workflow}, {"blocked_by", optional_json(blocked_by)}});
+    std::string text = json_text(json{{"workflow_id", workflow},
+                                      {"blocked_by", optional_json(blocked_by)},
+                                      {"paused", flags.paused},
+                                      {"cancelled", flags.cancelled}});
     text.pop_back();  // the closing brace
     text += R"(,"rows":[)";
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -153,6 +159,15 @@ std::optional<std::int32_t> parse_limit(const std::map<std::string, std::string>
     } catch (const std::exception&) {
         return std::nullopt;
     }
+}
+
+// An optional boolean query parameter: false when absent, nullopt when neither true nor false.
+std::optional<bool> parse_flag(const std::map<std::string, std::string>& query,
+                               const std::string& name) {
+    const auto it = query.find(name);
+    if (it == query.end() || it->second == "false") return false;
+    if (it->second == "true") return true;
+    return std::nullopt;
 }
 
 ApiResponse bad_limit() {
@@ -288,6 +303,12 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         }
         return;
     }
+    if (!seg.empty() && seg[0] == "ui") {
+        if (!only("GET")) return;
+        const std::string_view path{request.target.data(),
+                                    std::min(request.target.find('?'), request.target.size())};
+        return respond(ui_response(std::span{seg}.subspan(1), path.ends_with('/')));
+    }
     if (seg.empty() || seg[0] != "v1") return respond(not_found("no such route: " + echoed));
 
     // Workers discover the cluster here, so either token opens it.
@@ -324,11 +345,15 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (!only("GET")) return;
         const auto limit = parse_limit(target->query);
         if (!limit) return respond(bad_limit());
+        const auto all = parse_flag(target->query, "all");
+        if (!all)
+            return respond(error_response(400, "invalid_request", "all must be true or false"));
         return on_lane(
-            [workflow = seg[2], limit = *limit](dispatch::DbHandles db) {
-                return ApiResponse{
-                    200, "application/json",
-                    workflow_json(workflow, db.admin.workflow_rows(workflow, limit), db.admin)};
+            [workflow = seg[2], limit = *limit, all = *all](dispatch::DbHandles db) {
+                const auto rows = all ? db.admin.all_workflow_rows(workflow, limit)
+                                      : db.admin.workflow_rows(workflow, limit);
+                return ApiResponse{200, "application/json",
+                                   workflow_json(workflow, rows, db.admin)};
             },
             std::move(respond));
     }
@@ -427,6 +452,10 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     if (route_is({"v1", "schedules"}) || route_is({"v1", "schedules", "*"})) {
         return schedules(seg, request, std::move(respond));
     }
+    if (route_is({"v1", "namespaces"})) {
+        if (only("GET")) list_namespaces(std::move(respond));
+        return;
+    }
     if (route_is({"v1", "namespaces", "*"})) {
         if (method == "PUT") return put_namespace(seg[2], request.body, std::move(respond));
         if (only("GET")) get_namespace(seg[2], std::move(respond));
@@ -452,6 +481,34 @@ void ApiRouter::stage(const ApiRequest& request, Respond respond) {
                 if (error.row_index()) body["error"]["row"] = *error.row_index();
                 return ApiResponse{400, "application/json", json_text(body)};
             }
+        },
+        std::move(respond));
+}
+
+void ApiRouter::list_namespaces(Respond respond) {
+    const auto default_quota = settings_.default_max_in_flight;
+    on_lane(
+        [default_quota](dispatch::DbHandles db) {
+            const auto counts = db.admin.namespace_counts();
+            std::map<std::string, store::NamespaceSettings> settings;
+            for (auto& s : db.admin.list_namespaces()) settings.emplace(s.name, std::move(s));
+            json list = json::array();
+            for (const auto& c : counts) {
+                const auto found = settings.find(c.namespace_name);
+                const auto own = found == settings.end()
+                                     ? std::nullopt
+                                     : std::optional<store::NamespaceSettings>{found->second};
+                list.push_back({{"namespace", c.namespace_name},
+                                {"settings", namespace_json(c.namespace_name, own, default_quota)},
+                                {"pending", c.pending},
+                                {"claimed", c.claimed},
+                                {"dead_letters", c.dead_letters},
+                                {"finished_last_minute",
+                                 {{"done", c.done_last_minute},
+                                  {"failed", c.failed_last_minute},
+                                  {"cancelled", c.cancelled_last_minute}}}});
+            }
+            return ok({{"namespaces", list}});
         },
         std::move(respond));
 }

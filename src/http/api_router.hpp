@@ -43,6 +43,8 @@ private:
     void stage(const ApiRequest& request, Respond respond);
     void put_namespace(const std::string& name, const std::string& body, Respond respond);
     void get_namespace(const std::string& name, Respond respond);
+    // GET /v1/namespaces: every namespace's counts and settings.
+    void list_namespaces(Respond respond);
     // /v1/http-targets[/{name}] (target_routes.cpp).
     void http_targets(const std::vector<std::string>& seg, const ApiRequest& request,
                       Respond respond);

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -23,9 +24,18 @@ struct ApiRequest {
 };
 
 struct ApiResponse {
+    using Headers = std::vector<std::pair<std::string, std::string>>;
+    ApiResponse() = default;
+    ApiResponse(int status, std::string content_type, std::string body, Headers headers = {})
+        : status(status),
+          content_type(std::move(content_type)),
+          body(std::move(body)),
+          headers(std::move(headers)) {}
+
     int status = 200;
     std::string content_type = "application/json";
     std::string body;
+    Headers headers;  // beyond Content-Type
 };
 
 using Respond = std::function<void(ApiResponse)>;

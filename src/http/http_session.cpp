@@ -168,6 +168,7 @@ void HttpSession<Stream>::write(ApiResponse response, bool keep_alive) {
         static_cast<bhttp::status>(response.status), 11);
     message->set(bhttp::field::server, "outboxd");
     message->set(bhttp::field::content_type, response.content_type);
+    for (const auto& [name, value] : response.headers) message->set(name, value);
     message->keep_alive(keep_alive);
     message->body() = std::move(response.body);
     message->prepare_payload();

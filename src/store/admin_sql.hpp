@@ -78,6 +78,33 @@ inline constexpr Statement kGetNamespace{"outbox_get_namespace",
 inline constexpr Statement kListNamespaces{"outbox_list_namespaces",
     "SELECT " OUTBOXD_NAMESPACE_COLUMNS " FROM namespaces ORDER BY namespace"};
 
+// Per namespace: live rows, dead letters and rows finished in the last minute, each read
+// through its partial index, and the namespaces with settings.
+inline constexpr Statement kNamespaceCounts{"outbox_namespace_counts", R"SQL(
+SELECT namespace, sum(pending)::bigint, sum(claimed)::bigint, sum(dead)::bigint,
+       sum(done)::bigint, sum(failed)::bigint, sum(cancelled)::bigint
+FROM (
+    SELECT namespace, count(*) FILTER (WHERE status = 'pending') AS pending,
+           count(*) FILTER (WHERE status = 'claimed') AS claimed, 0 AS dead, 0 AS done,
+           0 AS failed, 0 AS cancelled
+    FROM outbox WHERE status IN ('pending', 'claimed') GROUP BY namespace
+    UNION ALL
+    SELECT namespace, 0, 0, count(*), 0, 0, 0 FROM outbox WHERE status = 'failed'
+    GROUP BY namespace
+    UNION ALL
+    SELECT namespace, 0, 0, 0, count(*) FILTER (WHERE status = 'done'),
+           count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'cancelled')
+    FROM outbox
+    WHERE status IN ('done', 'failed', 'cancelled') AND finished_at > now() - interval '1 minute'
+    GROUP BY namespace
+    UNION ALL
+    SELECT namespace, 0, 0, 0, 0, 0, 0 FROM namespaces) c
+GROUP BY namespace ORDER BY namespace LIMIT $1)SQL"};
+
+inline constexpr Statement kWorkflowFlags{"outbox_workflow_flags", R"SQL(
+SELECT EXISTS (SELECT 1 FROM paused_workflows WHERE workflow_id = $1),
+       EXISTS (SELECT 1 FROM cancelled_workflows WHERE workflow_id = $1))SQL"};
+
 // HTTP push targets. Headers travel as two text arrays (names, values) and are kept as one
 // jsonb object; they read back ordered by name.
 inline constexpr Statement kPutHttpTarget{"http_target_put", R"SQL(

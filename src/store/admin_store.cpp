@@ -108,6 +108,27 @@ std::vector<OutboxRow> AdminStore::workflow_rows(std::string_view workflow_id, s
     });
 }
 
+std::vector<OutboxRow> AdminStore::all_workflow_rows(std::string_view workflow_id,
+                                                     std::int32_t limit) {
+    check_limit(limit);
+    return session_.pg().transact(sql::kAllWorkflowRows, [&](pqxx::work& tx) {
+        std::vector<OutboxRow> rows;
+        for (const auto& r : tx.exec_prepared(std::string{sql::kAllWorkflowRows.name},
+                                              text_param(workflow_id), limit)) {
+            rows.push_back(decode_row(r));
+        }
+        return rows;
+    });
+}
+
+WorkflowFlags AdminStore::workflow_flags(std::string_view workflow_id) {
+    return session_.pg().transact(sql::kWorkflowFlags, [&](pqxx::work& tx) {
+        const auto r =
+            tx.exec_prepared1(std::string{sql::kWorkflowFlags.name}, text_param(workflow_id));
+        return WorkflowFlags{r[0].as<bool>(), r[1].as<bool>()};
+    });
+}
+
 bool AdminStore::pause_workflow(std::string_view workflow_id) {
     if (workflow_id.empty()) throw ValidationError("workflow_id must not be empty");
     return session_.pg().transact(sql::kPauseWorkflow, [&](pqxx::work& tx) {
@@ -281,6 +302,19 @@ std::vector<NamespaceSettings> AdminStore::list_namespaces() {
         std::vector<NamespaceSettings> out;
         for (const auto& r : tx.exec_prepared(std::string{sql::kListNamespaces.name})) {
             out.push_back(decode_namespace(r));
+        }
+        return out;
+    });
+}
+
+std::vector<NamespaceCounts> AdminStore::namespace_counts() {
+    return session_.pg().transact(sql::kNamespaceCounts, [&](pqxx::work& tx) {
+        std::vector<NamespaceCounts> out;
+        for (const auto& r :
+             tx.exec_prepared(std::string{sql::kNamespaceCounts.name}, kMaxNamespaceSummaries)) {
+            out.push_back({r[0].as<std::string>(), r[1].as<std::int64_t>(), r[2].as<std::int64_t>(),
+                           r[3].as<std::int64_t>(), r[4].as<std::int64_t>(),
+                           r[5].as<std::int64_t>(), r[6].as<std::int64_t>()});
         }
         return out;
     });

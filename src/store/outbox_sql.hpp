@@ -392,6 +392,11 @@ inline constexpr Statement kWorkflowRows{"outbox_workflow_rows",
     "  WHERE o.workflow_id = $1 AND o.status = 'claimed' LIMIT $2)) r"
     " ORDER BY r.o_ordinal, r.o_id LIMIT $2"};
 
+// Every row of workflow $1, in order, at most $2.
+inline constexpr Statement kAllWorkflowRows{"outbox_all_workflow_rows",
+    "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.workflow_id = $1"
+    " ORDER BY o.ordinal, o.id LIMIT $2"};
+
 inline constexpr Statement kPauseWorkflow{"outbox_pause_workflow", R"SQL(
 INSERT INTO paused_workflows (workflow_id) VALUES ($1)
 ON CONFLICT (workflow_id) DO NOTHING RETURNING workflow_id)SQL"};
@@ -509,6 +514,7 @@ inline constexpr std::array kOutboxStatements{
     kDeleteHttpTarget, kReportHttpTargets, kScheduleNow, kPutSchedule, kGetSchedule,
     kListSchedules, kDeleteSchedule, kDueSchedules, kStageFirings, kAdvanceSchedule, kRefuseSchedule, kClaimOrdered, kClaimOrderedAfter, kLetGoWaiting, kReleaseUnordered,
     kCountBlockedWorkflows, kLockActivity, kCountClaimedOfType, kTakeTokens, kSpendTokens,
+    kAllWorkflowRows, kWorkflowFlags, kNamespaceCounts,
 };
 
 // clang-format on

@@ -63,6 +63,27 @@ struct NamespaceSettings {
     friend bool operator==(const NamespaceSettings&, const NamespaceSettings&) = default;
 };
 
+// A namespace's rows now, cluster-wide (GET /v1/namespaces, the console).
+struct NamespaceCounts {
+    std::string namespace_name;
+    std::int64_t pending = 0;
+    std::int64_t claimed = 0;
+    std::int64_t dead_letters = 0;
+    // Rows that reached each end in the last minute, by the database's clock.
+    std::int64_t done_last_minute = 0;
+    std::int64_t failed_last_minute = 0;
+    std::int64_t cancelled_last_minute = 0;
+};
+
+// The most namespaces one summary lists.
+inline constexpr std::int32_t kMaxNamespaceSummaries = 10000;
+
+// Whether a workflow is paused or cancelled now.
+struct WorkflowFlags {
+    bool paused = false;
+    bool cancelled = false;
+};
+
 class AdminStore {
 public:
     explicit AdminStore(OutboxSession& session) : session_(session) {}
@@ -75,6 +96,10 @@ public:
     // The workflow's pending, claimed and dead-lettered rows in (ordinal, id) order, at most
     // `limit`.
     std::vector<OutboxRow> workflow_rows(std::string_view workflow_id, std::int32_t limit);
+    // Every row of the workflow, finished ones too, in (ordinal, id) order, at most `limit`.
+    // No index covers finished rows by workflow: this reads the table (a look, not a poll).
+    std::vector<OutboxRow> all_workflow_rows(std::string_view workflow_id, std::int32_t limit);
+    WorkflowFlags workflow_flags(std::string_view workflow_id);
 
     // Returns false when the workflow was already paused / not paused.
     bool pause_workflow(std::string_view workflow_id);
@@ -97,6 +122,10 @@ public:
     void put_namespace(const NamespaceSettings& settings);
     std::optional<NamespaceSettings> get_namespace(std::string_view name);
     std::vector<NamespaceSettings> list_namespaces();
+    // Every namespace with settings, live or dead-lettered rows, or rows finished in the last
+    // minute, by name, at most kMaxNamespaceSummaries. Counts the live rows: its cost grows
+    // with the backlog (an index scan of the live rows), not with the history.
+    std::vector<NamespaceCounts> namespace_counts();
 
 private:
     OutboxSession& session_;
