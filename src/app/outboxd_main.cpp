@@ -1,6 +1,8 @@
-// outboxd: `serve` (the default) runs a node; `migrate` applies migrations and exits.
+// outboxd: `serve` (the default) runs a node; `migrate` applies migrations and exits; `ctl`
+// operates a cluster over its HTTP API.
 
 #include <iostream>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -8,6 +10,7 @@
 #include "outboxd/app/embedded_postgres.hpp"
 #include "outboxd/app/node.hpp"
 #include "outboxd/config/config.hpp"
+#include "outboxd/ctl/ctl.hpp"
 #include "outboxd/store/migrator.hpp"
 #include "outboxd/store/store_error.hpp"
 
@@ -19,12 +22,19 @@ void set_log_level(const std::string& level) {
 }
 
 int run(int argc, char** argv) {
+    // The CLI has words and flags of its own, none of a node's settings.
+    if (argc > 1 && std::string_view{argv[1]} == "ctl") {
+        return outboxd::ctl::run(argc - 1, argv + 1, std::cout, std::cerr);
+    }
     CLI::App app{"outboxd: a horizontally scaled dispatcher for a PostgreSQL transactional outbox"};
     app.set_help_all_flag("--help-all", "Show help for every subcommand");
     outboxd::config::Options options;
     options.bind(app);
     auto* serve = app.add_subcommand("serve", "Run a node (the default)");
     auto* migrate = app.add_subcommand("migrate", "Apply migrations and exit");
+    auto* ctl =
+        app.add_subcommand("ctl", "Operate a cluster over its HTTP API (outboxd ctl --help)");
+    ctl->allow_extras();
     app.require_subcommand(0, 1);
     // Settings may follow the subcommand too: `outboxd migrate --database-url …`.
     serve->fallthrough();
@@ -35,6 +45,10 @@ int run(int argc, char** argv) {
         return app.exit(error);
     }
     (void)serve;
+    if (ctl->parsed()) {
+        std::cerr << "outboxd: ctl takes no node settings; run it as `outboxd ctl …`\n";
+        return 2;
+    }
 
     outboxd::config::Config config;
     try {

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "outboxd/util/untrusted_text.hpp"
+#include "outboxd/worker/protocol.hpp"
 
 #include "http_session.hpp"
 #include "server_impl.hpp"
@@ -86,6 +87,10 @@ HttpServer::Impl::Impl(net::io_context& ioc_, ServerSettings settings_, NodeServ
       accept_backoff(kAcceptRetryMin, kAcceptRetryMax, std::random_device{}()),
       accept_timer(ioc_) {
     if (settings.tls) tls = make_tls_context(*settings.tls);
+    // Every code's series from the start: a dashboard shows a healthy node's zeros.
+    for (const auto code : worker::protocol::code::kAll) {
+        services.metrics.protocol_errors_total.Add({{"code", std::string{code}}});
+    }
 }
 
 void HttpServer::Impl::start() {

@@ -101,7 +101,7 @@ void WorkerSession<Stream>::on_read(beast::error_code ec) {
         }
     } catch (const std::exception& error) {
         server_.fault("websocket", error.what());
-        reject("internal", "the frame could not be handled", true);
+        reject(protocol::code::kInternal, "the frame could not be handled", true);
     }
     if (!closing_) read();
 }

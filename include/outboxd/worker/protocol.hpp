@@ -11,6 +11,7 @@
 // says "batch":true in its welcome accepts them. A batch is checked whole before any of it
 // is acted on: one bad message refuses the batch. A welcome never travels in a batch.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -67,6 +68,11 @@ inline constexpr std::string_view kUnknownTask = "unknown_task";
 inline constexpr std::string_view kUnauthorized = "unauthorized";
 inline constexpr std::string_view kDraining = "draining";
 inline constexpr std::string_view kResultRefused = "result_refused";
+inline constexpr std::string_view kInternal = "internal";
+// Every code, so that a node can export each one's counter from the start.
+inline constexpr std::array kAll{kBadJson,       kUnknownType,    kMissingField,  kInvalidField,
+                                 kHelloRequired, kDuplicateHello, kFrameTooLarge, kUnknownTask,
+                                 kUnauthorized,  kDraining,       kResultRefused, kInternal};
 }  // namespace code
 
 struct ProtocolError {
