@@ -9,8 +9,14 @@ real outboxd nodes on free 127.0.0.1 ports. The command sees, in its environment
   OUTBOXD_TEST_BIN_DIR       the directory of the outboxd binaries
   OUTBOXD_TEST_ADMIN_TOKEN / OUTBOXD_TEST_WORKER_TOKEN   when --tokens is given
   OUTBOXD_TEST_ARTIFACTS     a directory for screenshots and other artifacts (kept)
+  OUTBOXD_TEST_CA_FILE       with --tls: the PEM CA the nodes' certificate chains to
 
-Usage: with_cluster.py --bin DIR [--nodes N] [--tokens] [--node-env K=V]... -- command...
+Usage: with_cluster.py --bin DIR [--nodes N] [--tokens] [--tls] [--node-env K=V]... -- command...
+
+--tls (or OUTBOXD_TEST_TLS=1 in the environment, for CTest, whose test function passes no
+such option) makes a throwaway CA and a certificate for 127.0.0.1 and localhost with the
+openssl CLI and starts the nodes with OUTBOXD_TLS_CERT_FILE / OUTBOXD_TLS_KEY_FILE: they serve
+HTTPS and wss:// only, and OUTBOXD_TEST_NODES lists https:// URLs.
 
 Its exit status is the command's. Node logs are printed when the command fails. Every node
 is stopped and the database dropped afterwards, whatever happened.
@@ -20,6 +26,7 @@ import os
 import re
 import secrets
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -58,19 +65,46 @@ def wait_for(predicate, seconds):
     return False
 
 
-def ready(port):
+def ready(port, ca_file=None):
+    scheme = "https" if ca_file else "http"
+    context = ssl.create_default_context(cafile=ca_file) if ca_file else None
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+        with urllib.request.urlopen(f"{scheme}://127.0.0.1:{port}/readyz", timeout=2,
+                                    context=context) as r:
             return r.status == 200
     except OSError:
         return False
 
 
+def make_certificates(directory):
+    """A throwaway CA and a node certificate for 127.0.0.1 and localhost (as README,
+    "Security"); returns (ca file, certificate file, key file)."""
+    def path(name):
+        return os.path.join(directory, name)
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-days", "2", "-keyout", path("ca.key"), "-out", path("ca.pem"),
+            "-subj", "/CN=with_cluster test CA")
+    openssl("req", *ec, "-keyout", path("node.key"), "-out", path("node.csr"),
+            "-subj", "/CN=localhost")
+    with open(path("node.ext"), "w", encoding="utf-8") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", path("node.csr"), "-CA", path("ca.pem"), "-CAkey",
+            path("ca.key"), "-CAcreateserial", "-days", "2", "-extfile", path("node.ext"),
+            "-out", path("node.pem"))
+    return path("ca.pem"), path("node.pem"), path("node.key")
+
+
 class Node:
     LISTENING = re.compile(r"event=listening .*address=[0-9.]+:(\d+)")
 
-    def __init__(self, name, bin_dir, env, log_dir):
+    def __init__(self, name, bin_dir, env, log_dir, ca_file=None):
         self.name = name
+        self.ca_file = ca_file
         self.log_path = os.path.join(log_dir, name + ".log")
         log = open(self.log_path, "wb")
         self.process = subprocess.Popen([os.path.join(bin_dir, "outboxd"), "serve"], env=env,
@@ -91,7 +125,7 @@ class Node:
             return self.port is not None or self.process.poll() is not None
         if not wait_for(listening, 60) or self.port is None:
             raise RuntimeError(f"{self.name} did not start:\n{self.log()}")
-        if not wait_for(lambda: ready(self.port), 60):
+        if not wait_for(lambda: ready(self.port, self.ca_file), 60):
             raise RuntimeError(f"{self.name} never became ready:\n{self.log()}")
 
     def stop(self):
@@ -110,6 +144,9 @@ def main():
     parser.add_argument("--bin", required=True, help="directory of the outboxd binaries")
     parser.add_argument("--nodes", type=int, default=1)
     parser.add_argument("--tokens", action="store_true", help="configure admin and worker tokens")
+    parser.add_argument("--tls", action="store_true",
+                        default=os.environ.get("OUTBOXD_TEST_TLS", "") in ("1", "true"),
+                        help="serve HTTPS and wss:// with a throwaway CA (OUTBOXD_TEST_TLS=1)")
     parser.add_argument("--node-env", action="append", default=[], metavar="K=V")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -129,22 +166,30 @@ def main():
     if args.tokens:
         tokens = {"OUTBOXD_ADMIN_TOKEN": "admin-" + secrets.token_hex(8),
                   "OUTBOXD_WORKER_TOKEN": "worker-" + secrets.token_hex(8)}
+    tls = {}
+    ca_file = None
+    if args.tls:
+        ca_file, cert_file, key_file = make_certificates(log_dir)
+        tls = {"OUTBOXD_TLS_CERT_FILE": cert_file, "OUTBOXD_TLS_KEY_FILE": key_file}
     nodes = []
     status = 1
     try:
         for k in range(1, args.nodes + 1):
             node_env = dict(env, OUTBOXD_DATABASE_URL=url, OUTBOXD_NODE_ID=f"node-{k}",
                             OUTBOXD_LISTEN="127.0.0.1:0", OUTBOXD_POLL_INTERVAL_MS="200",
-                            OUTBOXD_LEASE_TTL_MS="2000", **tokens)
+                            OUTBOXD_LEASE_TTL_MS="2000", **tokens, **tls)
             for item in args.node_env:
                 key, _, value = item.partition("=")
                 node_env[key] = value
-            nodes.append(Node(f"node-{k}", args.bin, node_env, log_dir))
+            nodes.append(Node(f"node-{k}", args.bin, node_env, log_dir, ca_file))
             nodes[-1].await_ready()  # one at a time: the first one migrates the database
+        scheme = "https" if args.tls else "http"
         child_env = dict(env, OUTBOXD_TEST_DATABASE_URL=url, OUTBOXD_TEST_BIN_DIR=args.bin,
                          OUTBOXD_TEST_ARTIFACTS=artifacts,
-                         OUTBOXD_TEST_NODES=",".join(f"http://127.0.0.1:{n.port}" for n in nodes),
+                         OUTBOXD_TEST_NODES=",".join(f"{scheme}://127.0.0.1:{n.port}" for n in nodes),
                          OUTBOXD_TEST_NODE_PIDS=",".join(str(n.process.pid) for n in nodes))
+        if ca_file:
+            child_env["OUTBOXD_TEST_CA_FILE"] = ca_file
         if tokens:
             child_env["OUTBOXD_TEST_ADMIN_TOKEN"] = tokens["OUTBOXD_ADMIN_TOKEN"]
             child_env["OUTBOXD_TEST_WORKER_TOKEN"] = tokens["OUTBOXD_WORKER_TOKEN"]
