@@ -105,6 +105,20 @@ def set_activity_policy(namespace: str, activities: Dict[str, Any]) -> None:
     time.sleep(1.2)
 
 
+def await_shards_spread(timeout: float = 30) -> None:
+    """Waits until every node holds shards and together they hold all 1024 (nodes that
+    started last take their range over within a lease period or two)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = api("GET", "/v1/cluster")["nodes"]
+        owned = [sum(last - first + 1 for first, last in node["shards"]) for node in listed]
+        if len(listed) == len(nodes()) and all(owned) and sum(owned) == 1024:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"shards not spread over the nodes: {listed}")
+        time.sleep(0.2)
+
+
 def sql(query: str, params: Sequence[Any] = ()) -> List[tuple]:
     with psycopg.connect(database_url(), autocommit=True) as conn:
         cursor = conn.execute(query, params)

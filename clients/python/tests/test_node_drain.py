@@ -35,6 +35,7 @@ class NodeDrainTest(unittest.IsolatedAsyncioTestCase):
         worker = outboxd.Worker(support.options(namespaces=[ns], max_in_flight=64),
                                 {"hold": hold})
         async with running(worker, nodes_connected=2):
+            await asyncio.to_thread(support.await_shards_spread)
             await asyncio.to_thread(stage, [outboxd.OutboxRow(f"drain-{i}", 0, "hold",
                                                               {"hold": True}, namespace=ns)
                                             for i in range(40)])

@@ -38,6 +38,7 @@ class NodeFailoverTest(unittest.IsolatedAsyncioTestCase):
         worker = outboxd.Worker(support.options(namespaces=[ns], max_in_flight=30),
                                 {"work": work})
         async with running(worker, nodes_connected=3):
+            await asyncio.to_thread(support.await_shards_spread)
             await asyncio.to_thread(stage, [outboxd.OutboxRow(f"fo-{i}", 0, "work",
                                                               namespace=ns)
                                             for i in range(ROWS)])

@@ -19,7 +19,10 @@ from outboxd.cluster import KnownNode, NodeInfo, parse_nodes, plan_cluster
 from outboxd.credit import (ConnectionLoad, IntervalLoad, LoadMeter, even_split, next_demand,
                             split_credits)
 from outboxd.session import Session
-from outboxd.staging import StageError, _columns
+from outboxd.staging import StageError, rows_document
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
 def task_frame(**overrides: Any) -> dict:
@@ -234,15 +237,22 @@ class ResultCheckTest(unittest.IsolatedAsyncioTestCase):
 
 
 class StageValidationTest(unittest.TestCase):
-    def test_columns(self) -> None:
-        columns = _columns([outboxd.OutboxRow("w", 1, "a"),
-                            {"workflow_id": "w", "ordinal": 2, "activity_type": "a",
-                             "input": [1], "visible_after": dt.timedelta(seconds=5)}])
-        assert columns is not None
-        self.assertEqual(columns[0], ["w", "w"])
-        self.assertEqual(columns[3], ["null", "[1]"])
-        self.assertEqual(columns[9], [None, None])
-        self.assertEqual(columns[10], [None, dt.timedelta(seconds=5)])
+    def test_rows_document(self) -> None:
+        document, count = rows_document([
+            outboxd.OutboxRow("w", 1, "a"),
+            {"workflow_id": "w", "ordinal": 2, "activity_type": "a", "input": [1, "ü"],
+             "visible_after": dt.timedelta(seconds=5), "priority": 3},
+            outboxd.OutboxRow("w", 3, "a", visible_after=dt.datetime(
+                2030, 1, 1, tzinfo=dt.timezone.utc), namespace="n", traceparent=TRACEPARENT)])
+        self.assertEqual(count, 3)
+        self.assertEqual(json.loads(document), [
+            {"workflow_id": "w", "ordinal": 1, "activity_type": "a", "input": None},
+            {"workflow_id": "w", "ordinal": 2, "activity_type": "a", "input": [1, "ü"],
+             "visible_in_s": 5.0, "priority": 3},
+            {"workflow_id": "w", "ordinal": 3, "activity_type": "a", "input": None,
+             "namespace": "n", "visible_at": "2030-01-01T00:00:00+00:00",
+             "traceparent": TRACEPARENT}])
+        self.assertEqual(rows_document([]), ("[]", 0))
 
     def test_nesting_bound(self) -> None:
         def nested(levels: int) -> Any:
@@ -251,9 +261,9 @@ class StageValidationTest(unittest.TestCase):
                 value = [value]
             return value
 
-        _columns([outboxd.OutboxRow("w", 0, "a", nested(protocol.MAX_INPUT_NESTING))])
+        rows_document([outboxd.OutboxRow("w", 0, "a", nested(protocol.MAX_INPUT_NESTING))])
         with self.assertRaisesRegex(StageError, "nests deeper"):
-            _columns([outboxd.OutboxRow("w", 0, "a", nested(protocol.MAX_INPUT_NESTING + 1))])
+            rows_document([outboxd.OutboxRow("w", 0, "a", nested(protocol.MAX_INPUT_NESTING + 1))])
 
     def test_bounds(self) -> None:
         for row, message in [
@@ -268,7 +278,7 @@ class StageValidationTest(unittest.TestCase):
             ("not a row", r"rows\[0\]: must be an OutboxRow"),
         ]:
             with self.subTest(message=message), self.assertRaisesRegex(StageError, message):
-                _columns([row])  # type: ignore[list-item]
+                rows_document([row])  # type: ignore[list-item]
 
 
 class OptionsTest(unittest.TestCase):

@@ -32,6 +32,7 @@ class WorkerTest(unittest.IsolatedAsyncioTestCase):
         worker = outboxd.Worker(support.options(namespaces=[ns], max_in_flight=64),
                                 {"double": double})
         async with running(worker, nodes_connected=2):
+            await asyncio.to_thread(support.await_shards_spread)
             rows = [outboxd.OutboxRow(f"drain-{i}", 0, "double", {"n": i}, namespace=ns)
                     for i in range(600)]
             rows.append(outboxd.OutboxRow("drain-traced", 0, "double", {"n": 1}, namespace=ns,

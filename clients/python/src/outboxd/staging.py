@@ -1,8 +1,8 @@
 """Staging rows into the outbox inside the application's own transaction (README, "The
 outbox table (public contract)").
 
-``stage(cursor, rows)`` inserts every row in one statement (``unnest`` of one array per
-column) with ``ON CONFLICT (dispatch_key) DO NOTHING``: a re-issued batch is a no-op, and the
+``stage(cursor, rows)`` inserts every row in one statement (the rows travel as one JSON
+array, read by ``jsonb_to_recordset``) with ``ON CONFLICT (dispatch_key) DO NOTHING``: a re-issued batch is a no-op, and the
 rows commit or roll back with the caller's transaction. Rows are checked before anything is
 sent, so a bad row raises StageError naming its index and field, and nothing is inserted.
 """
@@ -25,22 +25,24 @@ MAX_PRIORITY = 100
 MAX_ORDINAL = 2**63 - 1
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 
-# One statement for any number of rows. Missing optional values travel as NULL and take the
-# table's defaults here (a NULL dispatch_key is filled by the table's trigger as
+# One statement for any number of rows, with the rows as one JSON array parameter: psycopg
+# dumps a single text, where 13 arrays of 20,000 elements took it 0.46 s of pure Python, and
+# PostgreSQL reads the array with jsonb_to_recordset. Fields a row leaves out are NULL and
+# take the table's defaults here (a NULL dispatch_key is filled by the table's trigger as
 # workflow_id:ordinal); visible_after is an instant, or a delay after the database's now(),
 # so that "not before" is judged by the clock every node uses.
 STAGE_SQL = """
 INSERT INTO outbox (workflow_id, ordinal, activity_type, input, namespace, task_queue, node,
                     run_id, dispatch_key, visible_after, priority, traceparent)
-SELECT r.workflow_id, r.ordinal, r.activity_type, r.input,
+SELECT r.workflow_id, r.ordinal, r.activity_type, coalesce(r.input, 'null'),
        coalesce(r.namespace, 'default'), coalesce(r.task_queue, 'default'), r.node, r.run_id,
-       r.dispatch_key, coalesce(r.visible_at, now() + r.visible_in, now()),
+       r.dispatch_key,
+       coalesce(r.visible_at, now() + r.visible_in_s * interval '1 second', now()),
        coalesce(r.priority, 0), r.traceparent
-FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::jsonb[], %s::text[], %s::text[],
-            %s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::interval[],
-            %s::smallint[], %s::text[])
-     AS r(workflow_id, ordinal, activity_type, input, namespace, task_queue, node, run_id,
-          dispatch_key, visible_at, visible_in, priority, traceparent)
+FROM jsonb_to_recordset(%s::jsonb)
+     AS r(workflow_id text, ordinal bigint, activity_type text, input jsonb, namespace text,
+          task_queue text, node text, run_id text, dispatch_key text, visible_at timestamptz,
+          visible_in_s double precision, priority smallint, traceparent text)
 ON CONFLICT (dispatch_key) DO NOTHING
 """
 
@@ -78,6 +80,7 @@ class OutboxRow:
 
 _FIELDS = tuple(f.name for f in fields(OutboxRow))
 _REQUIRED = ("workflow_id", "ordinal", "activity_type")
+_OPTIONAL_NAMES = ("namespace", "task_queue", "node", "run_id", "dispatch_key")
 RowLike = Union[OutboxRow, Mapping[str, Any]]
 
 
@@ -85,47 +88,54 @@ def stage(cursor: "psycopg.Cursor[Any]", rows: Iterable[RowLike]) -> StageResult
     """Inserts ``rows`` (OutboxRow objects or mappings with the same keys) through
     ``cursor``, in the transaction it is in; the caller commits. Raises StageError for a bad
     row (nothing is sent) and psycopg's errors for what the database refuses."""
-    params = _columns(rows)
-    if params is None:
+    document, count = rows_document(rows)
+    if count == 0:
         return StageResult(0, 0)
-    cursor.execute(STAGE_SQL, params)
-    return _result(cursor.rowcount, len(params[0]))
+    cursor.execute(STAGE_SQL, (document,))
+    return StageResult(cursor.rowcount, count - cursor.rowcount)
 
 
 async def astage(cursor: "psycopg.AsyncCursor[Any]", rows: Iterable[RowLike]) -> StageResult:
     """``stage`` for an asyncio cursor (``psycopg.AsyncConnection``)."""
-    params = _columns(rows)
-    if params is None:
+    document, count = rows_document(rows)
+    if count == 0:
         return StageResult(0, 0)
-    await cursor.execute(STAGE_SQL, params)
-    return _result(cursor.rowcount, len(params[0]))
+    await cursor.execute(STAGE_SQL, (document,))
+    return StageResult(cursor.rowcount, count - cursor.rowcount)
 
 
-def _result(inserted: int, count: int) -> StageResult:
-    return StageResult(inserted, count - inserted)
-
-
-def _columns(rows: Iterable[RowLike]) -> Optional[List[List[Any]]]:
-    """One list per column of STAGE_SQL, in its order; None for no rows."""
-    columns: List[List[Any]] = [[] for _ in range(13)]
-    (workflow_id, ordinal, activity_type, input_, namespace, task_queue, node, run_id,
-     dispatch_key, visible_at, visible_in, priority, traceparent) = columns
+def rows_document(rows: Iterable[RowLike]) -> Tuple[str, int]:
+    """The JSON array STAGE_SQL reads, and how many rows it holds. Each row is checked and
+    written as it comes; optional fields left None are left out."""
+    dumps = protocol.dumps
+    objects: List[str] = []
     for index, row in enumerate(rows):
         values = _values(index, row)
-        workflow_id.append(_name(index, "workflow_id", values["workflow_id"], required=True))
-        ordinal.append(_ordinal(index, values["ordinal"]))
-        activity_type.append(_name(index, "activity_type", values["activity_type"],
-                                   required=True))
-        input_.append(_input(index, values["input"]))
-        for column, name in ((namespace, "namespace"), (task_queue, "task_queue"),
-                             (node, "node"), (run_id, "run_id"), (dispatch_key, "dispatch_key")):
-            column.append(_name(index, name, values[name], required=False))
+        parts = [
+            '{"workflow_id":', dumps(_name(index, "workflow_id", values["workflow_id"], True)),
+            ',"ordinal":', str(_ordinal(index, values["ordinal"])),
+            ',"activity_type":',
+            dumps(_name(index, "activity_type", values["activity_type"], True)),
+            ',"input":', _input(index, values["input"]),
+        ]
+        for name in _OPTIONAL_NAMES:
+            value = _name(index, name, values[name], False)
+            if value is not None:
+                parts += [',"', name, '":', dumps(value)]
         at, delay = _visible_after(index, values["visible_after"])
-        visible_at.append(at)
-        visible_in.append(delay)
-        priority.append(_priority(index, values["priority"]))
-        traceparent.append(_traceparent(index, values["traceparent"]))
-    return columns if workflow_id else None
+        if at is not None:
+            parts += [',"visible_at":', dumps(at.isoformat())]
+        if delay is not None:
+            parts += [',"visible_in_s":', repr(delay.total_seconds())]
+        priority = _priority(index, values["priority"])
+        if priority is not None:
+            parts += [',"priority":', str(priority)]
+        traceparent = _traceparent(index, values["traceparent"])
+        if traceparent is not None:
+            parts += [',"traceparent":"', traceparent, '"']
+        parts.append("}")
+        objects.append("".join(parts))
+    return "[" + ",".join(objects) + "]", len(objects)
 
 
 def _values(index: int, row: RowLike) -> Dict[str, Any]:
@@ -144,7 +154,7 @@ def _values(index: int, row: RowLike) -> Dict[str, Any]:
     return {name: row.get(name) for name in _FIELDS}
 
 
-def _name(index: int, name: str, value: Any, *, required: bool) -> Optional[str]:
+def _name(index: int, name: str, value: Any, required: bool) -> Optional[str]:
     where = f"rows[{index}].{name}"
     if value is None:
         if required:
