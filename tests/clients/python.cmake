@@ -25,7 +25,7 @@ outboxd_python_test(tls test_tls 2)
 set_property(TEST clients.python.tls APPEND PROPERTY ENVIRONMENT OUTBOXD_TEST_TLS=1)
 # A node's drain frame: its tasks finish through its draining connection.
 outboxd_python_test(node_drain test_node_drain 2)
-# kill -9 of one of 3 nodes mid-run: every row still finishes.
+# kill -9 of one of 3 nodes mid-run, then of the seed: every row still finishes.
 outboxd_python_test(node_failover test_node_failover 3)
 set_property(TEST clients.python.node_drain clients.python.node_failover
   APPEND PROPERTY ENVIRONMENT OUTBOXD_TEST_NODES_EXPENDABLE=1)
