@@ -253,13 +253,24 @@ step('a bad namespace edit shows the node\'s 400 message; a good one is saved', 
   phase = 'signed in';
   await setValue(tid('ns-f-weight'), '3');
   await setValue(tid('ns-f-max-in-flight'), '50');
+  await setValue(tid('ns-f-rate'), '20');
+  await setValue(tid('ns-f-activities'), '{"charge": {"max_in_flight": 5, "max_attempts": 4}}');
   await page.click(tid('ns-save'));
   await waitFor('saved', () => visible(tid('ns-edit-saved')));
   assert.equal(await visible(tid('ns-edit-error')), false);
-  assert.equal(sql(`SELECT weight || '/' || max_in_flight || '/' || keep_results FROM namespaces
-    WHERE namespace = 'billing'`), '3/50/true');
+  const stored = `SELECT weight || '/' || max_in_flight || '/' || keep_results || '/' || rate_per_second
+    || '/' || rate_burst || '/' || (activities -> 'charge' ->> 'max_in_flight') FROM namespaces
+    WHERE namespace = 'billing'`;
+  assert.equal(sql(stored), '3/50/true/20/20/5');
+  // The form now holds what the node answered (unset policy fields dropped): saving it again
+  // changes nothing.
+  await page.$eval(tid('ns-edit-saved'), (el) => { el.hidden = true; });
+  await page.click(tid('ns-save'));
+  await waitFor('saved again', () => visible(tid('ns-edit-saved')));
+  assert.equal(await visible(tid('ns-edit-error')), false);
+  assert.equal(sql(stored), '3/50/true/20/20/5');
   await waitFor('the summary to show the settings', async () =>
-    /max 50 · weight 3/.test(await textOf(`tr[data-namespace="billing"] ${tid('ns-settings')}`)));
+    /max 50 · weight 3 · 20\/s burst 20 · 1 activity policy/.test(await textOf(`tr[data-namespace="billing"] ${tid('ns-settings')}`)));
   await shot('03-namespaces');
 });
 

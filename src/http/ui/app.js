@@ -45,7 +45,10 @@ function route() {
     return route();
   }
   for (const link of document.querySelectorAll('nav a')) {
-    link.classList.toggle('active', link.dataset.route === name);
+    const active = link.dataset.route === name;
+    link.classList.toggle('active', active);
+    if (active) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
   }
   const view = ROUTES[name].create({ path, params }, context);
   current = { name, view };

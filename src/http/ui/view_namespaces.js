@@ -154,7 +154,7 @@ function editForm(name, ctx) {
       field('Placement nodes', inputs.nodes, 'comma-separated node labels'),
       h('label', { class: 'field check' }, inputs.keep_results, h('span', {}, 'Keep results'))),
     field('Activity policies (JSON)', inputs.activities,
-      '{"charge": {"max_in_flight": 5}, "email": {"rate_limit": {"per_second": 20}}}'),
+      'per activity type, e.g. {"charge": {"max_in_flight": 5}, "email": {"rate_limit": {"per_second": 20}}}'),
     error, saved,
     h('div', { class: 'actions' }, save,
       h('button', { type: 'button', testid: 'ns-edit-close',
