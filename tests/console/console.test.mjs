@@ -108,7 +108,7 @@ async function go(hash) {
 async function clickIn(selector) {
   await waitFor(`a clickable ${selector}`, () => page.evaluate((sel) => {
     const el = document.querySelector(sel);
-    if (!el || el.disabled || el.offsetParent === null) return false;
+    if (!el || el.disabled || !el.checkVisibility()) return false;
     el.click();
     return true;
   }, selector));
@@ -119,9 +119,11 @@ async function setValue(selector, value) {
   await page.$eval(selector, (el, v) => { el.value = v; }, value);
 }
 
+// Rendered (not hidden, nor inside anything hidden). offsetParent would not do: it is null
+// for the fixed login overlay.
 const visible = (selector) => page.evaluate((sel) => {
   const el = document.querySelector(sel);
-  return !!el && !el.hidden && el.offsetParent !== null;
+  return !!el && el.checkVisibility();
 }, selector);
 
 const textOf = (selector) => page.evaluate((sel) => document.querySelector(sel)?.textContent ?? null, selector);
@@ -183,9 +185,10 @@ step('the page is served with its CSP and asks for the token', async () => {
 step('a wrong token and the worker token are refused; the admin token signs in', async () => {
   for (const wrong of ['not-the-token', WORKER_TOKEN]) {
     await setValue(tid('login-token'), wrong);
-    await page.click(tid('login-submit'));
+    await page.click(tid('login-submit'));  // hides the previous refusal at once
     await waitFor('the refusal', async () => (await visible(tid('login-error')))
-      && /refused/.test(await textOf(tid('login-error'))));
+      && /refused/.test(await textOf(tid('login-error')))
+      && !(await page.$eval(tid('login-submit'), (el) => el.disabled)));
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
   }
   await setValue(tid('login-token'), ADMIN_TOKEN);

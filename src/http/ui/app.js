@@ -189,6 +189,7 @@ async function signIn(event) {
   event.preventDefault();
   const token = $('login-token').value.trim();
   const error = $('login-error');
+  error.hidden = true;
   if (!token) {
     error.hidden = false;
     error.textContent = 'Enter the admin token.';
