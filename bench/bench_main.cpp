@@ -22,6 +22,7 @@
 #include "bench_report.hpp"
 #include "child_process.hpp"
 #include "claim_loop.hpp"
+#include "client_workers_scenario.hpp"
 #include "controls_scenario.hpp"
 #include "e2e_scenario.hpp"
 #include "heartbeat_scenario.hpp"
@@ -39,9 +40,10 @@ namespace {
 
 using namespace outboxd::bench;
 
-const std::set<std::string> kScenarios{
-    "floor",   "limit",    "e2e",          "latency",   "wake",     "history", "idle_routes",
-    "tenants", "weighted", "quiet_tenant", "http_push", "controls", "results", "heartbeats"};
+const std::set<std::string> kScenarios{"floor",    "limit",        "e2e",         "latency",
+                                       "wake",     "history",      "idle_routes", "tenants",
+                                       "weighted", "quiet_tenant", "http_push",   "controls",
+                                       "results",  "heartbeats",   "clients"};
 
 struct CommandLine {
     BenchSettings settings;
@@ -169,7 +171,7 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
                                       "rows of the concurrency limit run (10000; quick 3000)");
     app.add_option("--only", s.only,
                    "scenarios to run: floor,limit,e2e,latency,wake,history,idle_routes,tenants,"
-                   "weighted,quiet_tenant,http_push,controls,results,heartbeats")
+                   "weighted,quiet_tenant,http_push,controls,results,heartbeats,clients")
         ->delimiter(',')
         ->check(CLI::IsMember(kScenarios));
     app.add_option("--json-file", command.json_file, "also write the JSON result here");
@@ -285,6 +287,7 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
             spdlog::info("{}: {:.0f} rows/s", kept_tag,
                          report.results_kept_runs.back().rows_per_s());
         }
+        if (wanted(s, "clients")) report.client_runs.push_back(run_client_workers(context, suffix));
         if (wanted(s, "tenants")) {
             const auto tag = "e2e_1n_volume" + suffix;
             report.one_route_volume_runs.push_back(run_e2e(context, 1, tag, s.tenant_rows));

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "clients_report.hpp"
 #include "controls_report.hpp"
 #include "http_push_report.hpp"
 #include "report_format.hpp"
@@ -267,6 +268,7 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
     out << render_http_push_table(settings, report);
     out << render_controls_table(report);
     out << render_results_table(report);
+    out << render_clients_table(report);
 
     if (!report.grid.empty()) {
         out << strf(
@@ -414,6 +416,7 @@ nlohmann::json render_json(const BenchSettings& settings, const BenchReport& rep
     add_http_push_json(out, report);
     add_controls_json(out, report);
     add_results_json(out, report);
+    add_clients_json(out, report);
     out["max_foreign_cpu"] = json_fine(max_foreign_cpu(report));
     out["total_seconds"] = json_rate(report.total_seconds);
     return out;

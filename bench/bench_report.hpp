@@ -12,6 +12,7 @@
 
 #include "bench_context.hpp"
 #include "claim_loop.hpp"
+#include "client_workers_scenario.hpp"
 #include "controls_scenario.hpp"
 #include "e2e_scenario.hpp"
 #include "heartbeat_scenario.hpp"
@@ -59,6 +60,8 @@ struct BenchReport {
     std::vector<E2eResult> results_plain_runs;
     std::optional<LatencyResult> http_latency;
     std::optional<ControlsResult> controls;
+    // clients: the TypeScript and Python clients' drains and Graphile Worker's, each run.
+    std::vector<ClientWorkersResult> client_runs;
     double total_seconds = 0;
     double load_after = 0;  // 1-minute load average when it ended
 };
