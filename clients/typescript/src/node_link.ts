@@ -1,0 +1,49 @@
+// One node URL the client keeps a connection to, across reconnects: the session of the moment,
+// its credit share and the reconnect schedule. The Worker drives it.
+
+import { RetryBackoff } from "./backoff";
+import { LoadMeter } from "./credit_split";
+import type { NodeSession } from "./node_session";
+
+export const enum Phase {
+  /** No connection; a reconnect is scheduled (or the worker is stopping). */
+  Waiting,
+  /** Connection started, not upgraded yet. */
+  Connecting,
+  /** Hello sent: takes part in the credit split. */
+  Open,
+  /** The node said drain: answer what it sent, expect nothing new. */
+  Draining,
+  /** Drained and gone; a learned node waits to be listed again. */
+  Dormant,
+}
+
+export class NodeLink {
+  nodeId: string | undefined;
+  phase = Phase.Waiting;
+  session: NodeSession | undefined;
+  /** Connections started, for the reconnect counter. */
+  attempts = 0;
+  /** Attempts in a row that failed before the upgrade. */
+  failures = 0;
+  /** Share last advertised; 0 until the hello is sent. */
+  credit = 0;
+  /** The smoothed demand (credit_split.ts) and the load of the current interval. */
+  demand = 0;
+  readonly meter = new LoadMeter();
+  retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly url: string,
+    readonly seed: boolean,
+    readonly backoff: RetryBackoff,
+  ) {}
+
+  get inFlight(): number {
+    return this.session === undefined ? 0 : this.session.inFlight.size;
+  }
+
+  get connected(): boolean {
+    return this.phase === Phase.Open || this.phase === Phase.Draining;
+  }
+}
