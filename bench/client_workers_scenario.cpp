@@ -72,6 +72,21 @@ E2eResult drain_with(const BenchContext& context, const std::string& tag, const 
     return result;
 }
 
+// A client's no-op worker: `program` then the flags every client's bench worker takes.
+Command noop_worker(std::vector<std::string> program, const std::string& id_prefix,
+                    const std::string& max_in_flight) {
+    return [program = std::move(program), id_prefix, max_in_flight](const std::string& url, int n) {
+        auto argv = program;
+        for (const auto& arg : {"--url", url.c_str(), "--namespaces", "default", "--activity-types",
+                                "noop", "--max-in-flight", max_in_flight.c_str()}) {
+            argv.emplace_back(arg);
+        }
+        argv.push_back("--worker-id");
+        argv.push_back(id_prefix + std::to_string(n));
+        return argv;
+    };
+}
+
 std::optional<double> run_graphile(const BenchContext& context, const std::string& node,
                                    const std::string& tag) {
     const auto& settings = context.settings;
@@ -128,23 +143,8 @@ ClientWorkersResult run_client_workers(const BenchContext& context, const std::s
                      ts_dir.string());
     } else {
         const auto script = (ts_dir / "bench/noop-worker.mjs").string();
-        result.typescript =
-            drain_with(context, "clients_ts" + suffix,
-                       [&](const std::string& url, int n) {
-                           return std::vector<std::string>{*node,
-                                                           script,
-                                                           "--url",
-                                                           url,
-                                                           "--namespaces",
-                                                           "default",
-                                                           "--activity-types",
-                                                           "noop",
-                                                           "--max-in-flight",
-                                                           mif,
-                                                           "--worker-id",
-                                                           "ts-" + std::to_string(n)};
-                       },
-                       {});
+        result.typescript = drain_with(context, "clients_ts" + suffix,
+                                       noop_worker({*node, script}, "ts-", mif), {});
         spdlog::info("clients_ts{}: {:.0f} rows/s", suffix, result.typescript->rows_per_s());
         result.graphile_jobs = settings.rows;
         result.graphile_jobs_per_s = run_graphile(context, *node, "clients_graphile" + suffix);
@@ -160,21 +160,7 @@ ClientWorkersResult run_client_workers(const BenchContext& context, const std::s
         spdlog::warn("clients: no python3 or no {}; Python client skipped", py_dir.string());
     } else {
         result.python = drain_with(context, "clients_py" + suffix,
-                                   [&](const std::string& url, int n) {
-                                       return std::vector<std::string>{*python,
-                                                                       "-m",
-                                                                       "outboxd.bench",
-                                                                       "--url",
-                                                                       url,
-                                                                       "--namespaces",
-                                                                       "default",
-                                                                       "--activity-types",
-                                                                       "noop",
-                                                                       "--max-in-flight",
-                                                                       mif,
-                                                                       "--worker-id",
-                                                                       "py-" + std::to_string(n)};
-                                   },
+                                   noop_worker({*python, "-m", "outboxd.bench"}, "py-", mif),
                                    {{"PYTHONPATH", py_dir.string()}});
         spdlog::info("clients_py{}: {:.0f} rows/s", suffix, result.python->rows_per_s());
     }

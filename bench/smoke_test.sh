@@ -21,8 +21,8 @@ for key in e2e_rows_per_s_1node e2e_rows_per_s_3nodes sql_floor_rows_per_s sql_l
            priority_p99_ms concurrency_limit_max_seen result_cost; do
   [[ $last =~ \"$key\":[0-9] ]] || missing+=("$key")
 done
-# The Python client's number (the TypeScript ones are null until clients/typescript lands).
-for key in py_worker_rows_per_s; do
+# The clients' numbers (null only where a runtime is missing, which install-deps rules out).
+for key in ts_worker_rows_per_s graphile_batched_jobs_per_s ts_vs_graphile py_worker_rows_per_s; do
   [[ $last =~ \"$key\":[0-9] ]] || missing+=("$key")
 done
 # null until the node takes namespace weights (the report then says why in weighted_note).

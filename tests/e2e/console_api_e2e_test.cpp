@@ -84,6 +84,17 @@ TEST_CASE("every node serves the console's files at /ui, open, with a strict pol
     CHECK(http_call(port, "GET", "/ui/..%2Fapi_router.cpp").status == 404);
     CHECK(http_call(port, "GET", "/ui/%2e%2e").status == 404);
     CHECK(http_call(port, "POST", "/ui/").status == 405);
+    // Hostile names: a NUL byte and invalid UTF-8 are refused before any lookup (a guarded
+    // node tells a client without its token nothing more); a 10,000-byte name is just not
+    // there; nothing of it takes the node down.
+    CHECK(http_call(port, "GET", "/ui/index.html%00.js").status == 401);
+    CHECK(call(port, "GET", "/ui/index.html%00.js").status == 400);
+    CHECK(call(port, "GET", "/ui/%ff%fe").status == 400);
+    CHECK(http_call(port, "GET", "/ui/" + std::string(10000, 'a')).status == 404);
+    CHECK(http_call(port, "GET", "/v1/workflows/x?all=" + std::string(10000, '1'), {},
+                    std::string{kAdmin})
+              .status == 400);
+    CHECK(http_call(port, "GET", "/healthz").status == 200);
     // The API behind it still wants the token.
     CHECK(http_call(port, "GET", "/v1/namespaces").status == 401);
 }
