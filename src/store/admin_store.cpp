@@ -96,29 +96,32 @@ std::optional<OutboxRow> AdminStore::find(std::string_view dispatch_key) {
     });
 }
 
-std::vector<OutboxRow> AdminStore::workflow_rows(std::string_view workflow_id, std::int32_t limit) {
-    check_limit(limit);
-    return session_.pg().transact(sql::kWorkflowRows, [&](pqxx::work& tx) {
+namespace {
+
+// The rows `statement` reads for a workflow ($1) and a limit ($2).
+std::vector<OutboxRow> read_workflow_rows(PgSession& pg, const Statement& statement,
+                                          std::string_view workflow_id, std::int32_t limit) {
+    return pg.transact(statement, [&](pqxx::work& tx) {
         std::vector<OutboxRow> rows;
-        for (const auto& r : tx.exec_prepared(std::string{sql::kWorkflowRows.name},
-                                              text_param(workflow_id), limit)) {
+        for (const auto& r :
+             tx.exec_prepared(std::string{statement.name}, text_param(workflow_id), limit)) {
             rows.push_back(decode_row(r));
         }
         return rows;
     });
 }
 
+}  // namespace
+
+std::vector<OutboxRow> AdminStore::workflow_rows(std::string_view workflow_id, std::int32_t limit) {
+    check_limit(limit);
+    return read_workflow_rows(session_.pg(), sql::kWorkflowRows, workflow_id, limit);
+}
+
 std::vector<OutboxRow> AdminStore::all_workflow_rows(std::string_view workflow_id,
                                                      std::int32_t limit) {
     check_limit(limit);
-    return session_.pg().transact(sql::kAllWorkflowRows, [&](pqxx::work& tx) {
-        std::vector<OutboxRow> rows;
-        for (const auto& r : tx.exec_prepared(std::string{sql::kAllWorkflowRows.name},
-                                              text_param(workflow_id), limit)) {
-            rows.push_back(decode_row(r));
-        }
-        return rows;
-    });
+    return read_workflow_rows(session_.pg(), sql::kAllWorkflowRows, workflow_id, limit);
 }
 
 WorkflowFlags AdminStore::workflow_flags(std::string_view workflow_id) {

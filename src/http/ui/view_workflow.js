@@ -55,8 +55,17 @@ export function create({ path }, ctx) {
     h('div', { class: 'toolbar' }, state, blocked, h('span', { class: 'spacer' }), pause, resume, cancel),
     confirmBox, flash, summary, table);
 
+  // ?all=true reads the table (no index covers finished rows by workflow), so the poll reads
+  // the cheap live view and fetches every row only when that view moved; it redraws either way.
+  let liveSignature = null;
   async function refresh() {
-    current = await api('GET', `/v1/workflows/${seg(id)}?all=true`);
+    const liveView = await api('GET', `/v1/workflows/${seg(id)}`);
+    const signature = JSON.stringify([liveView.paused, liveView.cancelled, liveView.blocked_by,
+      (liveView.rows ?? []).map((r) => [r.dispatch_key, r.status, r.attempt])]);
+    if (!current || signature !== liveSignature) {
+      liveSignature = signature;
+      current = await api('GET', `/v1/workflows/${seg(id)}?all=true`);
+    }
     const rows = current.rows ?? [];
     const live = rows.some((r) => LIVE.has(r.status));
     const word = current.cancelled ? 'cancelled' : current.paused ? 'paused'
