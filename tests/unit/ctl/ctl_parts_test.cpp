@@ -11,7 +11,7 @@
 using namespace outboxd::ctl;
 using nlohmann::json;
 
-TEST_CASE("--url takes scheme://host[:port] and nothing else", "[unit][ctl]") {
+TEST_CASE("the CLI's URL is scheme://host[:port] and nothing else", "[unit][ctl]") {
     const auto plain = parse_endpoint("http://127.0.0.1:8080/");
     CHECK_FALSE(plain.tls);
     CHECK(plain.host == "127.0.0.1");
