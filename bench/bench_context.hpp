@@ -17,6 +17,7 @@ namespace outboxd::bench {
 
 struct BenchSettings {
     bool quick = false;
+    bool smoke = false;        // CI's run: quick, smaller still (implies quick)
     std::string database_url;  // admin URI of the bench cluster
     std::string pg_data_dir;   // its data directory, for CPU accounting (optional)
     std::string bin_dir;

@@ -85,6 +85,9 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         ->required();
     app.add_option("--work-dir", s.work_dir, "logs of the processes it starts")->required();
     app.add_flag("--quick", s.quick, "the CI-sized run (< 4 minutes)");
+    app.add_flag("--smoke", s.smoke,
+                 "CI's check that every scenario runs: --quick, smaller still (about half "
+                 "its time); its numbers mean little");
     auto* rows =
         app.add_option("--rows", s.rows, "rows per floor and e2e run (200000; quick 50000)");
     auto* grid_rows =
@@ -151,9 +154,10 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     auto* quiet_seconds = app.add_option("--quiet-seconds", s.quiet_seconds,
                                          "quiet rows, one a second (30; quick 10)")
                               ->check(CLI::Range(1.0, 3600.0));
-    app.add_option("--http-rows", s.http_rows,
-                   "rows per HTTP push run, and the WebSocket run beside it (50000)")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
+    auto* http_rows =
+        app.add_option("--http-rows", s.http_rows,
+                       "rows per HTTP push run, and the WebSocket run beside it (50000)")
+            ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
     app.add_option("--http-max-in-flight", s.http_max_in_flight,
                    "the HTTP push target's max_in_flight (512)")
         ->check(CLI::Range(1, 10'000));
@@ -181,6 +185,7 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
     } catch (const CLI::ParseError& error) {
         return app.exit(error);
     }
+    if (s.smoke) s.quick = true;
     if (s.quick) {
         if (!*rows) s.rows = 50'000;
         if (!*grid_rows) s.grid_rows = 25'000;
@@ -204,6 +209,27 @@ std::optional<int> parse(int argc, char** argv, CommandLine& command) {
         if (!*priority_backlog) s.priority_backlog = 200'000;
         s.priority_rows = 40;
         if (!*limit_rows) s.limit_rows = 3'000;
+    }
+    if (s.smoke) {
+        // Every scenario still runs and reports; sizes keep each one's precondition (a backlog
+        // that outlasts what is measured beside it, windows of at least a second).
+        if (!*rows) s.rows = 20'000;
+        if (!*grid_rows) s.grid_rows = 10'000;
+        if (!*history_rows) s.history_rows = 150'000;
+        if (!*snapshot_rows) s.snapshot_rows = s.rows;
+        if (!*e2e_max) s.e2e_max_seconds = 20;
+        if (!*latency_seconds) s.latency_seconds = 3;
+        if (!*tenant_rows) s.tenant_rows = 30'000;
+        if (!*weighted_rows) s.weighted_rows = 20'000;
+        if (!*quiet_busy_rows) s.quiet_busy_rows = 250'000;
+        if (!*quiet_seconds) s.quiet_seconds = 5;
+        if (!*heartbeat_seconds) s.heartbeat_seconds = 4;
+        if (!*ordered_workflows) s.ordered_workflows = 500;
+        if (!*serial_rows) s.serial_rows = 300;
+        if (!*rate_seconds) s.rate_seconds = 2;
+        if (!*priority_backlog) s.priority_backlog = 60'000;
+        if (!*limit_rows) s.limit_rows = 1'000;
+        if (!*http_rows) s.http_rows = 15'000;
     }
     for (const auto& entry : node_env) {
         const auto equals = entry.find('=');

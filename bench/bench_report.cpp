@@ -18,6 +18,11 @@
 namespace outboxd::bench {
 namespace {
 
+const char* mode_name(const BenchSettings& settings) {
+    if (settings.smoke) return "smoke";
+    return settings.quick ? "quick" : "full";
+}
+
 // Targets of issue 7.
 constexpr double kTargetRatioToFloor = 1.2;
 constexpr double kTargetP50Ms = 2;
@@ -123,7 +128,7 @@ MachineInfo read_machine_info(const BenchDatabases& databases) {
 std::string render_table(const BenchSettings& settings, const BenchReport& report) {
     std::ostringstream out;
     const auto& m = report.machine;
-    out << "\n== outboxd benchmark (" << (settings.quick ? "quick" : "full") << ") ==\n";
+    out << "\n== outboxd benchmark (" << mode_name(settings) << ") ==\n";
     out << strf("machine: %d CPU (%s), %.1f GiB RAM; PostgreSQL %s (%s)\n", m.cpus,
                 m.cpu_model.c_str(), m.memory_gib, m.postgres_version.c_str(),
                 m.postgres_settings.c_str());
@@ -288,7 +293,7 @@ std::string render_table(const BenchSettings& settings, const BenchReport& repor
 nlohmann::json render_json(const BenchSettings& settings, const BenchReport& report) {
     using nlohmann::json;
     json out;
-    out["mode"] = settings.quick ? "quick" : "full";
+    out["mode"] = mode_name(settings);
     out["rows"] = settings.rows;
     out["repeat"] = settings.repeat;
     out["node_batch_size"] = settings.node_batch_size;

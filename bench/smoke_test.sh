@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's run of the benchmark (CTest `bench.quick`): `scripts/bench --quick` on the binaries of
+# CI's run of the benchmark (CTest `bench.quick`): `scripts/bench --smoke` on the binaries of
 # the build under test must run to the end and report every headline number. It checks that
 # the benchmark works, never what it measures. Usage: bench/smoke_test.sh BIN_DIR
 set -euo pipefail
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
-OUTBOXD_BENCH_BIN_DIR=$bin_dir scripts/bench --quick | tee "$report"
+OUTBOXD_BENCH_BIN_DIR=$bin_dir scripts/bench --smoke | tee "$report"
 
 last=$(tail -n 1 "$report")
 missing=()

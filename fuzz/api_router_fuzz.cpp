@@ -12,10 +12,13 @@
 //    request it turns away is answered 401 by handle(), and one it lets through is not
 //    (else a client without the token could still make the node read a whole body);
 //  - the status is one the API documents; a 500 means an exception nobody expected;
+//  - only /ui redirects, to /ui/; only /metrics and the console's files (/ui/…) answer
+//    something other than JSON;
 //  - a JSON response is valid JSON, an object, and an error (any 4xx or 5xx but the
 //    readiness probe's 503) carries error.code and error.message strings;
 //  - no response echoes the database password unless the request itself held it.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -151,6 +154,7 @@ std::optional<http::ApiRequest> parse_request(std::string_view bytes) {
 bool documented(int status) {
     switch (status) {
         case 200:
+        case 308:  // GET /ui -> /ui/
         case 400:
         case 401:
         case 404:
@@ -174,13 +178,24 @@ void check_response(const http::ApiResponse& response, const http::ApiRequest& r
     const bool asked = bytes.find(kPassword) != std::string_view::npos;
     require(asked || response.body.find(kPassword) == std::string::npos,
             "no response echoes the database password", context);
+    // Empty segments collapse ("//metrics/" is /metrics); a target must start with '/'.
+    const auto parsed = http::parse_target(request.target);
+    const auto* target = std::get_if<http::ParsedTarget>(&parsed);
+    const bool console = target && !target->segments.empty() && target->segments[0] == "ui";
+    require(response.status != 308 || (console && target->segments.size() == 1),
+            "only /ui redirects (to /ui/)", context);
+    if (response.status == 308) {
+        const auto location =
+            std::find_if(response.headers.begin(), response.headers.end(),
+                         [](const auto& header) { return header.first == "Location"; });
+        require(location != response.headers.end() && location->second == "/ui/",
+                "the /ui redirect names /ui/", context);
+    }
     if (response.content_type != "application/json") {
-        // Empty segments collapse ("//metrics/" is /metrics); a target must start with '/'.
-        const auto parsed = http::parse_target(request.target);
-        const auto* target = std::get_if<http::ParsedTarget>(&parsed);
-        require(response.status == 200 && target &&
-                    target->segments == std::vector<std::string>{"metrics"},
-                "only /metrics answers something other than JSON", context);
+        const bool metrics = target && target->segments == std::vector<std::string>{"metrics"};
+        require(
+            (response.status == 200 && (metrics || console)) || (response.status == 308 && console),
+            "only /metrics and the console's files answer something other than JSON", context);
         return;
     }
     const auto body = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
