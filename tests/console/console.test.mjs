@@ -390,6 +390,37 @@ step('an unreachable node is shown, and the page recovers', async () => {
   phase = 'signed in';
 });
 
+step('a hidden tab makes no API calls; shown again, it refreshes at once', async () => {
+  await go('#/namespaces');
+  await waitFor('the table', async () => (await page.$$(tid('ns-row'))).length > 0);
+  const calls = [];
+  const onRequest = (request) => {
+    if (new URL(request.url()).pathname.startsWith('/v1/')) calls.push(Date.now());
+  };
+  // What a browser does when the tab goes to the background (headless tabs never do).
+  await page.evaluate(() => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+    document.dispatchEvent(new Event('visibilitychange'));
+  });
+  await sleep(500);  // a refresh already under way finishes
+  page.on('request', onRequest);
+  await sleep(5000);  // two and a half poll intervals
+  assert.deepEqual(calls, [], 'API calls while the tab was hidden');
+  const before = (await namespaceRows()).billing.pending;
+  await stage([{ workflow_id: 'hidden-1', ordinal: 0, activity_type: 'email', namespace: 'billing',
+    visible_after: FUTURE }]);
+  const shown = Date.now();
+  await page.evaluate(() => {
+    delete document.visibilityState;  // the prototype's getter again: 'visible'
+    document.dispatchEvent(new Event('visibilitychange'));
+  });
+  await waitFor('the new row on the page', async () =>
+    (await namespaceRows()).billing.pending === before + 1, 5000);
+  page.off('request', onRequest);
+  assert.ok(calls.length > 0 && calls[0] - shown < 1000,
+    `the first call came ${calls.length ? calls[0] - shown : 'never'} ms after the tab was shown, not at once`);
+});
+
 step('forget token: the login again, also after a reload', async () => {
   phase = 'login';
   await clickIn(tid('forget-token'));
