@@ -269,8 +269,8 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
     spdlog::info("warm-up: floor loop over {} rows (not measured)", warmup_rows);
     staged_loop(context, "bench_warmup", warmup_rows, {100, 1, Finish::complete, std::nullopt});
     // Floor, e2e and the many-route runs interleave, so that drift of a shared machine hits
-    // them alike. The 1-node e2e run is also the 1-route rate the many-route runs are
-    // divided by, so it runs whenever one of them does.
+    // them alike. The 1-node e2e run is also the 1-route rate the idle-routes run right
+    // after it is divided by (same repetition), so it runs whenever one of them does.
     const bool one_route = wanted(s, "e2e") || wanted(s, "idle_routes") || wanted(s, "tenants");
     for (int run = 1; run <= s.repeat; ++run) {
         const auto suffix = "_r" + std::to_string(run);
@@ -286,11 +286,12 @@ void run_scenarios(const BenchContext& context, BenchReport& report) {
             auto result = run_e2e(context, nodes, tag);
             spdlog::info("{}: {:.0f} rows/s", tag, result.rows_per_s());
             (nodes == 1 ? report.e2e_1node_runs : report.e2e_3node_runs).push_back(result);
-        }
-        if (wanted(s, "idle_routes")) {
-            report.idle_routes_runs.push_back(run_idle_routes(context, "idle_routes" + suffix));
-            spdlog::info("idle_routes{}: {:.0f} rows/s", suffix,
-                         report.idle_routes_runs.back().rows_per_s());
+            if (nodes == 1 && wanted(s, "idle_routes")) {
+                // Right after the 1-route run it is divided by.
+                report.idle_routes_runs.push_back(run_idle_routes(context, "idle_routes" + suffix));
+                spdlog::info("idle_routes{}: {:.0f} rows/s", suffix,
+                             report.idle_routes_runs.back().rows_per_s());
+            }
         }
         if (wanted(s, "http_push")) {
             // The same rows over WebSocket, then over HTTP: the ratio's two sides, same run.

@@ -43,8 +43,8 @@ struct BenchReport {
     std::optional<LatencyResult> latency;
     std::optional<WakeResult> wake;
     std::optional<HistoryResult> history;
-    std::vector<E2eResult> idle_routes_runs;  // divided by the e2e_1node_runs median
-    std::vector<TenantsResult> tenants_runs;  // divided by the one_route_volume_runs median
+    std::vector<E2eResult> idle_routes_runs;  // run i over e2e_1node_runs[i]; median of those
+    std::vector<TenantsResult> tenants_runs;  // run i over one_route_volume_runs[i]
     // 1 route, as the e2e 1-node run, with as many rows as a tenants run: the table the
     // tenants drain is three times the e2e one, and claims slow as it grows.
     std::vector<E2eResult> one_route_volume_runs;

@@ -18,13 +18,6 @@ struct Medians {
     std::optional<double> py_cpu_per_10k;
 };
 
-std::optional<double> median(std::vector<double> values) {
-    if (values.empty()) return std::nullopt;
-    std::sort(values.begin(), values.end());
-    const auto n = values.size();
-    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 double cpu_per_10k(const E2eResult& run) {
     return run.rows > 0 ? run.worker_cpu_s * 10000.0 / static_cast<double>(run.rows) : 0;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,25 @@ const Run* median_run(const std::vector<Run>& runs) {
     std::sort(sorted.begin(), sorted.end(),
               [](const Run* a, const Run* b) { return a->rows_per_s() < b->rows_per_s(); });
     return sorted[(sorted.size() - 1) / 2];
+}
+
+// The median of `values` (the mean of the middle two for an even count); none if empty.
+inline std::optional<double> median(std::vector<double> values) {
+    if (values.empty()) return std::nullopt;
+    std::sort(values.begin(), values.end());
+    const auto n = values.size();
+    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Each run's rate divided by that of the run of the same repetition in `base` (run i with
+// base i, minutes apart on the same machine), for as many as both have.
+template <typename Run, typename Base>
+std::vector<double> paired_ratios(const std::vector<Run>& runs, const std::vector<Base>& base) {
+    std::vector<double> out;
+    for (std::size_t i = 0; i < std::min(runs.size(), base.size()); ++i) {
+        if (base[i].rows_per_s() > 0) out.push_back(runs[i].rows_per_s() / base[i].rows_per_s());
+    }
+    return out;
 }
 
 inline std::string verdict(bool met) { return met ? "met" : "MISSED"; }
