@@ -26,7 +26,7 @@ std::optional<double> one_route_rate(const BenchReport& report) {
 // The ratios are medians of same-repetition pairs, as each many-route run follows its own
 // 1-route run within a minute: a shared machine drifts by more than the targets' margins
 // within a full run (2026-12-02: the floor loop 24,782 -> 12,486 rows/s), and a ratio of
-// medians taken 10 minutes apart measures the drift.
+// two medians may divide runs made 10 minutes apart, measuring the drift.
 // Idle routes: each run over the 1-node e2e run of its repetition, just before it.
 std::vector<double> idle_ratios(const BenchReport& report) {
     return paired_ratios(report.idle_routes_runs, report.e2e_1node_runs);
@@ -106,16 +106,18 @@ std::string render_routes_table(const BenchSettings& settings, const BenchReport
             *one_route, drain_note(*median_run(report.e2e_1node_runs)).c_str());
     }
     if (const auto* run = median_run(report.idle_routes_runs)) {
-        const double ratio = median(idle_ratios(report)).value_or(0);
+        const auto ratios = idle_ratios(report);
+        const double ratio = median(ratios).value_or(0);
         out << strf(
             "  1 busy route + %d idle routes: %.0f rows/s, ratio %.3f (target >= %.1f: %s)"
             "; runs %s, each over its repetition's e2e run %s; %s\n",
             settings.idle_routes, run->rows_per_s(), ratio, kTargetIdleRoutesRatio,
             verdict(ratio >= kTargetIdleRoutesRatio).c_str(), rates(idle_rates(report)).c_str(),
-            ratio_list(idle_ratios(report)).c_str(), drain_note(*run).c_str());
+            ratio_list(ratios).c_str(), drain_note(*run).c_str());
     }
     if (const auto* run = median_run(report.tenants_runs)) {
-        const double ratio = median(tenant_ratios(report)).value_or(0);
+        const auto ratios = tenant_ratios(report);
+        const double ratio = median(ratios).value_or(0);
         if (const auto* route1 = median_run(report.one_route_volume_runs)) {
             out << strf("  1 route, %lld rows (the tenants' volume): %.0f rows/s (%s)\n",
                         static_cast<long long>(settings.tenant_rows), route1->rows_per_s(),
@@ -129,7 +131,7 @@ std::string render_routes_table(const BenchSettings& settings, const BenchReport
             static_cast<long long>(settings.tenant_rows), run->rows_per_s(), ratio,
             kTargetTenantsRatio, verdict(ratio >= kTargetTenantsRatio).c_str(),
             one_route ? run->rows_per_s() / *one_route : 0.0, rates(tenant_rates(report)).c_str(),
-            ratio_list(tenant_ratios(report)).c_str(), drain_note(run->drain).c_str());
+            ratio_list(ratios).c_str(), drain_note(run->drain).c_str());
         const auto* worst = least_fair(report);
         out << strf(
             "  fairness: max share deviation %.3f (target <= %.2f: %s) over %d window(s) "
@@ -183,10 +185,9 @@ void add_routes_json(nlohmann::json& out, const BenchReport& report) {
         out["one_route_rows_per_claim_round"] = json_fine(rows_per_round(*route1));
     }
     if (const auto* run = median_run(report.idle_routes_runs)) {
-        if (const auto ratio = median(idle_ratios(report)))
-            out["idle_routes_ratio"] = json_fine(*ratio);
-        for (const double ratio : idle_ratios(report))
-            out["idle_routes_ratio_runs"].push_back(json_fine(ratio));
+        const auto ratios = idle_ratios(report);
+        if (const auto ratio = median(ratios)) out["idle_routes_ratio"] = json_fine(*ratio);
+        for (const double ratio : ratios) out["idle_routes_ratio_runs"].push_back(json_fine(ratio));
         out["idle_routes_rows_per_s"] = json_rate(run->rows_per_s());
         for (const double rate : idle_rates(report))
             out["idle_routes_runs"].push_back(json_rate(rate));
@@ -197,10 +198,9 @@ void add_routes_json(nlohmann::json& out, const BenchReport& report) {
         out["idle_routes_rows_per_claim_round"] = json_fine(rows_per_round(*run));
     }
     if (const auto* run = median_run(report.tenants_runs)) {
-        if (const auto ratio = median(tenant_ratios(report)))
-            out["tenants_100_ratio"] = json_fine(*ratio);
-        for (const double ratio : tenant_ratios(report))
-            out["tenants_100_ratio_runs"].push_back(json_fine(ratio));
+        const auto ratios = tenant_ratios(report);
+        if (const auto ratio = median(ratios)) out["tenants_100_ratio"] = json_fine(*ratio);
+        for (const double ratio : ratios) out["tenants_100_ratio_runs"].push_back(json_fine(ratio));
         if (const auto* volume = median_run(report.one_route_volume_runs))
             out["one_route_volume_rows_per_s"] = json_rate(volume->rows_per_s());
         if (one_route) out["tenants_100_ratio_to_e2e"] = json_fine(run->rows_per_s() / *one_route);
