@@ -38,11 +38,6 @@ const std::pair<ClaimLoopConfig, ClaimLoopResult>* best_cell(const BenchReport& 
     return best;
 }
 
-double per_10k(double cpu_s, std::int64_t rows) { return rows > 0 ? cpu_s * 1e4 / rows : 0; }
-double per_row(std::int64_t bytes, std::int64_t rows) {
-    return rows > 0 ? static_cast<double>(bytes) / static_cast<double>(rows) : 0;
-}
-
 std::optional<double> best_e2e(const BenchReport& report) {
     std::optional<double> best;
     for (const auto* run : {median_run(report.e2e_1node_runs), median_run(report.e2e_3node_runs)}) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -46,6 +47,14 @@ std::vector<double> paired_ratios(const std::vector<Run>& runs, const std::vecto
         if (base[i].rows_per_s() > 0) out.push_back(runs[i].rows_per_s() / base[i].rows_per_s());
     }
     return out;
+}
+
+// CPU seconds per 10,000 rows, and bytes per row (0 without rows).
+inline double per_10k(double cpu_s, std::int64_t rows) {
+    return rows > 0 ? cpu_s * 1e4 / static_cast<double>(rows) : 0;
+}
+inline double per_row(std::int64_t bytes, std::int64_t rows) {
+    return rows > 0 ? static_cast<double>(bytes) / static_cast<double>(rows) : 0;
 }
 
 inline std::string verdict(bool met) { return met ? "met" : "MISSED"; }

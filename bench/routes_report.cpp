@@ -53,8 +53,13 @@ double rows_per_round(const E2eResult& run) {
 }
 
 std::string drain_note(const E2eResult& run) {
-    std::string note =
-        strf("claim rounds %.1f ms, %.1f rows each", ms_per_round(run), rows_per_round(run));
+    // What a row cost tells a many-route run's own cost apart from drift of the machine.
+    std::string note = strf(
+        "claim rounds %.1f ms, %.1f rows each; cpu s/10k node %.2f, pg %.2f, workers %.2f; "
+        "WAL %.0f B/row",
+        ms_per_round(run), rows_per_round(run), per_10k(run.node_cpu_s, run.rows),
+        per_10k(run.pg_cpu_s, run.rows), per_10k(run.worker_cpu_s, run.rows),
+        per_row(run.wal_bytes, run.rows));
     if (!run.complete) {
         note += strf("; CAPPED at %.0f s: %lld of %lld rows done", run.seconds,
                      static_cast<long long>(run.rows), static_cast<long long>(run.staged));
