@@ -54,12 +54,15 @@ std::vector<bool> OutcomeStore::record_outcomes(std::span<const Outcome> outcome
         if (!outcome.let_go_workflow.empty()) workflows.add(text_param(outcome.let_go_workflow));
     }
     results = any_result ? results + "]" : "[]";
-    const auto result =
-        session_.pg().autocommit(sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
-            return tx.exec_prepared(std::string{sql::kRecordOutcomes.name}, ids.str(), tokens.str(),
-                                    kinds.str(), delays.str(), errors.str(), workflows.str(),
-                                    results);
-        });
+    const bool letting_go = !workflows.empty();
+    const auto& statement = letting_go ? sql::kRecordOutcomesLettingGo : sql::kRecordOutcomes;
+    const auto result = session_.pg().autocommit(statement, [&](pqxx::nontransaction& tx) {
+        const std::string name{statement.name};
+        return letting_go ? tx.exec_prepared(name, ids.str(), tokens.str(), kinds.str(),
+                                             delays.str(), errors.str(), results, workflows.str())
+                          : tx.exec_prepared(name, ids.str(), tokens.str(), kinds.str(),
+                                             delays.str(), errors.str(), results);
+    });
     std::set<std::pair<std::int64_t, std::int64_t>> applied;
     for (const auto& r : result) applied.emplace(r[0].as<std::int64_t>(), r[1].as<std::int64_t>());
     std::vector<bool> out;

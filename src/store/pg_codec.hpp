@@ -27,6 +27,7 @@ public:
         return text ? add(std::string_view{*text}) : add_null();
     }
     [[nodiscard]] std::string str() const { return text_ + "}"; }
+    [[nodiscard]] bool empty() const { return text_.size() == 1; }
 
 private:
     void separate();

@@ -120,12 +120,13 @@ TEST_CASE("custom planning keeps the planner settings the database gives", "[pg]
 TEST_CASE("the hot statements' generic plans probe indexes, even planned on an empty table",
           "[pg][store]") {
     test::TestDatabase db;
-    static constexpr std::array kHot{store::sql::kClaimScopedAfter, store::sql::kRecordOutcomes};
+    static constexpr std::array kHot{store::sql::kClaimScopedAfter, store::sql::kRecordOutcomes,
+                                     store::sql::kRecordOutcomesLettingGo};
     store::PgSession session{db.url(), kHot};
     const std::string claim_args =
         "('node-a/boot-1', '{[0,1024)}', 'default', 'default', NULL, '{}', 10, true, 0, 0)";
     const std::string outcome_args =
-        "('{1,2}', '{7,7}', '{done,done}', '{0,0}', '{\"\",\"\"}', '{}', '[]')";
+        "('{1,2}', '{7,7}', '{done,done}', '{0,0}', '{\"\",\"\"}', '[]')";
     // Executed once each (libpqxx prepares on first use), then explained.
     session.autocommit(store::sql::kClaimScopedAfter, [&](pqxx::nontransaction& tx) {
         return tx
@@ -137,12 +138,21 @@ TEST_CASE("the hot statements' generic plans probe indexes, even planned on an e
     session.autocommit(store::sql::kRecordOutcomes, [&](pqxx::nontransaction& tx) {
         return tx
             .exec_prepared(std::string{store::sql::kRecordOutcomes.name}, "{1,2}", "{7,7}",
-                           "{done,done}", "{0,0}", R"({"",""})", "{}", "[]")
+                           "{done,done}", "{0,0}", R"({"",""})", "[]")
+            .size();
+    });
+    session.autocommit(store::sql::kRecordOutcomesLettingGo, [&](pqxx::nontransaction& tx) {
+        return tx
+            .exec_prepared(std::string{store::sql::kRecordOutcomesLettingGo.name}, "{1,2}", "{7,7}",
+                           "{done,done}", "{0,0}", R"({"",""})", "[]", "{wf-1}")
             .size();
     });
     pqxx::nontransaction tx{session.connection(Plan::generic)};
-    for (const auto& plan : {explain(tx, "EXECUTE outbox_claim_scoped_after" + claim_args),
-                             explain(tx, "EXECUTE outbox_record_outcomes" + outcome_args)}) {
+    for (const auto& plan :
+         {explain(tx, "EXECUTE outbox_claim_scoped_after" + claim_args),
+          explain(tx, "EXECUTE outbox_record_outcomes" + outcome_args),
+          explain(tx, "EXECUTE outbox_record_outcomes_letting_go" +
+                          outcome_args.substr(0, outcome_args.size() - 1) + ", '{wf-1}')")}) {
         INFO(plan);
         CHECK(plan.find("Seq Scan") == std::string::npos);
         CHECK(plan.find("Bitmap") == std::string::npos);
