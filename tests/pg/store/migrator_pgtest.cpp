@@ -203,7 +203,7 @@ TEST_CASE("the rebuild that puts indexed columns first keeps every row, definiti
         REQUIRE(rows.size() == 1990);
         REQUIRE(attnum_of(db, "priority") > 20);
 
-        store::migrate(db.url());
+        store::migrate(db.url(), migrations_before(18));  // 0018 changes two columns' types
         CHECK(attnum_of(db, "id") == 1);
         for (const auto* column : {"priority", "waiting", "holds_order", "visible_after"})
             CHECK(attnum_of(db, column) <= 6);
@@ -225,6 +225,8 @@ TEST_CASE("the rebuild that puts indexed columns first keeps every row, definiti
                       "', 'outbox', 'INSERT WITH GRANT "
                       "OPTION')")[0][0]
                   .as<bool>());
+        store::migrate(db.url());
+        CHECK(outbox_rows(db).size() == rows.size() + 1);
     }
     pqxx::connection admin{test::TestDatabase::admin_url()};
     pqxx::nontransaction{admin}.exec("DROP ROLE " + role);

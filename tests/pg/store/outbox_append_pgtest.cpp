@@ -199,6 +199,17 @@ TEST_CASE("the schema refuses malformed rows written by plain SQL", "[pg][store]
             trace + ")"));
     }
     CHECK(f.count("true") == 0);
+    // The bounds hold for plain SQL updates too, named as the checks they replace (0018).
+    CHECK_THROWS_WITH(
+        f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, priority) "
+                  "VALUES ('wf', 0, 'a', 101)"),
+        Catch::Contains("outbox_priority_range"));
+    f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, 'a')");
+    CHECK_THROWS_WITH(f.db.exec("UPDATE outbox SET priority = -1"),
+                      Catch::Contains("outbox_priority_range"));
+    CHECK_THROWS_WITH(f.db.exec("UPDATE outbox SET traceparent = 'x'"),
+                      Catch::Contains("outbox_traceparent_format"));
+    CHECK(f.count("priority = 0 AND traceparent IS NULL") == 1);
 }
 
 TEST_CASE("a traceparent staged by the API or by plain SQL reads back and travels with a claim",
