@@ -146,6 +146,7 @@ std::vector<std::string> outbox_definitions(const test::TestDatabase& db) {
                  " ORDER BY 1")) {
         defs.push_back(r[0].is_null() ? "NULL" : r[0].as<std::string>());
     }
+    std::sort(defs.begin(), defs.end());  // byte order, whatever the database collation
     return defs;
 }
 
@@ -203,12 +204,33 @@ TEST_CASE("the rebuild that puts indexed columns first keeps every row, definiti
         REQUIRE(rows.size() == 1990);
         REQUIRE(attnum_of(db, "priority") > 20);
 
-        store::migrate(db.url(), migrations_before(18));  // 0018 changes two columns' types
+        store::migrate(db.url());
         CHECK(attnum_of(db, "id") == 1);
         for (const auto* column : {"priority", "waiting", "holds_order", "visible_after"})
             CHECK(attnum_of(db, column) <= 6);
         CHECK(outbox_rows(db) == rows);
-        CHECK(outbox_definitions(db) == defs);
+        // Two checks move into the columns' types, as domains; nothing else changes.
+        std::vector<std::string> expected;
+        for (auto line : defs) {
+            if (line.starts_with("constraint outbox_priority_range ") ||
+                line.starts_with("constraint outbox_traceparent_format ")) {
+                continue;
+            }
+            const auto swap = [&line](const std::string& from, const std::string& to) {
+                if (const auto at = line.find(from); at != std::string::npos)
+                    line.replace(at, from.size(), to);
+            };
+            swap("column priority smallint ", "column priority outbox_priority ");
+            swap("column traceparent text ", "column traceparent outbox_traceparent ");
+            swap("(priority > 0)", "((priority)::smallint > 0)");
+            expected.push_back(line);
+        }
+        std::sort(expected.begin(), expected.end());
+        CHECK(outbox_definitions(db) == expected);
+        CHECK(
+            db.exec("SELECT count(*) FROM pg_constraint WHERE conrelid = 'outbox'::regclass"
+                    " AND conname IN ('outbox_priority_range', 'outbox_traceparent_format')")[0][0]
+                .as<int>() == 0);
         // Ids go on past the last one ever drawn; defaults and generated columns still apply.
         const auto fresh = db.exec(
             "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf-new', 0, 'a')"
@@ -225,8 +247,6 @@ TEST_CASE("the rebuild that puts indexed columns first keeps every row, definiti
                       "', 'outbox', 'INSERT WITH GRANT "
                       "OPTION')")[0][0]
                   .as<bool>());
-        store::migrate(db.url());
-        CHECK(outbox_rows(db).size() == rows.size() + 1);
     }
     pqxx::connection admin{test::TestDatabase::admin_url()};
     pqxx::nontransaction{admin}.exec("DROP ROLE " + role);

@@ -199,7 +199,7 @@ TEST_CASE("the schema refuses malformed rows written by plain SQL", "[pg][store]
             trace + ")"));
     }
     CHECK(f.count("true") == 0);
-    // The bounds hold for plain SQL updates too, named as the checks they replace (0018).
+    // The bounds hold for plain SQL updates too, named as the checks they replace (0017).
     CHECK_THROWS_WITH(
         f.db.exec("INSERT INTO outbox (workflow_id, ordinal, activity_type, priority) "
                   "VALUES ('wf', 0, 'a', 101)"),
