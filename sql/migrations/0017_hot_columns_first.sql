@@ -36,11 +36,12 @@
 -- updated row again for a BEFORE UPDATE row trigger, whatever its columns.
 --
 -- A rebuild copies every row under an exclusive lock: on a large table the migration takes
--- a while (7 s for a million rows, half of them done, on a 2-vCPU machine), and nodes and
--- the application's inserts wait for it.
+-- a while (6.4 s for a million rows, half of them done, on a 2-vCPU machine), and nodes
+-- and the application's inserts wait for it.
 -- What a copy cannot carry over on its own (a view or a rule on the table, a policy, a
--- publication, a foreign key, a table inheriting from it, a column added by hand) makes it
--- stop with an error naming it and change nothing: drop it, migrate, then create it again.
+-- publication, a foreign key, inheritance, extended statistics, a replica identity other
+-- than the default, a column added by hand) makes it stop with an error naming it and
+-- change nothing: drop it, migrate, then create it again.
 -- Everything else defined on the table, including indexes, constraints, defaults, triggers,
 -- grants, comments and storage options added by hand, is read from the catalogs and
 -- defined again on the new table.
