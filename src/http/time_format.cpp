@@ -68,6 +68,12 @@ std::optional<store::TimePoint> parse_rfc3339(std::string_view text) {
     tm.tm_min = minute;
     tm.tm_sec = second;
     const std::time_t utc = timegm(&tm) - std::time_t{offset_minutes} * 60;
+    // Within the years the format writes (0001..9999, in UTC): a leap second or an offset can
+    // carry a valid-looking text past either end ("9999-12-31T23:59:60Z" is year 10000),
+    // which would not read back the same (found by the staging-body fuzzer).
+    constexpr std::time_t kFirst = -62135596800;  // 0001-01-01T00:00:00Z
+    constexpr std::time_t kEnd = 253402300800;    // 10000-01-01T00:00:00Z
+    if (utc < kFirst || utc >= kEnd) return std::nullopt;
     return store::TimePoint{std::chrono::duration_cast<store::TimePoint::duration>(
         std::chrono::seconds{utc} + std::chrono::microseconds{micros})};
 }

@@ -22,4 +22,13 @@ TEST_CASE("RFC 3339 instants round trip across every year PostgreSQL and the for
           "2030-01-01T00:00:00.000000Z");
     CHECK_FALSE(parse_rfc3339("2030-13-01T00:00:00Z"));
     CHECK_FALSE(parse_rfc3339("tomorrow"));
+    // Past either end of the years the format writes, once in UTC: refused, not written back
+    // as another text.
+    CHECK_FALSE(parse_rfc3339("9999-12-31T23:59:60.999999Z"));
+    CHECK_FALSE(parse_rfc3339("9999-12-31T23:30:00-01:00"));
+    CHECK_FALSE(parse_rfc3339("0001-01-01T00:30:00+01:00"));
+    CHECK_FALSE(parse_rfc3339("0000-06-01T00:00:00Z"));
+    CHECK(parse_rfc3339("0001-01-01T01:00:00+01:00") == parse_rfc3339("0001-01-01T00:00:00Z"));
+    CHECK(format_rfc3339(*parse_rfc3339("2016-12-31T23:59:60Z")) ==
+          "2017-01-01T00:00:00.000000Z");
 }
