@@ -103,49 +103,52 @@ std::span<const store::Migration> migrations_before(std::int64_t version) {
     return {all.begin(), at};
 }
 
+// The first column of each row of `sql`, as text ("NULL" for a NULL).
+std::vector<std::string> first_column(const test::TestDatabase& db, const std::string& sql) {
+    std::vector<std::string> out;
+    for (const auto& r : db.exec(sql))
+        out.push_back(r[0].is_null() ? "NULL" : r[0].as<std::string>());
+    return out;
+}
+
 // One line per row, every column by name, in id order.
 std::vector<std::string> outbox_rows(const test::TestDatabase& db) {
-    std::vector<std::string> rows;
-    for (const auto& r :
-         db.exec("SELECT concat_ws('|', id, dispatch_key, workflow_id, ordinal, run_id, namespace,"
-                 " task_queue, node, activity_type, input, status, attempt, visible_after,"
-                 " claimed_at, claimed_by, claim_token, last_error, created_at, finished_at, shard,"
-                 " priority, waiting, result, traceparent, holds_order, lease_token,"
-                 " lease_expires_at, heartbeat_at, progress) FROM outbox ORDER BY id")) {
-        rows.push_back(r[0].as<std::string>());
-    }
-    return rows;
+    return first_column(
+        db,
+        "SELECT concat_ws('|', id, dispatch_key, workflow_id, ordinal, run_id, namespace,"
+        " task_queue, node, activity_type, input, status, attempt, visible_after,"
+        " claimed_at, claimed_by, claim_token, last_error, created_at, finished_at, shard,"
+        " priority, waiting, result, traceparent, holds_order, lease_token,"
+        " lease_expires_at, heartbeat_at, progress) FROM outbox ORDER BY id");
 }
 
 // Everything defined on the table but its column order.
 std::vector<std::string> outbox_definitions(const test::TestDatabase& db) {
-    std::vector<std::string> defs;
-    for (const auto& r :
-         db.exec("SELECT 'column ' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)"
-                 "       || ' ' || a.attnotnull || ' ' || "
-                 "coalesce(a.attcollation::regcollation::text, '')"
-                 "       || ' ' || a.attidentity::text || a.attgenerated::text || ' '"
-                 "       || coalesce(pg_get_expr(d.adbin, d.adrelid), '')"
-                 " FROM pg_attribute a LEFT JOIN pg_attrdef d"
-                 "   ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
-                 " WHERE a.attrelid = 'outbox'::regclass AND a.attnum > 0 AND NOT a.attisdropped"
-                 " UNION ALL SELECT 'index ' || indexdef FROM pg_indexes WHERE tablename = 'outbox'"
-                 " UNION ALL SELECT 'constraint ' || conname || ' ' || pg_get_constraintdef(oid)"
-                 "   FROM pg_constraint WHERE conrelid = 'outbox'::regclass"
-                 " UNION ALL SELECT 'trigger ' || pg_get_triggerdef(oid)"
-                 "   FROM pg_trigger WHERE tgrelid = 'outbox'::regclass AND NOT tgisinternal"
-                 " UNION ALL SELECT 'table ' || coalesce(relacl::text, '') || ' '"
-                 "   || coalesce(reloptions::text, '') || ' ' || relowner::regrole::text || ' '"
-                 "   || coalesce(obj_description(oid, 'pg_class'), '')"
-                 "   FROM pg_class WHERE oid = 'outbox'::regclass"
-                 " UNION ALL SELECT 'comment ' || a.attname || ' ' || col_description(a.attrelid, "
-                 "a.attnum)"
-                 "   FROM pg_attribute a WHERE a.attrelid = 'outbox'::regclass AND a.attnum > 0"
-                 "     AND col_description(a.attrelid, a.attnum) IS NOT NULL"
-                 " UNION ALL SELECT 'sequence ' || last_value FROM outbox_id_seq"
-                 " ORDER BY 1")) {
-        defs.push_back(r[0].is_null() ? "NULL" : r[0].as<std::string>());
-    }
+    auto defs = first_column(
+        db,
+        "SELECT 'column ' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)"
+        "       || ' ' || a.attnotnull || ' ' || "
+        "coalesce(a.attcollation::regcollation::text, '')"
+        "       || ' ' || a.attidentity::text || a.attgenerated::text || ' '"
+        "       || coalesce(pg_get_expr(d.adbin, d.adrelid), '')"
+        " FROM pg_attribute a LEFT JOIN pg_attrdef d"
+        "   ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+        " WHERE a.attrelid = 'outbox'::regclass AND a.attnum > 0 AND NOT a.attisdropped"
+        " UNION ALL SELECT 'index ' || indexdef FROM pg_indexes WHERE tablename = 'outbox'"
+        " UNION ALL SELECT 'constraint ' || conname || ' ' || pg_get_constraintdef(oid)"
+        "   FROM pg_constraint WHERE conrelid = 'outbox'::regclass"
+        " UNION ALL SELECT 'trigger ' || pg_get_triggerdef(oid)"
+        "   FROM pg_trigger WHERE tgrelid = 'outbox'::regclass AND NOT tgisinternal"
+        " UNION ALL SELECT 'table ' || coalesce(relacl::text, '') || ' '"
+        "   || coalesce(reloptions::text, '') || ' ' || relowner::regrole::text || ' '"
+        "   || coalesce(obj_description(oid, 'pg_class'), '')"
+        "   FROM pg_class WHERE oid = 'outbox'::regclass"
+        " UNION ALL SELECT 'comment ' || a.attname || ' ' || col_description(a.attrelid, "
+        "a.attnum)"
+        "   FROM pg_attribute a WHERE a.attrelid = 'outbox'::regclass AND a.attnum > 0"
+        "     AND col_description(a.attrelid, a.attnum) IS NOT NULL"
+        " UNION ALL SELECT 'sequence ' || last_value FROM outbox_id_seq"
+        " ORDER BY 1");
     std::sort(defs.begin(), defs.end());  // byte order, whatever the database collation
     return defs;
 }

@@ -209,6 +209,10 @@ TEST_CASE("the schema refuses malformed rows written by plain SQL", "[pg][store]
                       Catch::Contains("outbox_priority_range"));
     CHECK_THROWS_WITH(f.db.exec("UPDATE outbox SET traceparent = 'x'"),
                       Catch::Contains("outbox_traceparent_format"));
+    // Hostile values by plain SQL: a priority past smallint, a 1 MB traceparent.
+    CHECK_THROWS(f.db.exec("UPDATE outbox SET priority = 40000"));
+    CHECK_THROWS_WITH(f.db.exec("UPDATE outbox SET traceparent = '00-' || repeat('a', 1048576)"),
+                      Catch::Contains("outbox_traceparent_format"));
     CHECK(f.count("priority = 0 AND traceparent IS NULL") == 1);
 }
 
