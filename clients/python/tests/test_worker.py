@@ -196,6 +196,9 @@ class WorkerTest(unittest.IsolatedAsyncioTestCase):
             support.terminate(process)
         self.assertEqual(status, 0)
         self.assertLess(took, 10)
+        # The worker exits once its answers are on the wire; the node records them in its next
+        # outcome batch (the protocol has no acknowledgement).
+        await wait_for_rows(ns, {"done": 4, "pending": 1}, timeout=10)
         rows = sql("SELECT dispatch_key, status, attempt, (result->>'slept_ms')::int "
                    "FROM outbox WHERE namespace = %s ORDER BY dispatch_key", (ns,))
         finished = [row for row in rows if row[0] != "term-late:0"]

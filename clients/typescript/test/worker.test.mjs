@@ -237,9 +237,14 @@ test("stop() lets tasks in flight finish, then closes", async () => {
   await worker.stop(10_000);
   assert.equal(finished.length, 4, "the four in flight finished before stop() resolved");
   assert.equal(worker.stats().connectedNodes, 0);
+  // stop() resolves once the answers are written to the socket; the node records them in its
+  // next outcome batch (the protocol has no acknowledgement), so wait for that write.
   const done = [];
   for (const ordinal of finished) {
-    const r = await row(`${wf}:${ordinal}`);
+    const r = await waitFor(async () => {
+      const current = await row(`${wf}:${ordinal}`);
+      return current.status === "claimed" ? undefined : current;
+    }, { what: `the outcome of ${wf}:${ordinal}` });
     assert.equal(r.status, "done");
     assert.equal(r.attempt, 0);
     done.push(r.result);
