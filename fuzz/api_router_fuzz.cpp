@@ -40,10 +40,7 @@
 #include "fuzz_check.hpp"
 #include "http/api_router.hpp"
 #include "http/http_session.hpp"
-#include "outboxd/cluster/cluster_member.hpp"
-#include "outboxd/dispatch/db_lane.hpp"
-#include "outboxd/dispatch/dispatcher.hpp"
-#include "outboxd/dispatch/namespace_cache.hpp"
+#include "outboxd/engine/engine_directory.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
@@ -73,20 +70,20 @@ constexpr auto kAnswerDeadline = std::chrono::seconds{20};
 struct Node {
     Node()
         : metrics(prometheus_registry),
-          lane({.name = "api"}, kDatabaseUrl),
-          namespaces(ioc.get_executor(), lane, 10000, std::chrono::milliseconds{1000}),
-          member(ioc.get_executor(), lane, metrics,
-                 {"fuzz-node", "fuzz-node/boot", "ws://127.0.0.1:8080/v1/workers",
-                  std::chrono::milliseconds{5000}}),
-          dispatcher(ioc.get_executor(), {lane, lane, lane, lane}, registry, namespaces, metrics,
-                     {}, [this] { return member.owner(); }),
+          engines(registry),
           open(ioc.get_executor(), services(), settings(false)),
-          guarded(ioc.get_executor(), services(), settings(true)) {}
+          guarded(ioc.get_executor(), services(), settings(true)) {
+        outboxd::engine::EngineSettings engine;
+        engine.database_url = kDatabaseUrl;
+        engine.member = {"fuzz-node", "fuzz-node/boot", "ws://127.0.0.1:8080/v1/workers",
+                         std::chrono::milliseconds{5000}};
+        engines.add(std::make_unique<outboxd::engine::OutboxEngine>(
+            outboxd::engine::EngineContext{ioc.get_executor(), registry, metrics, engines},
+            engine));
+    }
 
     http::NodeServices services() {
-        return {
-            dispatcher,          registry, member, namespaces, lane, prometheus_registry, metrics,
-            [] { return false; }};
+        return {engines, prometheus_registry, metrics, [] { return false; }};
     }
 
     static http::ServerSettings settings(bool guarded) {
@@ -102,11 +99,8 @@ struct Node {
     prometheus::Registry prometheus_registry;
     outboxd::metrics::NodeMetrics metrics;
     boost::asio::io_context ioc{1};
-    dispatch::DbLane lane;
     outboxd::worker::WorkerRegistry registry;
-    dispatch::NamespaceCache namespaces;
-    outboxd::cluster::ClusterMember member;
-    dispatch::Dispatcher dispatcher;
+    outboxd::engine::EngineDirectory engines;
     http::ApiRouter open;
     http::ApiRouter guarded;
 };

@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 
-#include "outboxd/push/delivery.hpp"
+#include "outboxd/sinks/http_push/delivery.hpp"
 
 namespace {
 
@@ -162,7 +162,8 @@ private:
             return false;
         }
         if (std::llabs(std::time(nullptr) - t) > options_.signature_tolerance_s) return false;
-        const auto expected = outboxd::push::signature(*options_.secret, t, request.body());
+        const auto expected =
+            outboxd::sinks::http_push::signature(*options_.secret, t, request.body());
         return expected.size() == header.size() &&
                CRYPTO_memcmp(expected.data(), header.data(), header.size()) == 0;
     }

@@ -9,7 +9,7 @@
 
 namespace outboxd::cluster {
 
-ClusterMember::ClusterMember(boost::asio::any_io_executor loop, dispatch::DbLane& lane,
+ClusterMember::ClusterMember(boost::asio::any_io_executor loop, store::ClusterLane& lane,
                              metrics::NodeMetrics& metrics, MemberSettings settings)
     : loop_(std::move(loop)),
       lane_(lane),
@@ -76,10 +76,10 @@ void ClusterMember::tick() {
     ticking_ = true;
     const bool queued = lane_.call(
         loop_, lifetime_.watch(),
-        [settings = settings_, leaving = leaving_](dispatch::DbHandles db) {
+        [settings = settings_, leaving = leaving_](store::ClusterStores& db) {
             return run_tick(db.cluster, settings, leaving);
         },
-        [this](dispatch::LaneResult<TickResult> done) {
+        [this](store::LaneResult<TickResult> done) {
             if (!done.ok()) done.value.error = std::move(done.error);  // run_tick catches its own
             apply(std::move(done.value));
         });
@@ -136,11 +136,11 @@ void ClusterMember::leave(std::function<void()> done) {
     auto finish = std::make_shared<std::function<void()>>(std::move(done));
     const bool queued = lane_.call(
         loop_, lifetime_.watch(),
-        [settings = settings_](dispatch::DbHandles db) {
+        [settings = settings_](store::ClusterStores& db) {
             db.cluster.release_shards(settings.incarnation, store::ShardRanges::all());
             db.cluster.deregister(settings.incarnation);
         },
-        [node_id = settings_.node_id, finish](const dispatch::LaneResult<std::monostate>& done) {
+        [node_id = settings_.node_id, finish](const store::LaneResult<std::monostate>& done) {
             if (done.ok()) {
                 spdlog::info("event=left_cluster node={}", node_id);
             } else {

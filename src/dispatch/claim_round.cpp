@@ -50,16 +50,15 @@ std::vector<worker::Route> askable(const std::vector<worker::Route>& routes,
     return out;
 }
 
-// Runs `attempt`; a failure that is neither the connection nor contention is the route's
-// own (refused, and the round goes on); those two fail the round.
+// Runs `attempt`; a failure that is not the database's (store::TransientError: the
+// connection, contention) is the route's own: refused, and the round goes on. The
+// database's fails the round.
 template <typename Attempt>
 bool own_failure(const store::ClaimScope& scope, ClaimRoundResult& result, Attempt attempt) {
     try {
         attempt();
         return false;
-    } catch (const store::UnavailableError&) {
-        throw;
-    } catch (const store::ConflictError&) {
+    } catch (const store::TransientError&) {
         throw;
     } catch (const std::exception& error) {
         result.refused.emplace_back(scope, error.what());
@@ -78,9 +77,7 @@ std::vector<worker::Route> probe_routes(store::ClaimStore& store, const store::O
     std::vector<std::size_t> due;
     try {
         due = store.routes_with_due_rows(owner, scopes);
-    } catch (const store::UnavailableError&) {
-        throw;
-    } catch (const store::ConflictError&) {
+    } catch (const store::TransientError&) {
         throw;
     } catch (const std::exception&) {
         due.clear();
@@ -123,9 +120,7 @@ std::vector<std::optional<std::vector<store::OutboxRow>>> claim_plain(
     try {
         auto all = store.claim_routes(owner, claims);
         for (std::size_t i = 0; i < claims.size(); ++i) rows[i] = std::move(all[i]);
-    } catch (const store::UnavailableError&) {
-        throw;
-    } catch (const store::ConflictError&) {
+    } catch (const store::TransientError&) {
         throw;
     } catch (const std::exception&) {
         for (std::size_t i = 0; i < claims.size(); ++i) one(i);
@@ -139,7 +134,6 @@ std::vector<std::optional<std::vector<store::OutboxRow>>> claim_plain(
 struct SubClaim {
     store::ClaimScope scope;
     store::ClaimStore::ClaimControls controls;
-    std::string throttle_type;  // what a wait of it holds back ("": the namespace's rate)
 };
 
 std::vector<SubClaim> sub_claims(const store::ClaimScope& scope,
@@ -158,61 +152,55 @@ std::vector<SubClaim> sub_claims(const store::ClaimScope& scope,
             rest.activity_types.push_back(type);
             continue;
         }
-        SubClaim sub{scope, base, type};
+        SubClaim sub{scope, base};
         sub.scope.activity_types = {type};
         sub.controls.activity_type = type;
         sub.controls.max_in_flight = policy->second.max_in_flight;
         sub.controls.type_rate = policy->second.rate_limit;
         out.push_back(std::move(sub));
     }
-    if (!rest.activity_types.empty()) out.push_back({std::move(rest), base, ""});
+    if (!rest.activity_types.empty()) out.push_back({std::move(rest), base});
     return out;
 }
 
-// A controlled route's claims, one after the other within its limit; a limit that left no
-// room holds its part back (throttles) until it may leave some, without a statement.
+// A controlled route's claims, one after the other within its limit. A part the limits hold
+// back (ClaimLimits) is skipped without a statement; what each claim saw of its limits
+// decides when its part may claim again.
 std::vector<store::OutboxRow> claim_controlled(store::ClaimStore& store, const store::Owner& owner,
                                                const store::ClaimStore::RouteClaim& claim,
                                                const store::DeliveryControls& controls,
-                                               Throttles& throttles, ClaimRoundResult& result) {
+                                               ClaimLimits::Parts& parts,
+                                               ClaimRoundResult& result) {
     std::vector<store::OutboxRow> rows;
-    const auto now = Throttles::Clock::now();
+    const auto now = ClaimLimits::Clock::now();
     std::optional<std::chrono::milliseconds> soonest;
+    const auto wait_at_most = [&soonest](std::chrono::milliseconds wait) {
+        soonest = soonest ? std::min(*soonest, wait) : wait;
+    };
     bool full = false;
     const auto& ns = claim.scope.namespace_name;
     for (const auto& sub : sub_claims(claim.scope, controls)) {
         const auto left = claim.limit - static_cast<std::int32_t>(rows.size());
         if (left <= 0) break;
-        const bool held = throttles.holds(ns, sub.throttle_type, now) ||
-                          (sub.controls.namespace_rate && throttles.holds(ns, "", now));
-        if (held) {
-            const auto until =
-                std::max(throttles.until[{ns, sub.throttle_type}], throttles.until[{ns, ""}]);
-            const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
-            soonest = soonest ? std::min(*soonest, wait) : wait;
+        const auto& sc = sub.controls;
+        if (const auto until =
+                parts.held(ns, sc.activity_type, sc.namespace_rate.has_value(), now)) {
+            wait_at_most(std::chrono::duration_cast<std::chrono::milliseconds>(*until - now));
             continue;
         }
         // Only a route claimed whole may keep its claim position: a part of its types would
         // read past rows of the others it never claimed.
-        const auto after = sub.controls.limited() ? std::nullopt : claim.after;
-        auto claimed = store.claim_controlled(owner, sub.scope, left, after, sub.controls);
-        if (claimed.wait) {
-            const auto key = sub.controls.namespace_rate && !sub.controls.type_rate &&
-                                     !sub.controls.max_in_flight
-                                 ? std::string{}
-                                 : sub.throttle_type;
-            throttles.until[{ns, key}] = now + *claimed.wait;
-            if (claimed.full) {
-                throttles.full.insert({ns, key});
-                full = true;
-            }
-            soonest = soonest ? std::min(*soonest, *claimed.wait) : *claimed.wait;
+        const auto after = sc.limited() ? std::nullopt : claim.after;
+        auto claimed = store.claim_controlled(owner, sub.scope, left, after, sc);
+        if (sc.limited()) {
+            const auto verdict = ClaimLimits::judge(claimed.limits, claimed.rows.size());
+            if (const auto wait = parts.learn(ns, sc, verdict, now)) wait_at_most(*wait);
+            full = full || verdict.full;
         }
         rows.insert(rows.end(), std::make_move_iterator(claimed.rows.begin()),
                     std::make_move_iterator(claimed.rows.end()));
     }
-    if (soonest) result.throttled.emplace_back(claim.scope, *soonest);
-    if (full) result.full.push_back(claim.scope);
+    if (soonest) result.held.push_back({claim.scope, *soonest, full});
     return rows;
 }
 
@@ -221,7 +209,7 @@ std::vector<store::OutboxRow> claim_controlled(store::ClaimStore& store, const s
 std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
     store::ClaimStore& store, const store::Owner& owner,
     const std::vector<store::ClaimStore::RouteClaim>& claims, const ClaimRequest& request,
-    Throttles& throttles, ClaimRoundResult& result) {
+    ClaimLimits::Parts& parts, ClaimRoundResult& result) {
     if (request.controls.empty()) return claim_plain(store, owner, claims, result);
     std::vector<std::optional<std::vector<store::OutboxRow>>> rows(claims.size());
     std::vector<store::ClaimStore::RouteClaim> plain;
@@ -234,8 +222,7 @@ std::vector<std::optional<std::vector<store::OutboxRow>>> claim_planned(
             continue;
         }
         (void)own_failure(claims[i].scope, result, [&] {
-            rows[i] =
-                claim_controlled(store, owner, claims[i], controls->second, throttles, result);
+            rows[i] = claim_controlled(store, owner, claims[i], controls->second, parts, result);
         });
     }
     auto plain_rows = claim_plain(store, owner, plain, result);
@@ -258,9 +245,10 @@ bool has_limits(const ClaimRequest& request, const store::ClaimScope& scope) {
 }
 
 // Whether `scope` was held back by a limit this round (its rows are not all claimed).
-bool throttled(const ClaimRoundResult& result, const store::ClaimScope& scope) {
-    return std::any_of(result.throttled.begin(), result.throttled.end(),
-                       [&scope](const auto& entry) { return entry.first == scope; });
+bool held_back(const ClaimRoundResult& result, const store::ClaimScope& scope) {
+    return std::any_of(
+        result.held.begin(), result.held.end(),
+        [&scope](const ClaimLimits::HeldRoute& held) { return held.scope == scope; });
 }
 
 // Adds one claim's rows to the result; true when the claim got every row it asked for. A
@@ -271,7 +259,7 @@ bool collect(ClaimRoundResult& result, const store::ClaimStore::RouteClaim& clai
     const bool filled = static_cast<std::int32_t>(rows.size()) == claim.limit;
     result.from_front = result.from_front || !claim.after;
     for (const auto& row : rows) result.last_token = std::max(result.last_token, row.claim_token);
-    if (throttled(result, claim.scope)) {
+    if (held_back(result, claim.scope)) {
         // as said above
     } else if (filled) {
         result.saturated = true;
@@ -294,6 +282,7 @@ std::vector<std::string> namespaces_of(const std::vector<worker::Route>& routes)
 ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& request,
                              ClaimerState& state) {
     ClaimRoundResult result;
+    result.parts = request.parts;  // handed back as the round leaves them
     const auto& owner = request.owner;
     if (owner.ranges.empty()) return result;
     auto routes = askable(request.routes, result);
@@ -349,8 +338,7 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
                           state.cursors.start(planned.scope, now, request.generations.front)});
     }
     try {
-        if (request.slots_freed) state.throttles.slots_freed();
-        auto claimed = claim_planned(store, owner, claims, request, state.throttles, result);
+        auto claimed = claim_planned(store, owner, claims, request, result.parts, result);
         const auto done = ClaimCursors::Clock::now();
         for (std::size_t i = 0; i < claims.size(); ++i) {
             if (!claimed[i]) continue;  // refused
@@ -389,8 +377,8 @@ ClaimRoundResult claim_apart(store::ClaimStore& store, const ClaimRequest& reque
     std::vector<store::ClaimStore::RouteClaim> claims;
     for (const auto& planned : plan_claims(input, once))
         claims.push_back({planned.scope, planned.limit, std::nullopt});
-    Throttles throttles;  // none carried: each claim apart asks the database
-    auto claimed = claim_planned(store, owner, claims, request, throttles, result);
+    ClaimLimits::Parts parts;  // none carried: each claim apart asks the database
+    auto claimed = claim_planned(store, owner, claims, request, parts, result);
     for (std::size_t i = 0; i < claims.size(); ++i) {
         if (!claimed[i]) continue;  // refused
         // A route that filled its claim has a backlog: it joins the claimer's rounds.

@@ -10,7 +10,7 @@
 
 namespace outboxd::dispatch {
 
-LeaseWriter::LeaseWriter(boost::asio::any_io_executor loop, DbLane& lane,
+LeaseWriter::LeaseWriter(boost::asio::any_io_executor loop, store::OutcomeLane& lane,
                          metrics::NodeMetrics& metrics, std::chrono::milliseconds flush_every)
     : loop_(std::move(loop)),
       lane_(lane),
@@ -67,8 +67,8 @@ void LeaseWriter::flush() {
     };
     const bool queued = lane_.call(
         loop_, lifetime_.watch(),
-        [batch](DbHandles db) { return db.outcomes.write_leases(*batch); },
-        [this, failed](const LaneResult<std::size_t>& done) {
+        [batch](store::OutcomeStores& db) { return db.outcomes.write_leases(*batch); },
+        [this, failed](const store::LaneResult<std::size_t>& done) {
             if (!done.ok()) return failed(done.error);
             metrics_.lease_statements_total.Increment();
             metrics_.lease_rows_total.Increment(static_cast<double>(done.value));

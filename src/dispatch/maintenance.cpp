@@ -32,7 +32,7 @@ struct Counted {
 
 }  // namespace
 
-Maintenance::Maintenance(boost::asio::any_io_executor loop, DbLane& lane,
+Maintenance::Maintenance(boost::asio::any_io_executor loop, store::MaintenanceLane& lane,
                          metrics::NodeMetrics& metrics, Settings settings, OwnerSource owner,
                          OrderedSource ordered, std::function<void(std::size_t)> rearmed)
     : loop_(std::move(loop)),
@@ -92,7 +92,7 @@ void Maintenance::reconcile() {
         [owner = std::move(owner), liveness = settings_.liveness, stale = settings_.stale,
          stale_grace = settings_.stale_grace, skip = std::move(ordered->skip),
          all_ordered = std::move(all_ordered),
-         release_unordered = known && release_unordered_](DbHandles db) {
+         release_unordered = known && release_unordered_](store::MaintenanceStores& db) {
             const auto started = Clock::now();
             Reconciled done;
             // Claims of incarnations that are gone: at once, not after a long timeout.
@@ -126,7 +126,7 @@ void Maintenance::reconcile() {
             done.took = Clock::now() - started;
             return done;
         },
-        [this, started = Clock::now()](LaneResult<Reconciled> done) {
+        [this, started = Clock::now()](store::LaneResult<Reconciled> done) {
             reconciling_ = false;
             const auto took = done.ok() ? done.value.took : Clock::now() - started;
             reconcile_rest_until_ = Clock::now() + 19 * took;
@@ -162,7 +162,7 @@ void Maintenance::apply_retention() {
     // Periodic: when the lane is full, the next period tries again.
     (void)lane_.call(
         loop_, lifetime_.watch(),
-        [retention = settings_.retention](DbHandles db) {
+        [retention = settings_.retention](store::MaintenanceStores& db) {
             std::int64_t total = 0;
             for (std::int64_t n = kRetentionBatch; n == kRetentionBatch;) {
                 n = db.maintenance.delete_finished(retention, kRetentionBatch);
@@ -170,7 +170,7 @@ void Maintenance::apply_retention() {
             }
             if (total > 0) spdlog::info("event=retention_deleted rows={}", total);
         },
-        [this](const LaneResult<std::monostate>& done) { result("retention", done.error); });
+        [this](const store::LaneResult<std::monostate>& done) { result("retention", done.error); });
 }
 
 void Maintenance::refresh_gauges() {
@@ -178,7 +178,7 @@ void Maintenance::refresh_gauges() {
     (void)lane_.call(
         loop_, lifetime_.watch(),
         [ranges = owner_().ranges,
-         blocking = ordered_().value_or(OrderedNamespaces{}).block](DbHandles db) {
+         blocking = ordered_().value_or(OrderedNamespaces{}).block](store::MaintenanceStores& db) {
             const auto started = Clock::now();
             Counted counted;
             for (const auto& [ns, c] : db.maintenance.count_live_by_namespace(ranges)) {
@@ -193,7 +193,7 @@ void Maintenance::refresh_gauges() {
             counted.took = Clock::now() - started;
             return counted;
         },
-        [this](const LaneResult<Counted>& done) {
+        [this](const store::LaneResult<Counted>& done) {
             gauges_rest_until_ = Clock::now() + 19 * done.value.took;
             if (done.ok()) {
                 metrics_.set_row_gauges(done.value.counts);

@@ -7,7 +7,7 @@
 
 namespace outboxd::dispatch {
 
-NamespaceCache::NamespaceCache(boost::asio::any_io_executor loop, DbLane& lane,
+NamespaceCache::NamespaceCache(boost::asio::any_io_executor loop, store::AdminLane& lane,
                                std::int64_t default_max_in_flight, std::chrono::milliseconds ttl)
     : loop_(std::move(loop)),
       lane_(lane),
@@ -34,8 +34,8 @@ void NamespaceCache::schedule() {
 void NamespaceCache::refresh_now() {
     // Periodic: when the lane is full, the next refresh tries again.
     (void)lane_.call(
-        loop_, lifetime_.watch(), [](DbHandles db) { return db.admin.list_namespaces(); },
-        [this](const LaneResult<std::vector<store::NamespaceSettings>>& listed) {
+        loop_, lifetime_.watch(), [](store::AdminStores& db) { return db.admin.list_namespaces(); },
+        [this](const store::LaneResult<std::vector<store::NamespaceSettings>>& listed) {
             if (!listed.ok()) return refresh_failed(listed.error);  // keep the last known
             if (const auto failed = failures_.succeeded(); failed > 0) {
                 spdlog::info("event=namespace_refresh_recovered failures={}", failed);

@@ -17,7 +17,7 @@ constexpr auto kRetryMax = std::chrono::milliseconds{5000};
 
 }  // namespace
 
-OutcomeWriter::OutcomeWriter(boost::asio::any_io_executor loop, DbLane& lane,
+OutcomeWriter::OutcomeWriter(boost::asio::any_io_executor loop, store::OutcomeLane& lane,
                              metrics::NodeMetrics& metrics, std::size_t max_batch)
     : loop_(std::move(loop)),
       lane_(lane),
@@ -51,7 +51,7 @@ void OutcomeWriter::flush() {
     };
     const bool queued = lane_.call(
         loop_, lifetime_.watch(),
-        [batch](DbHandles db) {
+        [batch](store::OutcomeStores& db) {
             std::vector<store::Outcome> outcomes;
             outcomes.reserve(batch->size());
             for (const auto& p : *batch) outcomes.push_back(p.outcome);
@@ -61,14 +61,14 @@ void OutcomeWriter::flush() {
             } catch (const store::ValidationError& e) {
                 written.error = e.what();  // the data: the same batch would fail the same way
                 written.failure = WriteFailure::data;
-            } catch (const store::UnavailableError& e) {
-                written.error = e.what();  // whether it landed is unknown: retried as a whole
-            } catch (const store::ConflictError& e) {
-                written.error = e.what();  // contention or a timeout: it passes later
+            } catch (const store::TransientError& e) {
+                // The database's (whether it landed is unknown, or contention): retried as a
+                // whole, later.
+                written.error = e.what();
             }
             return written;  // any other error: unexplained (the result's error)
         },
-        [this, batch](LaneResult<Written> done) {
+        [this, batch](store::LaneResult<Written> done) {
             if (!done.ok()) return fail(std::move(*batch), WriteFailure::unexplained, done.error);
             if (!done.value.error.empty()) {
                 return fail(std::move(*batch), done.value.failure, done.value.error);

@@ -211,9 +211,9 @@ void ApiRouter::on_lane(Job job, Respond respond) {
     // ever called, and released, on the loop thread.
     auto answer = std::make_shared<Respond>(std::move(respond));
     auto* faults = &services_.metrics.faults_total;
-    const bool queued = services_.api_lane.call(
+    const bool queued = services_.engines.primary().admin_lane().call(
         loop_, lifetime_.watch(),
-        [job = std::move(job), faults](dispatch::DbHandles db) {
+        [job = std::move(job), faults](store::AdminStores& db) {
             try {
                 return job(db);
             } catch (const store::ValidationError& error) {
@@ -235,7 +235,7 @@ void ApiRouter::on_lane(Job job, Respond respond) {
                 return error_response(500, "internal", "the request failed unexpectedly");
             }
         },
-        [answer](dispatch::LaneResult<ApiResponse> done) { (*answer)(std::move(done.value)); });
+        [answer](store::LaneResult<ApiResponse> done) { (*answer)(std::move(done.value)); });
     if (!queued) {
         (*answer)(error_response(503, "busy",
                                  "too many API requests are waiting for the database; try again"));
@@ -244,7 +244,7 @@ void ApiRouter::on_lane(Job job, Respond respond) {
 
 std::string ApiRouter::cluster_json() const {
     json nodes = json::array();
-    for (const auto& node : services_.member.nodes()) {
+    for (const auto& node : services_.engines.primary().member().nodes()) {
         json shards = json::array();
         for (const auto& [lo, hi] : node.shards.ranges()) shards.push_back({lo, hi});
         nodes.push_back({{"node_id", node.node_id},
@@ -293,8 +293,9 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     if (route_is({"readyz"})) {
         if (!only("GET")) return;
         const bool ready = services_.ready();
-        return respond(ok({{"ready", ready}, {"registered", services_.member.registered()}},
-                          ready ? 200 : 503));
+        return respond(ok(
+            {{"ready", ready}, {"registered", services_.engines.primary().member().registered()}},
+            ready ? 200 : 503));
     }
     if (route_is({"metrics"})) {
         if (only("GET")) {
@@ -334,7 +335,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     if (route_is({"v1", "outbox", "*"})) {
         if (!only("GET")) return;
         return on_lane(
-            [key = seg[2]](dispatch::DbHandles db) {
+            [key = seg[2]](store::AdminStores& db) {
                 const auto row = db.admin.find(key);
                 return row ? ApiResponse{200, "application/json", row_json(*row)}
                            : not_found("no outbox row with dispatch_key '" + key + "'");
@@ -349,7 +350,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (!all)
             return respond(error_response(400, "invalid_request", "all must be true or false"));
         return on_lane(
-            [workflow = seg[2], limit = *limit, all = *all](dispatch::DbHandles db) {
+            [workflow = seg[2], limit = *limit, all = *all](store::AdminStores& db) {
                 const auto rows = all ? db.admin.all_workflow_rows(workflow, limit)
                                       : db.admin.workflow_rows(workflow, limit);
                 return ApiResponse{200, "application/json",
@@ -365,7 +366,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
             // A resume's statement wakes every node, this one included, to claim from the
             // front: the resumed rows wait behind where claims read on.
             return on_lane(
-                [workflow, action](dispatch::DbHandles db) {
+                [workflow, action](store::AdminStores& db) {
                     const bool changed = action == "pause" ? db.admin.pause_workflow(workflow)
                                                            : db.admin.resume_workflow(workflow);
                     return ok({{"workflow_id", workflow},
@@ -377,7 +378,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (action == "cancel") {
             auto& metrics = services_.metrics;
             return on_lane(
-                [workflow, &metrics](dispatch::DbHandles db) {
+                [workflow, &metrics](store::AdminStores& db) {
                     const auto cancelled = db.admin.cancel_workflow(workflow);
                     // Prometheus counters are thread-safe; the label cache is not, so use Add.
                     for (const auto& [ns, count] : cancelled.by_namespace) {
@@ -397,7 +398,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
         if (const auto* error = std::get_if<std::string>(&parsed))
             return respond(error_response(400, "invalid_request", *error));
         return on_lane(
-            [query = std::get<DeadLetterQuery>(std::move(parsed))](dispatch::DbHandles db) {
+            [query = std::get<DeadLetterQuery>(std::move(parsed))](store::AdminStores& db) {
                 json letters = json::array();
                 const auto found =
                     db.admin.list_dead_letters(query.filter, query.limit, query.after);
@@ -428,7 +429,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
             return respond(error_response(400, "invalid_request", *error));
         const bool requeue = seg[2] == "requeue";
         return on_lane(
-            [bulk = std::get<DeadLetterBulk>(std::move(parsed)), requeue](dispatch::DbHandles db) {
+            [bulk = std::get<DeadLetterBulk>(std::move(parsed)), requeue](store::AdminStores& db) {
                 if (requeue)
                     return ok(
                         {{"requeued", db.admin.requeue_dead_letters(bulk.filter, bulk.limit)}});
@@ -439,7 +440,7 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     if (route_is({"v1", "dead-letters", "*", "requeue"})) {
         if (!only("POST")) return;
         return on_lane(
-            [key = seg[2]](dispatch::DbHandles db) {
+            [key = seg[2]](store::AdminStores& db) {
                 return db.admin.requeue_dead_letter(key)
                            ? ok({{"dispatch_key", key}, {"requeued", true}})
                            : not_found("no dead letter with dispatch_key '" + key + "'");
@@ -472,7 +473,7 @@ void ApiRouter::stage(const ApiRequest& request, Respond respond) {
         return respond({400, "application/json", json_text(body)});
     }
     on_lane(
-        [rows = std::get<std::vector<store::NewRow>>(std::move(parsed))](dispatch::DbHandles db) {
+        [rows = std::get<std::vector<store::NewRow>>(std::move(parsed))](store::AdminStores& db) {
             try {
                 const auto result = db.admin.append(rows);
                 return ok({{"staged", result.staged}, {"duplicates", result.duplicates}});
@@ -488,7 +489,7 @@ void ApiRouter::stage(const ApiRequest& request, Respond respond) {
 void ApiRouter::list_namespaces(Respond respond) {
     const auto default_quota = settings_.default_max_in_flight;
     on_lane(
-        [default_quota](dispatch::DbHandles db) {
+        [default_quota](store::AdminStores& db) {
             const auto counts = db.admin.namespace_counts();
             std::map<std::string, store::NamespaceSettings> settings;
             for (auto& s : db.admin.list_namespaces()) settings.emplace(s.name, std::move(s));
@@ -519,10 +520,10 @@ void ApiRouter::put_namespace(const std::string& name, const std::string& body, 
         return respond(error_response(400, error->code, error->message));
     }
     auto settings = std::get<store::NamespaceSettings>(std::move(parsed));
-    auto* cache = &services_.namespaces;
+    auto* cache = &services_.engines.primary().namespaces();
     const auto default_quota = settings_.default_max_in_flight;
     on_lane(
-        [settings, default_quota](dispatch::DbHandles db) {
+        [settings, default_quota](store::AdminStores& db) {
             db.admin.put_namespace(settings);
             return ok(namespace_json(settings.name, db.admin.get_namespace(settings.name),
                                      default_quota));
@@ -537,7 +538,7 @@ void ApiRouter::put_namespace(const std::string& name, const std::string& body, 
 void ApiRouter::get_namespace(const std::string& name, Respond respond) {
     const auto default_quota = settings_.default_max_in_flight;
     on_lane(
-        [name, default_quota](dispatch::DbHandles db) {
+        [name, default_quota](store::AdminStores& db) {
             return ok(namespace_json(name, db.admin.get_namespace(name), default_quota));
         },
         std::move(respond));

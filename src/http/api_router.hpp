@@ -34,7 +34,7 @@ public:
     [[nodiscard]] std::string cluster_json() const;
 
 private:
-    using Job = std::function<ApiResponse(dispatch::DbHandles)>;
+    using Job = std::function<ApiResponse(store::AdminStores&)>;
     // Runs `job` on the API lane and answers with its result; store errors become 4xx/5xx.
     void on_lane(Job job, Respond respond);
     [[nodiscard]] bool admin_allowed(const std::optional<std::string>& bearer) const;

@@ -1,10 +1,11 @@
 #include "http_session.hpp"
 
-#include <boost/beast/ssl.hpp>
-#include <boost/beast/websocket.hpp>
-#include <boost/beast/websocket/ssl.hpp>
+#include <type_traits>
 
-#include "worker_session.hpp"
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include "outboxd/http/upgrade.hpp"
 
 namespace outboxd::http {
 
@@ -154,11 +155,18 @@ void HttpSession<Stream>::upgrade(Request request) {
                 false);
         }
     }
+    auto* workers = server_.services.workers;
+    if (!workers) {
+        return write(error_response(404, "not_found", "this node serves no WebSocket workers"),
+                     false);
+    }
     beast::get_lowest_layer(stream_).expires_never();
     upgraded_ = true;
-    std::make_shared<WorkerSession<Stream>>(std::move(stream_), std::move(slot_), std::move(tls_),
-                                            server_)
-        ->run(std::move(request));
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+        workers->upgrade(std::move(stream_), std::move(request), std::move(slot_), std::move(tls_));
+    } else {
+        workers->upgrade(std::move(stream_), std::move(request), std::move(slot_));
+    }
 }
 
 template <typename Stream>

@@ -2,7 +2,8 @@
 
 // One HTTP connection, over plain TCP or TLS (Stream: PlainStream or TlsStream): reads
 // requests (bounded headers and body, an idle deadline), answers API routes, and hands a
-// WebSocket upgrade of /v1/workers to a WorkerSession after checking the worker token.
+// WebSocket upgrade of /v1/workers to the node's UpgradeHandler (upgrade.hpp) after checking
+// the worker token.
 
 #include <memory>
 #include <optional>

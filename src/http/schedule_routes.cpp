@@ -155,7 +155,7 @@ void ApiRouter::schedules(const std::vector<std::string>& seg, const ApiRequest&
                                           request.method + " is not allowed here; use GET"));
         }
         return on_lane(
-            [](dispatch::DbHandles db) {
+            [](store::AdminStores& db) {
                 std::string list = R"({"schedules":[)";
                 for (const auto& record : db.schedules.list()) {
                     if (list.back() == '}') list += ',';
@@ -174,7 +174,7 @@ void ApiRouter::schedules(const std::vector<std::string>& seg, const ApiRequest&
     };
     if (request.method == "GET") {
         return on_lane(
-            [id, missing](dispatch::DbHandles db) {
+            [id, missing](store::AdminStores& db) {
                 const auto record = db.schedules.get(id);
                 return record ? ok_text(schedule_json(*record)) : missing();
             },
@@ -182,7 +182,7 @@ void ApiRouter::schedules(const std::vector<std::string>& seg, const ApiRequest&
     }
     if (request.method == "DELETE") {
         return on_lane(
-            [id, missing](dispatch::DbHandles db) {
+            [id, missing](store::AdminStores& db) {
                 return db.schedules.remove(id) ? ok({{"id", id}, {"deleted", true}}) : missing();
             },
             std::move(respond));
@@ -195,7 +195,7 @@ void ApiRouter::schedules(const std::vector<std::string>& seg, const ApiRequest&
     auto parsed = parse_schedule(id, request.body);
     if (auto* error = std::get_if<ApiResponse>(&parsed)) return respond(std::move(*error));
     on_lane(
-        [spec = std::get<store::ScheduleSpec>(std::move(parsed))](dispatch::DbHandles db) {
+        [spec = std::get<store::ScheduleSpec>(std::move(parsed))](store::AdminStores& db) {
             db.schedules.put(spec);
             const auto record = db.schedules.get(spec.id);
             if (!record) return error_response(503, "conflict", "the schedule vanished; try again");

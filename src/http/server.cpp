@@ -10,11 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include "outboxd/util/untrusted_text.hpp"
-#include "outboxd/worker/protocol.hpp"
 
 #include "http_session.hpp"
 #include "server_impl.hpp"
-#include "worker_session.hpp"
 
 namespace outboxd::http {
 
@@ -87,10 +85,6 @@ HttpServer::Impl::Impl(net::io_context& ioc_, ServerSettings settings_, NodeServ
       accept_backoff(kAcceptRetryMin, kAcceptRetryMax, std::random_device{}()),
       accept_timer(ioc_) {
     if (settings.tls) tls = make_tls_context(*settings.tls);
-    // Every code's series from the start: a dashboard shows a healthy node's zeros.
-    for (const auto code : worker::protocol::code::kAll) {
-        services.metrics.protocol_errors_total.Add({{"code", std::string{code}}});
-    }
 }
 
 void HttpServer::Impl::start() {
@@ -234,34 +228,6 @@ void HttpServer::stop_accepting() {
     impl_->accept_timer.cancel();
     boost::system::error_code ec;
     impl_->acceptor.close(ec);
-}
-
-void HttpServer::drain_workers() {
-    const std::string frame = worker::protocol::encode(worker::protocol::Drain{});
-    // Over a copy: a session may end while it is sent to, and leave the map.
-    const auto workers = impl_->workers;
-    for (const auto& [id, weak] : workers) {
-        if (auto session = weak.lock()) session->send(frame);
-    }
-}
-
-void HttpServer::broadcast_cluster() {
-    worker::protocol::Cluster cluster;
-    for (const auto& node : impl_->services.member.nodes()) {
-        if (!node.draining) cluster.nodes.push_back({node.node_id, node.advertise_url});
-    }
-    const std::string frame = worker::protocol::encode(cluster);
-    const auto workers = impl_->workers;  // as in drain_workers
-    for (const auto& [id, weak] : workers) {
-        if (auto session = weak.lock(); session && session->greeted()) session->send(frame);
-    }
-}
-
-void HttpServer::close_workers() {
-    auto workers = impl_->workers;
-    for (auto& [id, weak] : workers) {
-        if (auto session = weak.lock()) session->close("node shutting down");
-    }
 }
 
 }  // namespace outboxd::http

@@ -12,27 +12,11 @@
 
 #include "api_router.hpp"
 #include "outboxd/http/server.hpp"
+#include "outboxd/http/upgrade.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/retry_backoff.hpp"
 
 namespace outboxd::http {
-
-class WorkerSessionBase;
-
-// Counts one open connection for as long as it lives; the session that owns the socket
-// holds it (an HTTP session, then the WebSocket session it upgrades to). Shares the count
-// with the server, so it may outlive it (sessions die with the io_context).
-class ConnectionSlot {
-public:
-    ConnectionSlot(std::shared_ptr<std::size_t> open, prometheus::Gauge& gauge);
-    ~ConnectionSlot();
-    ConnectionSlot(const ConnectionSlot&) = delete;
-    ConnectionSlot& operator=(const ConnectionSlot&) = delete;
-
-private:
-    std::shared_ptr<std::size_t> open_;
-    prometheus::Gauge& gauge_;
-};
 
 class HttpServer::Impl {
 public:
@@ -54,7 +38,6 @@ public:
     ApiRouter router;
     boost::asio::ip::tcp::acceptor acceptor;
     bool accepting = false;
-    std::map<std::string, std::weak_ptr<WorkerSessionBase>> workers;  // by session id
     // Set when the node serves HTTPS and wss:// (ServerSettings::tls); sessions then run TLS
     // and keep it alive as long as their streams use it (they may outlive the server).
     std::shared_ptr<boost::asio::ssl::context> tls;

@@ -12,10 +12,9 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
-namespace outboxd::http {
+#include "outboxd/http/upgrade.hpp"
 
-using PlainStream = boost::beast::tcp_stream;
-using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
+namespace outboxd::http {
 
 inline PlainStream make_stream(boost::asio::ip::tcp::socket socket, PlainStream*,
                                const std::shared_ptr<boost::asio::ssl::context>&) {

@@ -8,6 +8,8 @@
 #include "outboxd/worker/protocol.hpp"
 
 namespace outboxd::http {
+
+namespace http_push = sinks::http_push;
 namespace {
 
 using nlohmann::json;
@@ -40,7 +42,7 @@ std::int32_t integer(const json& body, const char* field, std::int32_t fallback,
 }  // namespace
 
 std::variant<store::HttpTargetSettings, TargetBodyError> parse_target_request(
-    const std::string& name, const std::string& body, const push::HostPolicy& policy) {
+    const std::string& name, const std::string& body, const http_push::HostPolicy& policy) {
     if (util::json_nesting_depth(body, worker::protocol::kMaxNesting) >
         worker::protocol::kMaxNesting) {
         return TargetBodyError{"invalid_json", "", "request body nests too deep"};
@@ -85,8 +87,8 @@ std::variant<store::HttpTargetSettings, TargetBodyError> parse_target_request(
             target.activity_types.push_back(type.get<std::string>());
         }
         target.url = text(request, "url", true);
-        target.max_in_flight = integer(request, "max_in_flight", 64, push::kMaxTargetInFlight);
-        target.timeout_ms = integer(request, "timeout_ms", 30000, push::kMaxTargetTimeoutMs);
+        target.max_in_flight = integer(request, "max_in_flight", 64, http_push::kMaxTargetInFlight);
+        target.timeout_ms = integer(request, "timeout_ms", 30000, http_push::kMaxTargetTimeoutMs);
         if (const auto secret = request.find("signing_secret");
             secret != request.end() && !secret->is_null()) {
             if (!secret->is_string()) {
@@ -114,7 +116,7 @@ std::variant<store::HttpTargetSettings, TargetBodyError> parse_target_request(
     } catch (const Bad& bad) {
         return TargetBodyError{"invalid_request", bad.field, bad.message};
     }
-    if (auto problem = push::check_target(target, policy)) {
+    if (auto problem = http_push::check_target(target, policy)) {
         return TargetBodyError{"invalid_request", problem->field, problem->message};
     }
     return target;

@@ -5,18 +5,20 @@
 #include <nlohmann/json.hpp>
 
 #include "api_router.hpp"
-#include "outboxd/push/http_targets.hpp"
+#include "outboxd/sinks/http_push/http_targets.hpp"
 #include "target_parser.hpp"
 #include "time_format.hpp"
 
 namespace outboxd::http {
+
+namespace http_push = sinks::http_push;
 namespace {
 
 using nlohmann::json;
 
 // `states`: this node's view of its targets, taken on the loop before the job went to the
 // lane (the job must not reach into loop-thread state).
-json target_json(const store::HttpTargetRecord& record, const push::TargetStates& states,
+json target_json(const store::HttpTargetRecord& record, const http_push::TargetStates& states,
                  const std::string& node_id) {
     const auto& t = record.settings;
     json headers = json::object();
@@ -58,16 +60,16 @@ ApiResponse ok(const json& body) { return {200, "application/json", json_text(bo
 
 void ApiRouter::http_targets(const std::vector<std::string>& seg, const ApiRequest& request,
                              Respond respond) {
-    auto* targets = services_.targets;
-    const auto node_id = services_.member.settings().node_id;
-    const auto states = targets ? targets->states() : push::TargetStates{};
+    auto* targets = services_.engines.primary().sinks<http_push::HttpTargets>();
+    const auto node_id = services_.engines.primary().member().settings().node_id;
+    const auto states = targets ? targets->states() : http_push::TargetStates{};
     if (seg.size() == 2) {
         if (request.method != "GET") {
             return respond(error_response(405, "method_not_allowed",
                                           request.method + " is not allowed here; use GET"));
         }
         return on_lane(
-            [states, node_id](dispatch::DbHandles db) {
+            [states, node_id](store::AdminStores& db) {
                 json list = json::array();
                 for (const auto& record : db.targets.list()) {
                     list.push_back(target_json(record, states, node_id));
@@ -79,7 +81,7 @@ void ApiRouter::http_targets(const std::vector<std::string>& seg, const ApiReque
     const std::string& name = seg[2];
     if (request.method == "GET") {
         return on_lane(
-            [states, node_id, name](dispatch::DbHandles db) {
+            [states, node_id, name](store::AdminStores& db) {
                 const auto record = db.targets.get(name);
                 if (!record) {
                     return error_response(404, "not_found", "no HTTP target named '" + name + "'");
@@ -90,13 +92,15 @@ void ApiRouter::http_targets(const std::vector<std::string>& seg, const ApiReque
     }
     if (request.method == "DELETE") {
         return on_lane(
-            [name](dispatch::DbHandles db) {
+            [name](store::AdminStores& db) {
                 if (!db.targets.remove(name)) {
                     return error_response(404, "not_found", "no HTTP target named '" + name + "'");
                 }
                 return ok({{"name", name}, {"deleted", true}});
             },
-            [respond = std::move(respond), targets = services_.targets](ApiResponse response) {
+            [respond = std::move(respond),
+             targets = services_.engines.primary().sinks<http_push::HttpTargets>()](
+                ApiResponse response) {
                 if (targets && response.status == 200) targets->refresh_now();
                 respond(std::move(response));
             });
@@ -106,7 +110,7 @@ void ApiRouter::http_targets(const std::vector<std::string>& seg, const ApiReque
             error_response(405, "method_not_allowed",
                            request.method + " is not allowed here; use GET, PUT or DELETE"));
     }
-    const push::HostPolicy no_policy;
+    const http_push::HostPolicy no_policy;
     auto parsed = parse_target_request(name, request.body, targets ? targets->policy() : no_policy);
     if (auto* error = std::get_if<TargetBodyError>(&parsed)) {
         json body = {{"error", {{"code", error->code}, {"message", error->message}}}};
@@ -115,13 +119,15 @@ void ApiRouter::http_targets(const std::vector<std::string>& seg, const ApiReque
     }
     on_lane(
         [target = std::get<store::HttpTargetSettings>(std::move(parsed)), states,
-         node_id](dispatch::DbHandles db) {
+         node_id](store::AdminStores& db) {
             db.targets.put(target);
             const auto record = db.targets.get(target.name);
             if (!record) return error_response(503, "conflict", "the target vanished; try again");
             return ok(target_json(*record, states, node_id));
         },
-        [respond = std::move(respond), targets = services_.targets](ApiResponse response) {
+        [respond = std::move(respond),
+         targets =
+             services_.engines.primary().sinks<http_push::HttpTargets>()](ApiResponse response) {
             // Take the change here at once; other nodes see it within their refresh.
             if (targets && response.status == 200) targets->refresh_now();
             respond(std::move(response));

@@ -1,15 +1,90 @@
 #pragma once
 
-// The statements of the admin API's dead-letter, namespace and HTTP-target routes (the
-// AdminStore and TargetStore): off the hot paths, kept apart from them. Part of
-// outbox_sql.hpp's catalogue (kOutboxStatements), which includes this file.
+// The API lane's statements about rows, workflows, dead letters and namespaces
+// (AdminStore): staging, lookups, pause, resume and cancel, dead-letter listings and bulk
+// operations, namespace settings and counts. Off the hot paths. Internal to src/store.
+
+#include <array>
 
 #include "pg_codec.hpp"
 #include "pg_session.hpp"
+#include "row_columns.hpp"
+#include "shared_sql.hpp"
 
 namespace outboxd::store::sql {
 
 // clang-format off
+
+inline constexpr Statement kAppend{"outbox_append", R"SQL(
+INSERT INTO outbox (dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
+                    activity_type, input, attempt, visible_after, priority, traceparent)
+SELECT coalesce(t.dispatch_key, t.workflow_id || ':' || t.ordinal), t.workflow_id, t.ordinal,
+       t.run_id, t.namespace, t.task_queue, t.node, t.activity_type, t.input::jsonb, t.attempt,
+       coalesce()SQL" OUTBOXD_SQL_INSTANT("t.visible_after_us") R"SQL(, now()), t.priority,
+       t.traceparent
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::text[], $9::text[], $10::int[], $11::bigint[], $12::smallint[], $13::text[])
+     WITH ORDINALITY
+     AS t(dispatch_key, workflow_id, ordinal, run_id, namespace, task_queue, node,
+          activity_type, input, attempt, visible_after_us, priority, traceparent, n)
+ORDER BY t.n
+ON CONFLICT (dispatch_key) DO NOTHING
+RETURNING dispatch_key)SQL"};
+
+// Remembers the cancel (rows staged later are settled too) and settles the live rows, in
+// one statement.
+// The workflow's live rows: its pending ones through the workflow-order index, its claimed
+// ones through the claimed-rows index (unordered claims are not in the former, 0014), so
+// that neither part reads the table.
+// The claimed ones are signalled (README, "Cancel signals"): their task ids ("<id>.<token>",
+// the tokens as the statement found them) go to every node on the wake channel as
+// "cancel:<id>,<id>,…", 100 to a notification (payloads are bounded at 8,000 bytes; 100
+// ids of 39 bytes at most take under 4,100); the
+// node holding a task tells its worker.
+inline constexpr Statement kCancelWorkflow{"outbox_cancel_workflow",
+    "WITH remembered AS (INSERT INTO cancelled_workflows (workflow_id) VALUES ($1)"
+    "   ON CONFLICT (workflow_id) DO NOTHING),"
+    " live AS (SELECT id, claim_token FROM outbox WHERE workflow_id = $1 AND status = 'pending'"
+    "   UNION ALL SELECT id, claim_token FROM outbox WHERE workflow_id = $1 AND status = 'claimed'),"
+    " settled AS (UPDATE outbox SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
+    "   WHERE id = ANY (ARRAY(SELECT id FROM live)) AND status IN ('pending', 'claimed')"
+    "   RETURNING id, dispatch_key, namespace),"
+    " signalled AS (SELECT pg_notify('outbox_wake', 'cancel:' || string_agg(t.task_id, ','))"
+    "   FROM (SELECT l.id || '.' || l.claim_token AS task_id, row_number() OVER () / 100 AS chunk"
+    "         FROM live l JOIN settled s ON s.id = l.id WHERE l.claim_token IS NOT NULL) t"
+    "   GROUP BY t.chunk)"
+    " SELECT s.dispatch_key, s.namespace FROM settled s"
+    "   CROSS JOIN (SELECT count(*) FROM signalled) n"};
+
+inline constexpr Statement kFind{"outbox_find",
+    "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.dispatch_key = $1"};
+
+// The rows of workflow $1 that its order depends on (pending, claimed, dead-lettered), in
+// order, at most $2.
+inline constexpr Statement kWorkflowRows{"outbox_workflow_rows",
+    "SELECT * FROM ("
+    " (SELECT " OUTBOXD_ROW_COLUMNS ", o.ordinal AS o_ordinal, o.id AS o_id FROM outbox o"
+    "  WHERE o.workflow_id = $1 AND o.status IN ('pending', 'failed')"
+    "  ORDER BY o.ordinal, o.id LIMIT $2)"
+    " UNION ALL"
+    " (SELECT " OUTBOXD_ROW_COLUMNS ", o.ordinal, o.id FROM outbox o"
+    "  WHERE o.workflow_id = $1 AND o.status = 'claimed' LIMIT $2)) r"
+    " ORDER BY r.o_ordinal, r.o_id LIMIT $2"};
+
+// Every row of workflow $1, in order, at most $2.
+inline constexpr Statement kAllWorkflowRows{"outbox_all_workflow_rows",
+    "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.workflow_id = $1"
+    " ORDER BY o.ordinal, o.id LIMIT $2"};
+
+inline constexpr Statement kPauseWorkflow{"outbox_pause_workflow", R"SQL(
+INSERT INTO paused_workflows (workflow_id) VALUES ($1)
+ON CONFLICT (workflow_id) DO NOTHING RETURNING workflow_id)SQL"};
+
+// Wakes every node to claim from the front: the workflow's rows kept their place in line,
+// behind where claims read on, and on any node.
+inline constexpr Statement kResumeWorkflow{"outbox_resume_workflow",
+    "WITH resumed AS (DELETE FROM paused_workflows WHERE workflow_id = $1 RETURNING workflow_id)"
+    " SELECT workflow_id, pg_notify('outbox_wake', 'front') FROM resumed"};
 
 // Dead letters matching a filter: $1 namespace, $2 activity type, $3 text the last error
 // contains, $4 failed at least this many seconds ago (database clock); NULL: any.
@@ -105,49 +180,12 @@ inline constexpr Statement kWorkflowFlags{"outbox_workflow_flags", R"SQL(
 SELECT EXISTS (SELECT 1 FROM paused_workflows WHERE workflow_id = $1),
        EXISTS (SELECT 1 FROM cancelled_workflows WHERE workflow_id = $1))SQL"};
 
-// HTTP push targets. Headers travel as two text arrays (names, values) and are kept as one
-// jsonb object; they read back ordered by name.
-inline constexpr Statement kPutHttpTarget{"http_target_put", R"SQL(
-INSERT INTO http_targets (name, namespace, task_queue, activity_types, url, max_in_flight,
-                          timeout_ms, signing_secret, headers, ca_file)
-VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, jsonb_object($9::text[], $10::text[]), $11)
-ON CONFLICT (name) DO UPDATE
-SET namespace = EXCLUDED.namespace, task_queue = EXCLUDED.task_queue,
-    activity_types = EXCLUDED.activity_types, url = EXCLUDED.url,
-    max_in_flight = EXCLUDED.max_in_flight, timeout_ms = EXCLUDED.timeout_ms,
-    signing_secret = EXCLUDED.signing_secret, headers = EXCLUDED.headers,
-    ca_file = EXCLUDED.ca_file, updated_at = now(),
-    last_error = NULL, last_error_at = NULL)SQL"};
-
-#define OUTBOXD_HTTP_TARGET_COLUMNS                                                      \
-    "name, namespace, task_queue, activity_types::text, url, max_in_flight, timeout_ms," \
-    " signing_secret,"                                                                   \
-    " (SELECT coalesce(array_agg(key ORDER BY key), '{}')::text"                         \
-    "  FROM jsonb_each_text(headers)),"                                                  \
-    " (SELECT coalesce(array_agg(value ORDER BY key), '{}')::text"                       \
-    "  FROM jsonb_each_text(headers)),"                                                  \
-    " ca_file, " OUTBOXD_SQL_MICROS("created_at") ", " OUTBOXD_SQL_MICROS("updated_at")  \
-    ", last_error, " OUTBOXD_SQL_MICROS("last_error_at") ", "                            \
-    OUTBOXD_SQL_MICROS("last_success_at")
-
-inline constexpr Statement kGetHttpTarget{"http_target_get",
-    "SELECT " OUTBOXD_HTTP_TARGET_COLUMNS " FROM http_targets WHERE name = $1"};
-
-inline constexpr Statement kListHttpTargets{"http_target_list",
-    "SELECT " OUTBOXD_HTTP_TARGET_COLUMNS " FROM http_targets ORDER BY name"};
-
-inline constexpr Statement kDeleteHttpTarget{"http_target_delete",
-    "DELETE FROM http_targets WHERE name = $1 RETURNING name"};
-
-// What nodes saw since their last report: the latest error replaces the recorded one (with
-// the database's now() as its time); a success only moves last_success_at.
-inline constexpr Statement kReportHttpTargets{"http_target_report", R"SQL(
-UPDATE http_targets t
-SET last_error = coalesce(u.error, t.last_error),
-    last_error_at = CASE WHEN u.error IS NOT NULL THEN now() ELSE t.last_error_at END,
-    last_success_at = CASE WHEN u.succeeded THEN now() ELSE t.last_success_at END
-FROM unnest($1::text[], $2::text[], $3::boolean[]) AS u(name, error, succeeded)
-WHERE t.name = u.name)SQL"};
+// Every statement AdminStore runs.
+inline constexpr std::array kAdminStatements{
+    kAppend, kCancelWorkflow, kFind, kWorkflowRows, kAllWorkflowRows, kPauseWorkflow,
+    kResumeWorkflow, kListDeadLetters, kRequeueDeadLetters, kPurgeDeadLetters,
+    kRequeueDeadLetter, kPutNamespace, kGetNamespace, kListNamespaces, kNamespaceCounts,
+    kWorkflowFlags};
 
 // clang-format on
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "outbox_sql.hpp"
+#include "admin_sql.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 #include "pg_codec.hpp"

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "outbox_sql.hpp"
+#include "claim_sql.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "pg_codec.hpp"
 #include "pg_session.hpp"
 #include "row_codec.hpp"
+#include "row_columns.hpp"
 
 namespace outboxd::store {
 
@@ -31,26 +32,6 @@ struct RouteArrays {
 }  // namespace
 
 namespace {
-
-// When a limit that left no room may leave some: a rate limit's next whole token, or, for a
-// concurrency limit (whose rows end elsewhere, unseen), a short rest.
-constexpr std::chrono::milliseconds kBusyTypeRest{20};
-constexpr std::chrono::milliseconds kMinTokenWait{5};
-constexpr std::chrono::milliseconds kTokenCadence{20};
-constexpr double kMaxTokenWaitSeconds = 60;
-
-// Until the bucket holds a claim's worth of tokens: what kTokenCadence brings (at least one,
-// at most the burst), so that a fast rate is claimed in a few rows a claim, not one.
-std::chrono::milliseconds token_wait(double tokens, const RateLimit& rate) {
-    const double wanted = std::clamp(rate.per_second * kTokenCadence.count() / 1000.0, 1.0,
-                                     static_cast<double>(rate.burst));
-    // Capped: a rate set by plain SQL below the API's bound must not overflow the wait (the
-    // route is looked at again then, and waits again).
-    const double seconds =
-        std::min(kMaxTokenWaitSeconds, std::max(0.0, wanted - tokens) / rate.per_second);
-    return std::max(kMinTokenWait, std::chrono::milliseconds{
-                                       static_cast<std::int64_t>(std::ceil(seconds * 1000))});
-}
 
 // One claim of `scope` in `tx`, ordered or not: what claim_scoped and claim_controlled run.
 std::vector<OutboxRow> claim_in(pqxx::transaction_base& tx, const Owner& owner,
@@ -111,7 +92,7 @@ ClaimStore::ControlledClaim ClaimStore::claim_controlled(const Owner& owner,
         return session_.pg().autocommit(statement, [&](pqxx::nontransaction& tx) {
             return ControlledClaim{claim_in(tx, owner, scope, limit, after, controls.ordered,
                                             controls.block_on_dead_letter),
-                                   std::nullopt};
+                                   {}};
         });
     }
     const auto ns = text_param(scope.namespace_name);
@@ -119,57 +100,35 @@ ClaimStore::ControlledClaim ClaimStore::claim_controlled(const Owner& owner,
     return session_.pg().transact(statement, [&](pqxx::work& tx) {
         ControlledClaim out;
         std::int64_t room = limit;
-        std::int64_t type_room = limit;  // what the type's concurrency limit leaves
         if (controls.max_in_flight) {
             tx.exec_prepared(std::string{sql::kLockActivity.name}, ns, type);
             const auto claimed =
                 tx.exec_prepared1(std::string{sql::kCountClaimedOfType.name}, ns, type)[0]
                     .as<std::int64_t>();
-            type_room = *controls.max_in_flight - claimed;
-            room = std::min<std::int64_t>(room, type_room);
-            if (room <= 0) {
-                out.wait = kBusyTypeRest;
-                out.full = true;
-            }
+            out.limits.type_room = *controls.max_in_flight - claimed;
+            room = std::min<std::int64_t>(room, *out.limits.type_room);
         }
         // Buckets in one order (the namespace's first), so that two claims never wait on
         // each other's.
-        struct Bucket {
-            std::string type;
-            RateLimit rate;
-            double tokens = 0;
-        };
-        std::vector<Bucket> buckets;
-        if (controls.namespace_rate) buckets.push_back({"", *controls.namespace_rate, 0});
-        if (controls.type_rate) buckets.push_back({type, *controls.type_rate, 0});
-        for (auto& bucket : buckets) {
+        std::vector<std::pair<std::string, RateLimit>> buckets;
+        if (controls.namespace_rate) buckets.emplace_back("", *controls.namespace_rate);
+        if (controls.type_rate) buckets.emplace_back(type, *controls.type_rate);
+        for (const auto& [bucket_type, rate] : buckets) {
             if (room <= 0) break;
-            const auto tokens =
-                tx.exec_prepared1(std::string{sql::kTakeTokens.name}, ns, bucket.type,
-                                  bucket.rate.per_second, bucket.rate.burst)[0];
-            bucket.tokens = tokens.is_null() ? 0.0 : tokens.as<double>();
-            room = std::min(room, static_cast<std::int64_t>(std::floor(bucket.tokens)));
-            if (room <= 0) out.wait = token_wait(bucket.tokens, bucket.rate);
+            const auto tokens = tx.exec_prepared1(std::string{sql::kTakeTokens.name}, ns,
+                                                  bucket_type, rate.per_second, rate.burst)[0];
+            const double got = tokens.is_null() ? 0.0 : tokens.as<double>();
+            out.limits.buckets.push_back({rate, got});
+            room = std::min(room, static_cast<std::int64_t>(std::floor(got)));
         }
         if (room > 0) {
             out.rows = claim_in(tx, owner, scope, static_cast<std::int32_t>(room), after,
                                 controls.ordered, controls.block_on_dead_letter);
         }
         const auto taken = static_cast<double>(out.rows.size());
-        // Filled to its limit: the next claim waits for a slot instead of finding none.
-        if (controls.max_in_flight && type_room > 0 &&
-            static_cast<std::int64_t>(out.rows.size()) >= type_room) {
-            out.wait = kBusyTypeRest;
-            out.full = true;
-        }
-        for (const auto& bucket : buckets) {
-            const double left = std::max(0.0, bucket.tokens - taken);
-            if (taken > 0)
-                tx.exec_prepared(std::string{sql::kSpendTokens.name}, ns, bucket.type, taken);
-            // Spent: the next claim waits for tokens instead of finding none.
-            if (taken > 0 && left < 1) {
-                const auto wait = token_wait(left, bucket.rate);
-                out.wait = out.wait ? std::max(*out.wait, wait) : wait;
+        if (taken > 0) {
+            for (std::size_t i = 0; i < out.limits.buckets.size(); ++i) {
+                tx.exec_prepared(std::string{sql::kSpendTokens.name}, ns, buckets[i].first, taken);
             }
         }
         return out;
@@ -201,7 +160,8 @@ std::vector<std::vector<OutboxRow>> ClaimStore::claim_routes(const Owner& owner,
                                 routes.types.str(), limits.str(), after_us.str(), after_ids.str());
     });
     for (const auto& r : result) {
-        const auto route = r[17].as<std::int64_t>() - 1;  // ordinals are one-based
+        // One-based, after the claimed columns.
+        const auto route = r[claimed_column::count].as<std::int64_t>() - 1;
         if (route < 0 || static_cast<std::size_t>(route) >= claims.size()) {
             throw DecodeError("outbox_claim_routes: route ordinal " + std::to_string(route + 1) +
                               " out of range");

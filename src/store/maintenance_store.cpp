@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "outbox_sql.hpp"
+#include "maintenance_sql.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "pg_codec.hpp"
 #include "pg_session.hpp"

@@ -51,7 +51,7 @@ bool check_recorded(pqxx::connection& conn, const Migration& m) {
 }  // namespace
 
 MigrationReport migrate(const std::string& database_url, std::span<const Migration> migrations) {
-    PgSession session{database_url, {}};
+    PgSession session{database_url, std::vector<Statement>{}};
     MigrationReport report;
     try {
         auto& conn = session.connection();
@@ -94,7 +94,7 @@ MigrationReport migrate(const std::string& database_url, std::span<const Migrati
 }
 
 bool migrations_current(const std::string& database_url, std::span<const Migration> migrations) {
-    PgSession session{database_url, {}};
+    PgSession session{database_url, std::vector<Statement>{}};
     try {
         auto& conn = session.connection();
         pqxx::nontransaction query{conn};

@@ -2,8 +2,14 @@
 
 #include <span>
 
-#include "outbox_sql.hpp"
+#include "admin_sql.hpp"
+#include "claim_sql.hpp"
+#include "maintenance_sql.hpp"
+#include "outcome_sql.hpp"
 #include "pg_session.hpp"
+#include "schedule_sql.hpp"
+#include "session_sql.hpp"
+#include "target_sql.hpp"
 
 namespace outboxd::store {
 namespace {
@@ -20,11 +26,26 @@ std::vector<std::string> session_setup(OutboxSession::Commits commits,
     return setup;
 }
 
+std::vector<Statement> statements_of(OutboxSession::Uses set) {
+    using Uses = OutboxSession::Uses;
+    std::vector<Statement> out;
+    const auto add = [&](Uses one, std::span<const Statement> statements) {
+        if (uses(set, one)) out.insert(out.end(), statements.begin(), statements.end());
+    };
+    add(Uses::claims, sql::kClaimStatements);
+    add(Uses::outcomes, sql::kOutcomeStatements);
+    add(Uses::maintenance, sql::kMaintenanceStatements);
+    add(Uses::admin, sql::kAdminStatements);
+    add(Uses::targets, sql::kTargetStatements);
+    add(Uses::schedules, sql::kScheduleStatements);
+    return out;
+}
+
 }  // namespace
 
-OutboxSession::OutboxSession(const std::string& database_url, Commits commits,
+OutboxSession::OutboxSession(const std::string& database_url, Uses uses, Commits commits,
                              std::chrono::milliseconds statement_timeout)
-    : pg_(std::make_unique<PgSession>(database_url, sql::kOutboxStatements,
+    : pg_(std::make_unique<PgSession>(database_url, statements_of(uses),
                                       session_setup(commits, statement_timeout))) {}
 
 OutboxSession::~OutboxSession() = default;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "outbox_sql.hpp"
+#include "outcome_sql.hpp"
 #include "pg_codec.hpp"
 #include "pg_session.hpp"
 #include "row_codec.hpp"

@@ -7,10 +7,10 @@
 
 namespace outboxd::store {
 
-PgSession::PgSession(const std::string& database_url, std::span<const Statement> statements,
+PgSession::PgSession(const std::string& database_url, std::vector<Statement> statements,
                      std::vector<std::string> setup)
     : database_url_(with_connection_defaults(database_url)),
-      statements_(statements),
+      statements_(std::move(statements)),
       setup_(std::move(setup)) {}
 
 namespace {

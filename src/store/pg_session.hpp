@@ -32,8 +32,12 @@ public:
     // `setup` statements run once on every new connection, before anything else (session
     // settings such as planner preferences). The URL gets the connection defaults of
     // with_connection_defaults().
-    PgSession(const std::string& database_url, std::span<const Statement> statements,
+    PgSession(const std::string& database_url, std::vector<Statement> statements,
               std::vector<std::string> setup = {});
+    PgSession(const std::string& database_url, std::span<const Statement> statements,
+              std::vector<std::string> setup = {})
+        : PgSession(database_url, std::vector<Statement>(statements.begin(), statements.end()),
+                    std::move(setup)) {}
 
     // Runs `body(pqxx::work&)`, which executes `statement` (and maybe others, planned the
     // way `statement` is), in one transaction and commits it. pqxx failures are rethrown as
@@ -81,7 +85,7 @@ private:
     pqxx::connection& connect();
 
     std::string database_url_;
-    std::span<const Statement> statements_;
+    std::vector<Statement> statements_;
     std::vector<std::string> setup_;
     std::unique_ptr<pqxx::connection> connection_;
     Plan plan_ = Plan::custom;  // the connection's plan_cache_mode

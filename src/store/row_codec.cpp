@@ -5,55 +5,59 @@
 
 #include "outboxd/store/store_error.hpp"
 #include "pg_codec.hpp"
+#include "row_columns.hpp"
 
 namespace outboxd::store::codec {
 
 void decode_task_fields(const pqxx::row& r, OutboxRow& row) {
-    row.id = r[0].as<std::int64_t>();
-    row.dispatch_key = r[1].as<std::string>();
-    row.workflow_id = r[2].as<std::string>();
-    row.ordinal = r[3].as<std::int64_t>();
-    row.run_id = pg::optional_text(r[4]);
-    row.namespace_name = r[5].as<std::string>();
-    row.task_queue = r[6].as<std::string>();
-    row.node = pg::optional_text(r[7]);
-    row.activity_type = r[8].as<std::string>();
-    row.input_json = r[9].as<std::string>();
+    namespace col = row_column;  // the same positions in claimed_column (row_columns.hpp)
+    row.id = r[col::id].as<std::int64_t>();
+    row.dispatch_key = r[col::dispatch_key].as<std::string>();
+    row.workflow_id = r[col::workflow_id].as<std::string>();
+    row.ordinal = r[col::ordinal].as<std::int64_t>();
+    row.run_id = pg::optional_text(r[col::run_id]);
+    row.namespace_name = r[col::namespace_name].as<std::string>();
+    row.task_queue = r[col::task_queue].as<std::string>();
+    row.node = pg::optional_text(r[col::node]);
+    row.activity_type = r[col::activity_type].as<std::string>();
+    row.input_json = r[col::input].as<std::string>();
 }
 
 OutboxRow decode_row(const pqxx::row& r) {
+    namespace col = row_column;
     OutboxRow row;
     decode_task_fields(r, row);
-    row.status = parse_status(r[10].c_str());
-    row.attempt = r[11].as<std::int32_t>();
-    row.visible_after = pg::from_micros(r[12].as<std::int64_t>());
-    row.claimed_at = pg::optional_instant(r[13]);
-    row.claimed_by = pg::optional_text(r[14]);
-    row.claim_token = r[15].is_null() ? 0 : r[15].as<std::int64_t>();
-    row.last_error = pg::optional_text(r[16]);
-    row.created_at = pg::from_micros(r[17].as<std::int64_t>());
-    row.finished_at = pg::optional_instant(r[18]);
-    row.shard = r[19].as<std::int32_t>();
-    row.priority = r[20].as<std::int32_t>();
-    row.waiting = r[21].as<bool>();
-    row.result_json = pg::optional_text(r[22]);
-    row.traceparent = pg::optional_text(r[23]);
-    row.heartbeat_at = pg::optional_instant(r[24]);
-    row.progress_json = pg::optional_text(r[25]);
+    row.status = parse_status(r[col::status].c_str());
+    row.attempt = r[col::attempt].as<std::int32_t>();
+    row.visible_after = pg::from_micros(r[col::visible_after_us].as<std::int64_t>());
+    row.claimed_at = pg::optional_instant(r[col::claimed_at_us]);
+    row.claimed_by = pg::optional_text(r[col::claimed_by]);
+    row.claim_token = r[col::claim_token].is_null() ? 0 : r[col::claim_token].as<std::int64_t>();
+    row.last_error = pg::optional_text(r[col::last_error]);
+    row.created_at = pg::from_micros(r[col::created_at_us].as<std::int64_t>());
+    row.finished_at = pg::optional_instant(r[col::finished_at_us]);
+    row.shard = r[col::shard].as<std::int32_t>();
+    row.priority = r[col::priority].as<std::int32_t>();
+    row.waiting = r[col::waiting].as<bool>();
+    row.result_json = pg::optional_text(r[col::result]);
+    row.traceparent = pg::optional_text(r[col::traceparent]);
+    row.heartbeat_at = pg::optional_instant(r[col::heartbeat_at_us]);
+    row.progress_json = pg::optional_text(r[col::progress]);
     return row;
 }
 
 OutboxRow decode_claimed_row(const pqxx::row& r, const std::string& claimer) {
+    namespace col = claimed_column;
     OutboxRow row;
     decode_task_fields(r, row);
     row.status = Status::claimed;
-    row.attempt = r[10].as<std::int32_t>();
-    row.visible_after = pg::from_micros(r[11].as<std::int64_t>());
-    row.claim_token = r[12].as<std::int64_t>();
-    row.shard = r[13].as<std::int32_t>();
-    row.claimed_at = pg::from_micros(r[14].as<std::int64_t>());
-    row.priority = r[15].as<std::int32_t>();
-    row.traceparent = pg::optional_text(r[16]);
+    row.attempt = r[col::attempt].as<std::int32_t>();
+    row.visible_after = pg::from_micros(r[col::visible_after_us].as<std::int64_t>());
+    row.claim_token = r[col::claim_token].as<std::int64_t>();
+    row.shard = r[col::shard].as<std::int32_t>();
+    row.claimed_at = pg::from_micros(r[col::claimed_at_us].as<std::int64_t>());
+    row.priority = r[col::priority].as<std::int32_t>();
+    row.traceparent = pg::optional_text(r[col::traceparent]);
     row.claimed_by = claimer;
     return row;
 }

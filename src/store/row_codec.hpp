@@ -19,7 +19,8 @@ namespace outboxd::store::codec {
     return duration.count();
 }
 
-// Columns 0..9, the same in OUTBOXD_ROW_COLUMNS and OUTBOXD_CLAIMED_COLUMNS: what a task is.
+// The columns of a task, the same in OUTBOXD_ROW_COLUMNS and OUTBOXD_CLAIMED_COLUMNS
+// (row_columns.hpp).
 void decode_task_fields(const pqxx::row& r, OutboxRow& row);
 // A full row (OUTBOXD_ROW_COLUMNS).
 [[nodiscard]] OutboxRow decode_row(const pqxx::row& r);

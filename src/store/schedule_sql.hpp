@@ -1,6 +1,9 @@
 #pragma once
 
-// The schedule store's statements (README, "Schedules").
+// The schedule store's statements (README, "Schedules"): the API's changes and listings,
+// and the firing of due schedules by maintenance. Internal to src/store.
+
+#include <array>
 
 #include "pg_codec.hpp"
 #include "pg_session.hpp"
@@ -66,6 +69,11 @@ inline constexpr Statement kAdvanceSchedule{"schedule_advance",
 // $2 why the row could not be used here: its next firing stays, tried again later.
 inline constexpr Statement kRefuseSchedule{"schedule_refuse",
     "UPDATE schedules SET last_error = $2, updated_at = now() WHERE id = $1"};
+
+// Every statement ScheduleStore runs.
+inline constexpr std::array kScheduleStatements{
+    kScheduleNow, kPutSchedule, kGetSchedule, kListSchedules, kDeleteSchedule, kDueSchedules,
+    kStageFirings, kAdvanceSchedule, kRefuseSchedule};
 
 // clang-format on
 

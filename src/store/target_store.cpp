@@ -1,10 +1,10 @@
 #include "outboxd/store/target_store.hpp"
 
-#include "outbox_sql.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "pg_codec.hpp"
 #include "pg_session.hpp"
 #include "row_codec.hpp"
+#include "target_sql.hpp"
 
 namespace outboxd::store {
 

@@ -13,7 +13,7 @@ bool contains(const std::vector<std::string>& values, const std::string& value) 
 }
 
 bool labelled_in(const WorkerEntry& worker, const std::vector<std::string>& labels) {
-    return worker.hello.node && contains(labels, *worker.hello.node);
+    return worker.profile.node && contains(labels, *worker.profile.node);
 }
 
 }  // namespace
@@ -24,15 +24,15 @@ bool WorkerEntry::runs(const std::string& activity_type) const {
     return types_.contains(activity_type);
 }
 
-WorkerEntry& WorkerRegistry::add(std::string session_id, protocol::Hello hello,
-                                 std::shared_ptr<WorkerChannel> channel) {
+WorkerEntry& WorkerRegistry::add(std::string session_id, sinks::SinkProfile profile,
+                                 std::shared_ptr<sinks::Sink> sink) {
     WorkerEntry entry;
     entry.session_id = session_id;
-    entry.credit_ = std::max(0, hello.max_in_flight);
-    entry.namespaces_.insert(hello.namespaces.begin(), hello.namespaces.end());
-    entry.types_.insert(hello.activity_types.begin(), hello.activity_types.end());
-    entry.hello = std::move(hello);
-    entry.channel = std::move(channel);
+    entry.credit_ = std::max(0, profile.credit);
+    entry.namespaces_.insert(profile.namespaces.begin(), profile.namespaces.end());
+    entry.types_.insert(profile.activity_types.begin(), profile.activity_types.end());
+    entry.profile = std::move(profile);
+    entry.sink = std::move(sink);
     return workers_.insert_or_assign(std::move(session_id), std::move(entry)).first->second;
 }
 
@@ -70,7 +70,7 @@ bool WorkerRegistry::labelled_worker_up(const std::string& ns, const std::string
                                         const std::vector<std::string>& labels) const {
     return std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
         const auto& worker = entry.second;
-        return !worker.retired_ && worker.serves(ns) && worker.hello.task_queue == task_queue &&
+        return !worker.retired_ && worker.serves(ns) && worker.profile.task_queue == task_queue &&
                worker.runs(activity_type) && labelled_in(worker, labels);
     });
 }
@@ -96,11 +96,12 @@ std::vector<std::string> WorkerRegistry::unpinned_types(const WorkerEntry& worke
                                                         const std::string& ns,
                                                         const store::Placement& placement) const {
     std::vector<std::string> types;
-    for (const auto& type : worker.hello.activity_types) {
-        const bool free = placement.mode == store::PlacementMode::unplaced ||
-                          labelled_in(worker, placement.nodes) ||
-                          (placement.mode == store::PlacementMode::prefer &&
-                           !labelled_worker_up(ns, worker.hello.task_queue, type, placement.nodes));
+    for (const auto& type : worker.profile.activity_types) {
+        const bool free =
+            placement.mode == store::PlacementMode::unplaced ||
+            labelled_in(worker, placement.nodes) ||
+            (placement.mode == store::PlacementMode::prefer &&
+             !labelled_worker_up(ns, worker.profile.task_queue, type, placement.nodes));
         if (free) types.push_back(type);
     }
     std::sort(types.begin(), types.end());
@@ -116,13 +117,13 @@ std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement) cons
     for (const auto& [id, worker] : workers_) {
         const CreditPool pool{next_pool++, worker.free_credit()};
         if (pool.free <= 0) continue;
-        auto types = worker.hello.activity_types;
+        auto types = worker.profile.activity_types;
         std::sort(types.begin(), types.end());
-        for (const auto& ns : worker.hello.namespaces) {
+        for (const auto& ns : worker.profile.namespaces) {
             auto found = placements.find(ns);
             if (found == placements.end()) found = placements.emplace(ns, placement(ns)).first;
-            const auto& queue = worker.hello.task_queue;
-            const auto& node = worker.hello.node;
+            const auto& queue = worker.profile.task_queue;
+            const auto& node = worker.profile.node;
             const auto open = unpinned_types(worker, ns, found->second);
             if (open == types) {
                 pools[{ns, queue, node, types, true}].push_back(pool);
@@ -157,12 +158,12 @@ WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const store::Plac
     WorkerEntry* best = nullptr;
     for (auto& [id, worker] : workers_) {
         if (worker.free_credit() <= 0 || !worker.serves(row.namespace_name) ||
-            worker.hello.task_queue != row.task_queue || !worker.runs(row.activity_type)) {
+            worker.profile.task_queue != row.task_queue || !worker.runs(row.activity_type)) {
             continue;
         }
         // A row's own node always wins over the namespace's placement.
         const bool eligible =
-            row.node ? worker.hello.node == row.node : takes_unpinned(worker, row, placement);
+            row.node ? worker.profile.node == row.node : takes_unpinned(worker, row, placement);
         if (!eligible) continue;
         // Least loaded relative to its window: outstanding/credit, compared exactly.
         if (!best || static_cast<std::int64_t>(worker.outstanding_) * best->credit_ <

@@ -1,7 +1,9 @@
 #pragma once
 
-// A dispatcher on a real PostgreSQL with in-memory worker channels: the network is the only
-// thing replaced, so dispatch behaviour is tested against the real store and lanes.
+// A dispatcher on a real PostgreSQL, wired as an engine wires it (its lanes, ports,
+// namespace cache and maintenance) but with a fixed owner and sinks of the tests' own
+// (MemorySink): the network is the only thing replaced, so dispatch behaviour is tested
+// against the real store and lanes.
 
 #include <chrono>
 #include <functional>
@@ -13,39 +15,17 @@
 #include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
 
+#include "loop_wait.hpp"
+#include "memory_sink.hpp"
 #include "outboxd/dispatch/dispatcher.hpp"
+#include "outboxd/dispatch/lane_ports.hpp"
+#include "outboxd/dispatch/maintenance.hpp"
 #include "store_fixture.hpp"
 
 namespace outboxd::test {
 
-// Records what the dispatcher sends to one worker, as the frames the session would write.
-class FakeChannel final : public worker::WorkerChannel {
-public:
-    explicit FakeChannel(std::size_t max_frame_bytes = 0) : max_frame_bytes_(max_frame_bytes) {}
-
-    std::optional<std::string> send_task(const worker::Task& task) override {
-        auto encoded = worker::protocol::encode_task_for(task, max_frame_bytes_);
-        if (!encoded.refused.empty()) return encoded.refused;
-        frames.push_back(nlohmann::json::parse(encoded.frame));
-        return std::nullopt;
-    }
-    void close(std::string_view reason) override { closed_reason = std::string{reason}; }
-
-    // Task frames received so far, in order.
-    [[nodiscard]] std::vector<nlohmann::json> tasks() const {
-        std::vector<nlohmann::json> out;
-        for (const auto& f : frames) {
-            if (f["type"] == "task") out.push_back(f);
-        }
-        return out;
-    }
-
-    std::vector<nlohmann::json> frames;
-    std::optional<std::string> closed_reason;
-
-private:
-    std::size_t max_frame_bytes_;
-};
+// The harness's historical name for its sink.
+using FakeChannel = MemorySink;
 
 inline dispatch::DispatchSettings fast_settings() {
     dispatch::DispatchSettings s;
@@ -54,7 +34,14 @@ inline dispatch::DispatchSettings fast_settings() {
     s.max_attempts = 3;
     s.backoff = {std::chrono::milliseconds{1000}, 2.0, std::chrono::milliseconds{60000}};
     s.task_timeout = std::chrono::milliseconds{30000};
-    s.maintenance.reconcile_interval = std::chrono::milliseconds{100};
+    return s;
+}
+
+inline dispatch::Maintenance::Settings fast_maintenance(const dispatch::DispatchSettings& d) {
+    dispatch::Maintenance::Settings s;
+    s.reconcile_interval = std::chrono::milliseconds{100};
+    s.stale = d.task_timeout + d.stale_grace;
+    s.stale_grace = d.stale_grace;
     return s;
 }
 
@@ -66,9 +53,21 @@ public:
           outcomes_({.name = "outcomes"}, db.url()),
           maintenance_({.name = "maintenance"}, db.url()),
           api_({.name = "api"}, db.url()),
+          rounds_(ioc.get_executor(), claims_, claims_apart_),
+          writes_(ioc.get_executor(), outcomes_, metrics, 2000),
           namespaces(ioc.get_executor(), api_, 10000, std::chrono::milliseconds{50}),
-          dispatcher(ioc.get_executor(), {claims_, claims_apart_, outcomes_, maintenance_},
-                     registry, namespaces, metrics, settings, [this] { return owner; }) {
+          dispatcher(ioc.get_executor(), {rounds_, writes_}, registry, namespaces, metrics,
+                     settings, [this] { return owner; }),
+          maintenance(
+              ioc.get_executor(), maintenance_, metrics, fast_maintenance(settings),
+              [this] { return owner; },
+              [this]() -> std::optional<dispatch::Maintenance::OrderedNamespaces> {
+                  if (!namespaces.loaded()) return std::nullopt;
+                  auto [skip, block] = namespaces.ordered();
+                  return dispatch::Maintenance::OrderedNamespaces{std::move(skip),
+                                                                  std::move(block)};
+              },
+              [this](std::size_t) { dispatcher.claim_from_front(); }) {
         db.lease(owner.incarnation);
         // A node claims nothing before it knows the namespaces' settings: here they are
         // known to be the defaults (tests set their own, or start the cache).
@@ -77,32 +76,46 @@ public:
 
     ~DispatchHarness() {
         dispatcher.stop();
+        maintenance.stop();
         namespaces.stop();
     }
 
-    // Connects a worker; returns its channel. Default: namespace/queue "default", types charge.
-    std::shared_ptr<FakeChannel> connect(const std::string& session_id) {
+    // Starts the dispatcher and maintenance, as an engine does.
+    void start() {
+        dispatcher.start();
+        maintenance.start();
+    }
+
+    // Attaches a sink; returns it. Default: namespace/queue "default", types charge.
+    // `max_frame_bytes`: the largest frame it reads (0: not stated).
+    std::shared_ptr<MemorySink> connect(const std::string& session_id) {
         return connect(session_id, default_hello());
     }
-    std::shared_ptr<FakeChannel> connect(const std::string& session_id,
-                                         worker::protocol::Hello hello) {
-        auto channel = std::make_shared<FakeChannel>(hello.max_frame_bytes);
-        registry.add(session_id, std::move(hello), channel);
-        dispatcher.worker_joined();
-        return channel;
+    std::shared_ptr<MemorySink> connect(const std::string& session_id, sinks::SinkProfile hello,
+                                        std::size_t max_frame_bytes = 0) {
+        auto sink = std::make_shared<MemorySink>(max_frame_bytes);
+        registry.add(session_id, std::move(hello), sink);
+        dispatcher.sink_attached();
+        return sink;
     }
+    // The sink is gone (as the node's SinkPort detaches one).
+    void lose(const std::string& session_id) {
+        dispatcher.on_sink_lost(session_id);
+        registry.remove(session_id);
+    }
+    [[nodiscard]] const dispatch::OutcomeWriter& outcomes() const { return writes_.outcomes(); }
 
     // What the insert trigger's wake does for rows staged into `queue` (namespace, queue).
     void wake(const std::string& ns = "default", const std::string& queue = "default") {
         dispatcher.woken({{ns, queue}}, false);
     }
 
-    static worker::protocol::Hello default_hello() { return default_hello(16); }
-    static worker::protocol::Hello default_hello(std::int32_t credit) {
-        worker::protocol::Hello hello;
-        hello.worker_id = "w";
+    static sinks::SinkProfile default_hello() { return default_hello(16); }
+    static sinks::SinkProfile default_hello(std::int32_t credit) {
+        sinks::SinkProfile hello;
+        hello.name = "w";
         hello.activity_types = {"charge"};
-        hello.max_in_flight = credit;
+        hello.credit = credit;
         return hello;
     }
 
@@ -112,24 +125,18 @@ public:
     // dispatcher accepted the answer, false when it refused it (unknown_task).
     bool complete(const std::string& session_id, const nlohmann::json& task) {
         return dispatcher.on_complete(session_id, task["task_id"].get<std::string>()) ==
-               dispatch::Answer::accepted;
+               sinks::Answer::accepted;
     }
     bool fail(const std::string& session_id, const nlohmann::json& task, bool retryable = true,
               std::string error = "boom") {
         return dispatcher.on_fail(session_id, task["task_id"].get<std::string>(), std::move(error),
-                                  retryable) == dispatch::Answer::accepted;
+                                  retryable) == sinks::Answer::accepted;
     }
 
     // Runs the loop until `done()` or `timeout`; returns whether `done()` held.
     bool run_until(const std::function<bool()>& done,
                    std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (!done()) {
-            if (std::chrono::steady_clock::now() > deadline) return false;
-            ioc.restart();
-            ioc.run_for(std::chrono::milliseconds{5});
-        }
-        return true;
+        return test::run_until(ioc, done, timeout);
     }
     void run_for(std::chrono::milliseconds duration) {
         run_until([] { return false; }, duration);
@@ -154,19 +161,22 @@ public:
     boost::asio::io_context ioc{1};
 
     // The lane of claim rounds (a test may hold it up to keep a round in flight).
-    dispatch::DbLane& claims_lane() { return claims_; }
+    store::ClaimLane& claims_lane() { return claims_; }
 
 private:
-    dispatch::DbLane claims_;
-    dispatch::DbLane claims_apart_;
-    dispatch::DbLane outcomes_;
-    dispatch::DbLane maintenance_;
-    dispatch::DbLane api_;
+    store::ClaimLane claims_;
+    store::ClaimLane claims_apart_;
+    store::OutcomeLane outcomes_;
+    store::MaintenanceLane maintenance_;
+    store::AdminLane api_;
+    dispatch::LaneRounds rounds_;
+    dispatch::LaneTaskWrites writes_;
 
 public:
     worker::WorkerRegistry registry;
     dispatch::NamespaceCache namespaces;
     dispatch::Dispatcher dispatcher;
+    dispatch::Maintenance maintenance;
 };
 
 }  // namespace outboxd::test

@@ -5,7 +5,8 @@
 
 #include <array>
 
-#include "store/outbox_sql.hpp"
+#include "store/claim_sql.hpp"
+#include "store/row_columns.hpp"
 
 namespace outboxd::test::sql {
 

@@ -10,7 +10,7 @@ using namespace store::codec;
 
 TestStore::TestStore(const std::string& database_url, Commits commits,
                      std::chrono::milliseconds statement_timeout)
-    : session(database_url, commits, statement_timeout),
+    : session(database_url, store::OutboxSession::Uses::all, commits, statement_timeout),
       test_pg_(std::make_unique<store::PgSession>(
           database_url, sql::kTestStatements, std::vector<std::string>{"SET enable_sort = off"})) {}
 

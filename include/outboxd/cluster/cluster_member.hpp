@@ -20,9 +20,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/store/cluster_store.hpp"
+#include "outboxd/store/lanes.hpp"
 #include "outboxd/store/outbox_session.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/lifetime.hpp"
@@ -38,7 +38,7 @@ struct MemberSettings {
 
 class ClusterMember {
 public:
-    ClusterMember(boost::asio::any_io_executor loop, dispatch::DbLane& lane,
+    ClusterMember(boost::asio::any_io_executor loop, store::ClusterLane& lane,
                   metrics::NodeMetrics& metrics, MemberSettings settings);
 
     void start();
@@ -71,7 +71,7 @@ private:
                                bool leaving);
 
     boost::asio::any_io_executor loop_;
-    dispatch::DbLane& lane_;
+    store::ClusterLane& lane_;
     metrics::NodeMetrics& metrics_;
     MemberSettings settings_;
     std::vector<store::NodeRecord> nodes_;

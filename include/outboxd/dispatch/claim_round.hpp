@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "outboxd/dispatch/claim_cursor.hpp"
+#include "outboxd/dispatch/claim_limits.hpp"
 #include "outboxd/dispatch/claim_planner.hpp"
 #include "outboxd/dispatch/fair_share.hpp"
 #include "outboxd/store/claim_store.hpp"
@@ -45,28 +46,6 @@ struct ClaimGenerations {
     std::uint64_t ranges = 0;
 };
 
-// Limits that left no room (README, "Delivery controls"): until when a claim of them would
-// get nothing, by namespace and activity type ("" for the namespace's own rate limit).
-struct Throttles {
-    using Clock = std::chrono::steady_clock;
-    using Key = std::pair<std::string, std::string>;  // namespace, activity type ("": all)
-    std::map<Key, Clock::time_point> until;
-    // The keys held back because their concurrency limit was full: an outcome write that
-    // lands may have freed a slot, so they are let go early then.
-    std::set<Key> full;
-
-    void slots_freed() {
-        for (const auto& key : full) until.erase(key);
-        full.clear();
-    }
-
-    [[nodiscard]] bool holds(const std::string& ns, const std::string& type,
-                             Clock::time_point now) const {
-        const auto it = until.find({ns, type});
-        return it != until.end() && it->second > now;
-    }
-};
-
 // What the claimer carries from round to round; used by one round at a time.
 struct ClaimerState {
     explicit ClaimerState(std::chrono::milliseconds lookback) : cursors(lookback) {}
@@ -74,7 +53,6 @@ struct ClaimerState {
     ClaimCursors cursors;
     FairShare fair;
     RouteRotation rotation;
-    Throttles throttles;
 };
 
 struct ClaimRequest {
@@ -94,9 +72,8 @@ struct ClaimRequest {
     std::map<std::string, std::int64_t> claimed_apart;
     // The delivery controls of the namespaces of this round that have any (a snapshot).
     std::map<std::string, store::DeliveryControls> controls;
-    // Outcome writes landed since the last round: concurrency limits that were full may
-    // have room again.
-    bool slots_freed = false;
+    // The limited parts held back now (ClaimLimits): the round's own copy.
+    ClaimLimits::Parts parts;
 };
 
 struct ClaimRoundResult {
@@ -118,13 +95,13 @@ struct ClaimRoundResult {
     std::vector<std::pair<store::ClaimScope, std::string>> refused;
     // Routes a limit held back (some rows left unclaimed for it): when it may let more go.
     // They still have due rows.
-    std::vector<std::pair<store::ClaimScope, std::chrono::milliseconds>> throttled;
-    // Those of them held back by a full concurrency limit (an outcome write may free it).
-    std::vector<store::ClaimScope> full;
+    std::vector<ClaimLimits::HeldRoute> held;
+    // The request's parts, as the round left them.
+    ClaimLimits::Parts parts;
 };
 
-// A lost connection or contention (store::UnavailableError, store::ConflictError) fails the
-// round (rethrown); any other failure of a route's claim is that route's alone: it is
+// A failure of the database (store::TransientError: a lost connection, contention) fails
+// the round (rethrown); any other failure of a route's claim is that route's alone: it is
 // reported in `refused` and the round goes on.
 ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& request,
                              ClaimerState& state);
@@ -136,7 +113,8 @@ ClaimRoundResult claim_round(store::ClaimStore& store, const ClaimRequest& reque
 // the caller keeps its namespaces out of every round meanwhile and hands the rows claimed
 // to the next round (claimed_apart). Routes that filled their claim are listed in `found`
 // (they have a backlog), the others in `came_back_short`; `counted` is set.
-// Limits apply as in rounds (without their throttles: each claim apart asks the database).
+// Limits apply as in rounds (starting from no parts held: each claim apart asks the
+// database).
 ClaimRoundResult claim_apart(store::ClaimStore& store, const ClaimRequest& request);
 
 }  // namespace outboxd::dispatch

@@ -1,37 +1,41 @@
 #pragma once
 
-// The claim side of a node: runs claim rounds on the claims lane, one at a time, and owns
-// everything carried from round to round:
-// - on the lane: the claimed tally, the claim cursors and the fair share (ClaimerState);
-// - the generations that make the next round read from the front (rows were put back in
-//   line behind where claims read on) or count claimed rows again (the ranges changed);
-// - the release point: after a failed round, whatever it may have claimed unseen (claims
-//   above the highest token this node has seen) goes back before the next claim;
-// - the backoff of failed rounds and the rest of routes refused as data (ClaimFaults);
-// - the pacing of the poll backstop's reads from the front: at most about a twentieth of
-//   the time, however slow they get under an old snapshot.
-// Beside the rounds, one claim apart at a time runs on a lane of its own (claim_apart): a
-// small claim for routes just woken from idle, so that they are served while a busy
-// route's round is in flight instead of after it and their own round. Its caller keeps its
-// namespaces out of the rounds meanwhile.
+// The claim side of a node: decides which routes are worth a claim now and runs the claims,
+// one round at a time, and owns everything carried from round to round:
+// - which routes have due rows (RouteActivity), which a limit holds back (ClaimLimits), which
+//   rest after their claim failed and how long failed rounds back off (ClaimFaults);
+// - the generations, the release point and the backstop's pacing (ClaimMarks), and, on the
+//   lane, the claimed tally, the cursors and the fair share (ClaimerState);
+// - the claims apart: beside a round in flight, a wake for routes that were idle claims them
+//   at once, in a small claim of their own, so that a quiet tenant waits for neither a busy
+//   one's round nor its own. A namespace is in one claim at a time (the round's or the claim
+//   apart's), so that each plans under its quota alone; the rows claimed apart raise the
+//   next round's tally.
 //
-// Thread affinity: the loop thread; rounds run on the claims lane.
+// Thread affinity: the loop thread; the claims run where the RoundRunner runs them.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
-#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "outboxd/config/defaults.hpp"
 #include "outboxd/dispatch/claim_faults.hpp"
+#include "outboxd/dispatch/claim_limits.hpp"
+#include "outboxd/dispatch/claim_marks.hpp"
 #include "outboxd/dispatch/claim_round.hpp"
-#include "outboxd/dispatch/db_lane.hpp"
+#include "outboxd/dispatch/namespace_cache.hpp"
+#include "outboxd/dispatch/ports.hpp"
+#include "outboxd/dispatch/route_activity.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/util/clock.hpp"
 #include "outboxd/util/lifetime.hpp"
 
 namespace outboxd::dispatch {
@@ -39,98 +43,105 @@ namespace outboxd::dispatch {
 class Claimer {
 public:
     using Clock = std::chrono::steady_clock;
+    using QueueKey = RouteActivity::QueueKey;
 
     struct Settings {
         std::chrono::milliseconds poll_interval{defaults::kPollInterval};
         std::int32_t batch_size = defaults::kBatchSize;
         std::chrono::milliseconds lookback{defaults::kClaimLookback};  // see ClaimCursors
-        std::int32_t apart_batch = defaults::kClaimApartBatch;         // see claim_apart
+        std::int32_t apart_batch = defaults::kClaimApartBatch;         // rows of a claim apart
     };
 
-    // What a round came back with.
+    // What a claim came back with.
     struct Round {
         ClaimRoundResult result;
-        std::string error;  // empty: the round ran (some routes may still have been refused)
-        // When the round was submitted; it took `seconds` on the lane.
+        std::string error;  // empty: the claim ran (some routes may still have been refused)
+        // When the claim was submitted; it took `seconds`.
         Clock::time_point started;
         double seconds = 0;
-        // A failed round: the next may start after this (triggers wait for it meanwhile).
-        std::chrono::milliseconds retry_after{0};
     };
+    using Done = std::function<void(Round)>;
 
-    // `lane` runs the rounds, `apart_lane` the claims apart.
-    Claimer(boost::asio::any_io_executor loop, DbLane& lane, DbLane& apart_lane,
-            metrics::NodeMetrics& metrics, Settings settings);
+    // `look_again` runs on the loop when a round may find something it could not before:
+    // a failed round's backoff is over, a limit lets a route go.
+    Claimer(const boost::asio::any_io_executor& loop, RoundRunner& runner,
+            NamespaceCache& namespaces, metrics::NodeMetrics& metrics, Settings settings,
+            util::SteadyNow now, std::function<void()> look_again);
 
-    // Connects the claims-apart lane ahead of its first claim (which is all about latency);
-    // a failure is left to that claim.
-    void connect_apart_lane();
+    void start() { runner_.prepare_apart(); }
+    void stop();
 
-    // The next round reads every route from the front.
-    void read_from_front() { ++front_generation_; }
-    // The owned ranges changed: the next round counts claimed rows again and reads from the
-    // front (new shards may hold another node's claims and rows behind every cursor).
+    // --- what may have made rows due -------------------------------------------------
+    // New rows in these (namespace, task_queue) pairs.
+    void woken(const std::vector<QueueKey>& queues) { activity_.woken(queues, now_()); }
+    // Rows may have become due on any route: the next round probes every inactive one.
+    void look_everywhere() { activity_.look_everywhere(); }
+    // Rows were put back in line behind where claims read on (re-arms, a resume): the next
+    // round reads every route from the front, and probes the others.
+    void read_from_front();
+    // The owned ranges changed: count claims again and read from the front.
     void ranges_changed();
-    // The poll backstop: true (and the next round reads from the front) when a read from
-    // the front is due at `now`.
-    [[nodiscard]] bool backstop_due(Clock::time_point now);
+    // The poll backstop: backoffs that ended, scheduled rows, rows behind where claims read
+    // on. Probes and reads from the front when that is due (paced).
+    void backstop();
+    // An outcome write landed: a full concurrency limit may have room.
+    void slots_freed() { limits_.slots_freed(); }
 
-    // Whether a round must still wait: for the backoff of a failed one, or, when claims may
-    // have committed unseen, for the claim apart in flight (its rows must be seen before
-    // the release of what nobody saw).
-    [[nodiscard]] bool waiting(Clock::time_point now) const {
-        return faults_.waiting(now) || (release_from_ && claiming_apart_);
-    }
-    // Removes the routes that rest after being refused (see ClaimFaults).
-    void drop_resting(std::vector<worker::Route>& routes, Clock::time_point now) {
-        faults_.drop_resting(routes, now);
-    }
-
-    // Runs one round for `request` (its batch size and generations are the claimer's).
-    // `done` runs on the loop with the round, while the claimer lives; at once, when the
-    // lane refuses the round.
-    void claim(ClaimRequest request, const std::function<void(Round)>& done);
+    // --- rounds ------------------------------------------------------------------------
+    // Whether a round may start now: not while a failed round's backoff runs, nor, when
+    // claims may have committed unseen, while the claim apart in flight is (its rows must
+    // be seen before the release of what nobody saw).
+    [[nodiscard]] bool ready() const;
+    // Plans a round over `routes` (those with free credit now) and runs it. `settled`: rows
+    // per namespace the node's own outcome writes took out of `claimed` since the last
+    // round. False when no route is worth a claim now (nothing was started). `done` runs on
+    // the loop, at once when the round cannot be queued.
+    bool round(store::Owner owner, std::vector<worker::Route> routes,
+               std::map<std::string, std::int64_t> settled, const Done& done);
     [[nodiscard]] bool claiming() const { return claiming_; }
 
-    // Runs a claim apart for `request.routes` (its batch size is the claimer's apart batch):
-    // `done` runs on the loop as for claim(). Only while can_claim_apart(now).
-    void claim_apart(ClaimRequest request, const std::function<void(Round)>& done);
-    [[nodiscard]] bool can_claim_apart(Clock::time_point now) const {
-        return !claiming_apart_ && !release_from_ && !faults_.waiting(now);
-    }
-    [[nodiscard]] bool claiming_apart() const { return claiming_apart_; }
+    // Whether woken `queues` could be claimed apart now: a round is in flight (without one,
+    // the next round is as quick), no claim apart is, and some queue's namespace is not in
+    // the round.
+    [[nodiscard]] bool may_claim_apart(const std::vector<QueueKey>& queues) const;
+    // Claims apart the routes (of `routes`, those with free credit now) of woken `queues`
+    // that are idle; `done` runs as for round(). Returns the queues left to the rounds.
+    std::vector<QueueKey> claim_apart(const std::vector<QueueKey>& queues, store::Owner owner,
+                                      std::vector<worker::Route> routes, const Done& done);
+    [[nodiscard]] bool claiming_apart() const { return apart_.running; }
 
 private:
+    // The namespaces in each claim, and the rows claimed apart since the last round.
+    struct ApartBook {
+        std::set<std::string> in_round;
+        std::set<std::string> in_apart;
+        std::map<std::string, std::int64_t> claimed;  // per namespace, for the next tally
+        bool running = false;
+    };
+
     void finish(Round& round);
     void finish_apart(Round& round);
-    // A claim failed with its outcome unknown: what it may have claimed goes back before the
-    // next round.
-    void release_unseen();
-    // A claim came back: its rows are seen.
-    void seen(const ClaimRoundResult& result);
+    // The delivery controls of `names` that have any (for a claim request).
+    [[nodiscard]] std::map<std::string, store::DeliveryControls> controls_of(
+        const std::set<std::string>& names) const;
 
-    boost::asio::any_io_executor loop_;
-    DbLane& lane_;
-    DbLane& apart_lane_;
+    RoundRunner& runner_;
+    NamespaceCache& namespaces_;
     metrics::NodeMetrics& metrics_;
     Settings settings_;
+    util::SteadyNow now_;
     // Used by one round at a time, on the lane; shared so that a round in flight outlives
     // the claimer safely.
     std::shared_ptr<ClaimerState> state_;
+    RouteActivity activity_;
+    ClaimLimits limits_;
     ClaimFaults faults_;
-    std::uint64_t front_generation_ = 1;
-    std::uint64_t ranges_generation_ = 1;
-    // The highest claim token this node has seen. After a failed claim, the highest it had
-    // seen then: its claims above that, except those seen since (`kept_`: from the claim
-    // that ran beside the failed one), are released before the next round, which runs when
-    // no other claim is in flight.
-    std::int64_t last_claim_token_ = 0;
-    std::optional<std::int64_t> release_from_;
-    std::vector<std::int64_t> kept_;
-    Clock::time_point last_front_scan_{};
-    Clock::duration front_scan_period_;
+    ClaimMarks marks_;
+    ApartBook apart_;
     bool claiming_ = false;
-    bool claiming_apart_ = false;
+    std::function<void()> look_again_;
+    // After a failed round, the sweep that follows its backoff.
+    boost::asio::steady_timer retry_timer_;
     util::Lifetime lifetime_;
 };
 

@@ -19,8 +19,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/store/lanes.hpp"
 #include "outboxd/store/outcome_store.hpp"
 #include "outboxd/util/lifetime.hpp"
 #include "outboxd/util/retry_backoff.hpp"
@@ -32,8 +32,8 @@ public:
     static constexpr std::chrono::milliseconds kFlushEvery{500};
     static constexpr std::size_t kMaxBatch = 5000;
 
-    LeaseWriter(boost::asio::any_io_executor loop, DbLane& lane, metrics::NodeMetrics& metrics,
-                std::chrono::milliseconds flush_every = kFlushEvery);
+    LeaseWriter(boost::asio::any_io_executor loop, store::OutcomeLane& lane,
+                metrics::NodeMetrics& metrics, std::chrono::milliseconds flush_every = kFlushEvery);
 
     void ask(store::LeaseWrite lease);
     // The task of `ref` ended: a lease still waiting for it need not be written.
@@ -46,7 +46,7 @@ private:
     void flush();
 
     boost::asio::any_io_executor loop_;
-    DbLane& lane_;
+    store::OutcomeLane& lane_;
     metrics::NodeMetrics& metrics_;
     std::chrono::milliseconds flush_every_;
     std::map<std::pair<std::int64_t, std::int64_t>, store::LeaseWrite> pending_;

@@ -26,9 +26,9 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "outboxd/config/defaults.hpp"
-#include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/dispatch/periodic.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/store/lanes.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/lifetime.hpp"
 
@@ -63,9 +63,9 @@ public:
 
     // `rearmed(rows)` runs on the loop when a reconcile put rows back in line (claimed rows
     // re-armed, waiting rows let go).
-    Maintenance(boost::asio::any_io_executor loop, DbLane& lane, metrics::NodeMetrics& metrics,
-                Settings settings, OwnerSource owner, OrderedSource ordered,
-                std::function<void(std::size_t)> rearmed);
+    Maintenance(boost::asio::any_io_executor loop, store::MaintenanceLane& lane,
+                metrics::NodeMetrics& metrics, Settings settings, OwnerSource owner,
+                OrderedSource ordered, std::function<void(std::size_t)> rearmed);
 
     void start();
     void stop();
@@ -81,7 +81,7 @@ private:
     void result(std::string_view task, const std::string& error);
 
     boost::asio::any_io_executor loop_;
-    DbLane& lane_;
+    store::MaintenanceLane& lane_;
     metrics::NodeMetrics& metrics_;
     Settings settings_;
     OwnerSource owner_;

@@ -15,8 +15,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/store/delivery_controls.hpp"
+#include "outboxd/store/lanes.hpp"
 #include "outboxd/store/placement.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/lifetime.hpp"
@@ -25,7 +25,7 @@ namespace outboxd::dispatch {
 
 class NamespaceCache {
 public:
-    NamespaceCache(boost::asio::any_io_executor loop, DbLane& lane,
+    NamespaceCache(boost::asio::any_io_executor loop, store::AdminLane& lane,
                    std::int64_t default_max_in_flight, std::chrono::milliseconds ttl);
 
     void start();  // first refresh now, then every ttl
@@ -65,7 +65,7 @@ private:
     void refresh_failed(const std::string& error);
 
     boost::asio::any_io_executor loop_;
-    DbLane& lane_;
+    store::AdminLane& lane_;
     std::int64_t default_max_in_flight_;
     std::chrono::milliseconds ttl_;
     std::map<std::string, Entry> entries_;

@@ -32,9 +32,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "outboxd/dispatch/db_lane.hpp"
 #include "outboxd/dispatch/outcome_batches.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/store/lanes.hpp"
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/lifetime.hpp"
@@ -44,8 +44,8 @@ namespace outboxd::dispatch {
 
 class OutcomeWriter {
 public:
-    OutcomeWriter(boost::asio::any_io_executor loop, DbLane& lane, metrics::NodeMetrics& metrics,
-                  std::size_t max_batch);
+    OutcomeWriter(boost::asio::any_io_executor loop, store::OutcomeLane& lane,
+                  metrics::NodeMetrics& metrics, std::size_t max_batch);
 
     // `label` is the outcomes_total label counted once the write lands and applies (none
     // when empty).
@@ -80,7 +80,7 @@ private:
     void retry_later(const std::string& error);
 
     boost::asio::any_io_executor loop_;
-    DbLane& lane_;
+    store::OutcomeLane& lane_;
     metrics::NodeMetrics& metrics_;
     std::size_t max_batch_;
     OutcomeBatches batches_;

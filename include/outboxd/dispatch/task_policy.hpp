@@ -12,10 +12,16 @@
 #include <optional>
 #include <string_view>
 
-#include "outboxd/dispatch/in_flight.hpp"
+#include "outboxd/config/defaults.hpp"
 #include "outboxd/store/delivery_controls.hpp"
+#include "outboxd/util/backoff.hpp"
 
 namespace outboxd::dispatch {
+
+struct FailurePolicy {
+    std::int32_t max_attempts = 10;
+    util::Backoff backoff;
+};
 
 // The node's settings (OUTBOXD_MAX_ATTEMPTS, OUTBOXD_BACKOFF_*, OUTBOXD_TASK_TIMEOUT_MS).
 struct TaskDefaults {

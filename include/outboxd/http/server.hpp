@@ -1,10 +1,12 @@
 #pragma once
 
 // The node's one listening port: the HTTP API (README, "HTTP API"), /metrics, and the worker
-// WebSocket endpoint /v1/workers (README, "Worker protocol"), on Boost.Beast.
+// WebSocket endpoint /v1/workers (README, "Worker protocol"), on Boost.Beast. An upgrade of
+// /v1/workers that passes the worker token is handed to NodeServices::workers (the WebSocket
+// sinks).
 //
 // Thread affinity: everything runs on the io_context's single loop thread; database work
-// goes to the API lane and its result is posted back. Beast stays behind this header.
+// goes to an engine's API lane and its result is posted back. Beast stays behind this header.
 
 #include <chrono>
 #include <cstdint>
@@ -16,19 +18,17 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "outboxd/cluster/cluster_member.hpp"
 #include "outboxd/config/defaults.hpp"
-#include "outboxd/dispatch/dispatcher.hpp"
+#include "outboxd/engine/engine_directory.hpp"
+#include "outboxd/metrics/node_metrics.hpp"
 
 namespace prometheus {
 class Registry;
 }
 
-namespace outboxd::push {
-class HttpTargets;
-}
-
 namespace outboxd::http {
+
+class UpgradeHandler;
 
 // The certificate chain and private key (PEM files) of a node that serves HTTPS and wss://.
 struct TlsFiles {
@@ -41,15 +41,8 @@ struct ServerSettings {
     std::uint16_t port = defaults::kPort;  // 0: any free port
     std::optional<std::string> worker_token;
     std::optional<std::string> admin_token;
-    std::size_t max_frame_bytes = defaults::kMaxFrameBytes;
-    std::size_t max_result_bytes = defaults::kMaxResultBytes;  // complete.result, compact JSON
     std::size_t max_body_bytes = defaults::kMaxBodyBytes;
-    std::size_t max_write_queue = defaults::kMaxWriteQueue;  // frames per worker connection
-    std::size_t max_write_queue_bytes =
-        defaults::kMaxWriteQueueBytes;                        // bytes per worker connection
     std::size_t max_connections = defaults::kMaxConnections;  // HTTP + WebSocket; more get a 503
-    std::chrono::seconds websocket_idle_timeout{20};          // pings at half of it
-    std::chrono::milliseconds hello_timeout{10000};           // from the upgrade to the hello
     std::chrono::milliseconds http_idle_timeout{defaults::kHttpIdleTimeout};
     std::int64_t default_max_in_flight = defaults::kDefaultMaxInFlight;
     std::optional<TlsFiles> tls;  // set: every connection on the listen address is TLS
@@ -57,15 +50,11 @@ struct ServerSettings {
 
 // What the server drives; all of it lives on the loop thread and outlives the server.
 struct NodeServices {
-    dispatch::Dispatcher& dispatcher;
-    worker::WorkerRegistry& registry;
-    cluster::ClusterMember& member;
-    dispatch::NamespaceCache& namespaces;
-    dispatch::DbLane& api_lane;
+    engine::EngineDirectory& engines;  // the databases the API reaches
     prometheus::Registry& metrics_registry;
     metrics::NodeMetrics& metrics;
-    std::function<bool()> ready;  // database reachable, migrations applied, node registered
-    push::HttpTargets* targets = nullptr;  // HTTP push; the routes answer without it too
+    std::function<bool()> ready;        // database reachable, migrations applied, node registered
+    UpgradeHandler* workers = nullptr;  // /v1/workers; without it the endpoint is a 404
 };
 
 class HttpServer {
@@ -79,12 +68,6 @@ public:
     void start();
     [[nodiscard]] std::uint16_t port() const;
     void stop_accepting();
-    // Sends {"type":"drain"} to every worker session.
-    void drain_workers();
-    // Sends a cluster frame to every worker session.
-    void broadcast_cluster();
-    // Closes every worker session (after drain).
-    void close_workers();
 
     class Impl;
 

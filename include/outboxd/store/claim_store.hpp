@@ -59,18 +59,28 @@ public:
 
         [[nodiscard]] bool limited() const { return max_in_flight || type_rate || namespace_rate; }
     };
+    // What a limited claim's transaction saw of its limits: facts, not a verdict. When the
+    // part may claim again is the claim path's to judge (dispatch::ClaimLimits).
+    struct LimitFacts {
+        // max_in_flight less the type's rows claimed when the claim began (set exactly when
+        // the claim has a max_in_flight).
+        std::optional<std::int64_t> type_room;
+        // The token buckets read, in order (the namespace's first), with their tokens when
+        // read. A bucket is read only while the limits before it left room.
+        struct Bucket {
+            RateLimit rate;
+            double tokens = 0;
+        };
+        std::vector<Bucket> buckets;
+    };
     struct ControlledClaim {
         std::vector<OutboxRow> rows;
-        // Set when a limit left no room: when to try again (a token due, or the rows of the
-        // type still claimed elsewhere), instead of claiming again at once.
-        std::optional<std::chrono::milliseconds> wait;
-        // The wait is for a concurrency limit that was full (an answer may end it sooner).
-        bool full = false;
+        LimitFacts limits;
     };
     // A claim of one route under `controls`: ordered and/or limited. A limited claim is one
     // transaction: the type's advisory lock and claimed count, the buckets' tokens (locked),
     // the claim of at most what they leave, the buckets debited by what it took: exact
-    // across nodes.
+    // across nodes. It reports what it saw of the limits (LimitFacts).
     ControlledClaim claim_controlled(const Owner& owner, const ClaimScope& scope,
                                      std::int32_t limit, std::optional<ClaimPosition> after,
                                      const ClaimControls& controls);

@@ -2,7 +2,7 @@
 
 // HTTP push targets as stored (table http_targets, migration 0011): what PUT
 // /v1/http-targets/{name} sets, and what the delivering nodes report back. The rules a
-// target must satisfy (URL, bounds, header names) are push::check_target's; the store only
+// target must satisfy (URL, bounds, header names) are http_push::check_target's; the store only
 // keeps what it is given and the table's CHECKs.
 
 #include <cstdint>

@@ -1,8 +1,11 @@
 #pragma once
 
 // One connection to the outbox tables, and the stores over it, each serving one consumer:
-// ClaimStore (the claims lane), OutcomeStore (the outcome writer), MaintenanceStore
-// (reconcile, retention, gauges) and AdminStore (the HTTP API and the namespace cache).
+// ClaimStore (the claims lanes), OutcomeStore (the outcome and lease writers),
+// MaintenanceStore (reconcile, retention, gauges), AdminStore (the HTTP API and the
+// namespace cache), TargetStore (HTTP push targets) and ScheduleStore (schedules). A session
+// prepares the statements of the stores it is opened for, and only those (see Uses); a
+// lane opens one for its consumer's stores (store/db_lane.hpp).
 //
 // Thread affinity: a session and its stores are used by one thread at a time (libpqxx
 // connections are single-threaded worlds). Run one per DB thread.
@@ -46,11 +49,23 @@ public:
         relaxed,
     };
 
+    // The stores a session serves, as bits: it prepares their statements.
+    enum class Uses : unsigned {
+        claims = 1U << 0U,
+        outcomes = 1U << 1U,
+        maintenance = 1U << 2U,
+        admin = 1U << 3U,
+        targets = 1U << 4U,
+        schedules = 1U << 5U,
+        all = (1U << 6U) - 1U,
+    };
+
     // Connects lazily on first use; `database_url` is a libpq string or URI. A positive
     // `statement_timeout` bounds every statement on the server (a request must not hold its
-    // lane for minutes).
-    explicit OutboxSession(const std::string& database_url, Commits commits = Commits::durable,
-                           std::chrono::milliseconds statement_timeout = {});
+    // lane for minutes). A store used over a session not opened for it fails its statements
+    // ("prepared statement … does not exist").
+    OutboxSession(const std::string& database_url, Uses uses, Commits commits = Commits::durable,
+                  std::chrono::milliseconds statement_timeout = {});
     ~OutboxSession();
     OutboxSession(const OutboxSession&) = delete;
     OutboxSession& operator=(const OutboxSession&) = delete;
@@ -65,5 +80,13 @@ public:
 private:
     std::unique_ptr<PgSession> pg_;
 };
+
+[[nodiscard]] constexpr OutboxSession::Uses operator|(OutboxSession::Uses a,
+                                                      OutboxSession::Uses b) {
+    return static_cast<OutboxSession::Uses>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+[[nodiscard]] constexpr bool uses(OutboxSession::Uses set, OutboxSession::Uses one) {
+    return (static_cast<unsigned>(set) & static_cast<unsigned>(one)) != 0;
+}
 
 }  // namespace outboxd::store

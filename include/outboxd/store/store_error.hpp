@@ -40,18 +40,26 @@ public:
     using StoreError::StoreError;
 };
 
-// The database cannot be reached or the connection broke; the operation may be retried
-// on a fresh connection. Whether it took effect is unknown.
-class UnavailableError : public StoreError {
+// A failure of the database, not of what was asked: the same operation may well succeed
+// later, unchanged (back off, then retry). A claim round that meets one fails as a whole;
+// a failure of any other kind is the route's own (dispatch/claim_round.hpp).
+class TransientError : public StoreError {
 public:
     using StoreError::StoreError;
 };
 
+// The database cannot be reached or the connection broke; the operation may be retried
+// on a fresh connection. Whether it took effect is unknown.
+class UnavailableError : public TransientError {
+public:
+    using TransientError::TransientError;
+};
+
 // A transient conflict (serialization failure, deadlock, a statement or lock timeout):
 // retry the operation.
-class ConflictError : public StoreError {
+class ConflictError : public TransientError {
 public:
-    using StoreError::StoreError;
+    using TransientError::TransientError;
 };
 
 // A migration failed or does not match what was applied before.

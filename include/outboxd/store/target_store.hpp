@@ -3,7 +3,7 @@
 // HTTP push targets in PostgreSQL (table http_targets): what the API sets and lists, what
 // every node reads each namespace cache TTL, and what delivering nodes report back. See
 // OutboxSession for threads, errors and time. Rows are returned as stored: whoever uses
-// one checks it first (push::check_target), since plain SQL may have written it.
+// one checks it first (http_push::check_target), since plain SQL may have written it.
 
 #include <optional>
 #include <span>

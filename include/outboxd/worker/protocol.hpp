@@ -21,8 +21,8 @@
 #include <variant>
 #include <vector>
 
+#include "outboxd/sinks/task.hpp"
 #include "outboxd/util/untrusted_text.hpp"
-#include "outboxd/worker/task.hpp"
 
 namespace outboxd::worker::protocol {
 
@@ -145,8 +145,8 @@ struct Welcome {
     std::size_t max_result_bytes = 0;
 };
 
-// The task frame carries a worker::Task, field for field.
-using Task = worker::Task;
+// The task frame carries a sinks::Task, field for field.
+using Task = sinks::Task;
 
 struct Cluster {
     std::vector<NodeInfo> nodes;

@@ -1,10 +1,11 @@
 #pragma once
 
-// Connected worker sessions, their credit windows, and the routing decisions built on
-// them: which claim scopes have free capacity, and which worker runs a claimed row.
+// The attached sinks (workers in the general sense: WebSocket workers, HTTP push targets),
+// their credit windows, and the routing decisions built on them: which claim scopes have free
+// capacity, and which sink runs a claimed row.
 //
-// Thread affinity: the node's loop thread only. No I/O: sessions reach their sockets
-// through WorkerChannel.
+// Thread affinity: the node's loop thread only. No I/O: sinks are reached through
+// sinks::Sink.
 
 #include <chrono>
 #include <cstdint>
@@ -16,47 +17,22 @@
 #include <unordered_set>
 #include <vector>
 
+#include "outboxd/sinks/sink.hpp"
 #include "outboxd/store/outbox_row.hpp"
 #include "outboxd/store/placement.hpp"
-#include "outboxd/worker/protocol.hpp"
-#include "outboxd/worker/task.hpp"
 
 namespace outboxd::worker {
 
-// The registry's handle on one connection (implemented by the WebSocket session, or by an
-// in-memory channel in tests). Dispatch speaks to it in domain terms; the wire format is the
-// session's business.
-class WorkerChannel {
-public:
-    virtual ~WorkerChannel() = default;
-    // Queues one task. Returns why this worker can never take it (e.g. it is larger than the
-    // frames the worker reads), or nothing when it is on its way.
-    [[nodiscard]] virtual std::optional<std::string> send_task(const Task& task) = 0;
-    // Tells the worker to stop task `task_id`: it was settled without it. A channel that
-    // cannot tell (an HTTP target) does nothing; the late answer is fenced all the same.
-    virtual void send_cancel(const std::string& task_id, std::string_view reason) {
-        (void)task_id;
-        (void)reason;
-    }
-    // Closes the connection; the session reports the loss itself.
-    virtual void close(std::string_view reason) = 0;
-};
-
-// One connected worker. Its credit window and the tasks it holds change only through the
+// One attached sink. Its credit window and the tasks it holds change only through the
 // registry (reserve, release, set_credit), which keeps 0 <= free credit <= window. Its
-// hello is what it said once and does not change after add().
+// profile is what it said once and does not change after add().
 class WorkerEntry {
 public:
     std::string session_id;
-    protocol::Hello hello;
-    std::shared_ptr<WorkerChannel> channel;
-    // The timeout of this worker's tasks, when not the node's task timeout (an HTTP push
-    // target's request timeout), and how much longer the node waits for the answer (the
-    // target times its requests out itself, with a clearer error).
-    std::optional<std::chrono::milliseconds> task_timeout;
-    std::chrono::milliseconds deadline_grace{0};
+    sinks::SinkProfile profile;
+    std::shared_ptr<sinks::Sink> sink;
 
-    // Current window (hello max_in_flight, then credit frames).
+    // Current window (the profile's credit, then set_credit).
     [[nodiscard]] std::int32_t credit() const { return credit_; }
     // Tasks pushed and not yet answered.
     [[nodiscard]] std::int32_t outstanding() const { return outstanding_; }
@@ -70,7 +46,7 @@ public:
 
 private:
     friend class WorkerRegistry;
-    // The hello's namespaces and activity types, looked up for every claimed row: a worker
+    // The profile's namespaces and activity types, looked up for every claimed row: a worker
     // may serve a thousand namespaces.
     std::unordered_set<std::string> namespaces_;
     std::unordered_set<std::string> types_;
@@ -101,8 +77,8 @@ using PlacementLookup = std::function<store::Placement(const std::string& ns)>;
 
 class WorkerRegistry {
 public:
-    WorkerEntry& add(std::string session_id, protocol::Hello hello,
-                     std::shared_ptr<WorkerChannel> channel);
+    WorkerEntry& add(std::string session_id, sinks::SinkProfile profile,
+                     std::shared_ptr<sinks::Sink> sink);
     void remove(const std::string& session_id);
     [[nodiscard]] WorkerEntry* find(const std::string& session_id);
     [[nodiscard]] std::size_t size() const { return workers_.size(); }

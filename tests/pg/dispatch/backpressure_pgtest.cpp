@@ -380,7 +380,7 @@ TEST_CASE("a changed quota takes effect within the namespace cache TTL", "[pg][d
     auto hello = test::DispatchHarness::default_hello(16);
     hello.namespaces = {"t"};
     auto worker = h.connect("s1", hello);
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 2; }));
     h.run_for(200ms);
     CHECK(worker->tasks().size() == 2);  // the worker could take 16

@@ -19,7 +19,7 @@ using test::new_row;
 
 namespace {
 
-worker::protocol::Hello hello_for(const std::string& ns, std::int32_t credit) {
+sinks::SinkProfile hello_for(const std::string& ns, std::int32_t credit) {
     auto hello = DispatchHarness::default_hello(credit);
     hello.namespaces = {ns};
     return hello;
@@ -34,9 +34,9 @@ std::vector<store::NewRow> rows_of(const std::string& ns, int count) {
 // Holds the claims lane until release(): the round submitted meanwhile stays in flight.
 class HeldLane {
 public:
-    explicit HeldLane(dispatch::DbLane& lane) {
+    explicit HeldLane(store::ClaimLane& lane) {
         auto held = released_.get_future().share();
-        REQUIRE(lane.submit([held, this](dispatch::DbHandles) {
+        REQUIRE(lane.submit([held, this](store::ClaimStores&) {
             holding_ = true;
             held.wait();
         }));
@@ -87,7 +87,7 @@ public:
         quiet = h.connect("quiet", hello_for("quiet", quiet_credit));
         h.store.append(rows_of("default", busy_rows));
         h.wake();
-        h.dispatcher.start();
+        h.start();
         REQUIRE(h.run_until([&] { return busy->tasks().size() == 16; }));
     }
 

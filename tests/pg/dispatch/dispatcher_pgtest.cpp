@@ -67,7 +67,7 @@ TEST_CASE("a lost connection re-arms its tasks at once and still consumes an att
     h.store.append(std::vector{new_row("wf", 0)});
     auto first = h.connect("s1");
     REQUIRE(h.run_until([&] { return first->tasks().size() == 1; }));
-    h.dispatcher.on_worker_lost("s1");
+    h.lose("s1");
     REQUIRE(h.await_status("wf:0", Status::pending));
     CHECK(h.store.find("wf:0")->attempt == 1);
     CHECK(visible_in_seconds(h, "wf:0") <= 0.0);
@@ -86,7 +86,7 @@ TEST_CASE("lost connections still dead-letter once the attempts are used up", "[
     h.store.append(std::vector{row});
     auto worker = h.connect("s1");
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
-    h.dispatcher.on_worker_lost("s1");
+    h.lose("s1");
     CHECK(h.await_status("wf:0", Status::failed));
     CHECK(h.store.find("wf:0")->last_error == "worker connection lost");
 }
@@ -128,7 +128,7 @@ TEST_CASE("a failed done write leaves the row claimed, is kept, and lands later"
     auto worker = h.connect("s1");
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     CHECK(h.complete("s1", worker->tasks()[0]));
-    REQUIRE(h.run_until([&] { return !h.dispatcher.outcomes().healthy(); }));
+    REQUIRE(h.run_until([&] { return !h.outcomes().healthy(); }));
     h.run_for(300ms);
     const auto row = h.store.find("wf:0");
     CHECK(row->status == Status::claimed);  // never retried, never dead-lettered
@@ -152,7 +152,7 @@ TEST_CASE("the wake dispatches a staged row far under a 10 s poll", "[pg][dispat
     settings.poll_interval = 10s;
     DispatchHarness h{settings};
     auto worker = h.connect("s1");
-    h.dispatcher.start();  // the first sweep finds nothing
+    h.start();  // the first sweep finds nothing
     h.run_for(100ms);
     store::WakeListener wake{h.db.url(), [&h](const store::WakeNotice& notice) {
                                  boost::asio::post(h.ioc, [&h, notice] {
@@ -171,7 +171,7 @@ TEST_CASE("the wake dispatches a staged row far under a 10 s poll", "[pg][dispat
 TEST_CASE("the poll dispatches a staged row when no wake ever fires", "[pg][dispatch]") {
     DispatchHarness h;
     auto worker = h.connect("s1");
-    h.dispatcher.start();
+    h.start();
     h.run_for(100ms);
     h.db.exec(
         "INSERT INTO outbox (workflow_id, ordinal, activity_type) VALUES ('wf', 0, 'charge')");
@@ -182,7 +182,7 @@ TEST_CASE("drain stops claiming, waits for answers, then reports done", "[pg][di
     DispatchHarness h;
     h.store.append(std::vector{new_row("wf", 0)});
     auto worker = h.connect("s1");
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     bool drained = false;
     h.dispatcher.drain([&] { drained = true; });
@@ -250,7 +250,7 @@ TEST_CASE("with no worker able to run them, rows are never claimed", "[pg][dispa
     auto hello = DispatchHarness::default_hello();
     hello.activity_types = {"email"};
     auto worker = h.connect("s1", hello);
-    h.dispatcher.start();
+    h.start();
     h.run_for(300ms);
     CHECK(h.status_of("wf:0") == Status::pending);
     CHECK(worker->tasks().empty());
@@ -263,14 +263,14 @@ TEST_CASE("a task that times out is retried with backoff and its late answer is 
     DispatchHarness h{settings};
     h.store.append(std::vector{new_row("wf", 0)});
     auto worker = h.connect("s1");
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     REQUIRE(h.await_status("wf:0", Status::pending));
     const auto row = h.store.find("wf:0");
     CHECK(row->attempt == 1);
     CHECK_THAT(*row->last_error, Catch::Contains("timed out"));
     CHECK(h.dispatcher.on_complete("s1", worker->tasks()[0]["task_id"].get<std::string>()) ==
-          dispatch::Answer::unknown_task);
+          sinks::Answer::unknown_task);
     CHECK(h.status_of("wf:0") == Status::pending);
     CHECK(h.entry("s1").outstanding() == 0);  // the timed-out slot is free again
 }
@@ -283,7 +283,7 @@ TEST_CASE("answers for unknown tasks or another worker's tasks change nothing", 
     auto other = h.connect("s2");
     const auto task = worker->tasks()[0];
     CHECK_FALSE(h.complete("s2", task));
-    CHECK(h.dispatcher.on_fail("s1", "999.999", "x", true) == dispatch::Answer::unknown_task);
+    CHECK(h.dispatcher.on_fail("s1", "999.999", "x", true) == sinks::Answer::unknown_task);
     h.run_for(100ms);
     CHECK(h.status_of("wf:0") == Status::claimed);
     CHECK(h.dispatcher.outstanding() == 1);
@@ -295,7 +295,7 @@ TEST_CASE("a paused workflow's row is held pending, then dispatches after resume
     h.store.append(std::vector{new_row("wf", 0)});
     h.store.pause_workflow("wf");
     auto worker = h.connect("s1");
-    h.dispatcher.start();
+    h.start();
     h.run_for(300ms);
     CHECK(worker->tasks().empty());
     CHECK(h.status_of("wf:0") == Status::pending);
@@ -323,7 +323,7 @@ TEST_CASE(
                                  });
                              }};
     REQUIRE(h.run_until([&] { return wake.listening(); }));
-    h.dispatcher.start();
+    h.start();
     // The first claims read past the held row; the cursors move on beyond it.
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     h.run_for(300ms);
@@ -344,7 +344,7 @@ TEST_CASE("claims of a dead incarnation are re-armed and dispatched", "[pg][disp
     REQUIRE(h.store.claim(h.owner, 1).size() == 1);
     h.db.exec("UPDATE outbox SET claimed_by = 'node-x/dead' WHERE dispatch_key = 'wf:0'");
     auto worker = h.connect("s1");
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     CHECK(worker->tasks()[0]["attempt"] == 1);  // re-arm keeps the attempt
 }
@@ -356,7 +356,7 @@ TEST_CASE("claims read on from their route's mark; rows behind it wait for a cla
     settings.claim_lookback = 0ms;
     DispatchHarness h{settings};
     auto worker = h.connect("s1");
-    h.dispatcher.start();
+    h.start();
     h.store.append(std::vector{new_row("wf", 0)});
     h.wake();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
@@ -385,7 +385,7 @@ TEST_CASE("a lost connection's re-arms are claimed again at once, without waitin
     settings.claim_lookback = 0ms;
     DispatchHarness h{settings};
     auto first = h.connect("s1");
-    h.dispatcher.start();
+    h.start();
     std::vector<store::NewRow> rows;
     for (int i = 0; i < 4; ++i) rows.push_back(new_row("wf", i));
     h.store.append(rows);
@@ -395,7 +395,7 @@ TEST_CASE("a lost connection's re-arms are claimed again at once, without waitin
     auto second = h.connect("s2");
     REQUIRE(h.run_until([&] { return second->tasks().size() == 1; }));
 
-    h.dispatcher.on_worker_lost("s1");  // re-armed in their old place, behind the cursor
+    h.lose("s1");  // re-armed in their old place, behind the cursor
     REQUIRE(h.run_until([&] { return second->tasks().size() == 5; }, 5s));
     for (std::size_t i = 1; i < 5; ++i) CHECK(second->tasks()[i]["attempt"] == 2);
 }

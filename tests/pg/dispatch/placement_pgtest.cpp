@@ -22,7 +22,7 @@ namespace {
 constexpr std::int64_t kQuota = 10000;  // placement cases: the quota never limits
 
 // A worker of namespace "t" with node label `node` (none when nullopt).
-protocol::Hello worker_of(std::optional<std::string> node, std::int32_t credit = 16) {
+sinks::SinkProfile worker_of(std::optional<std::string> node, std::int32_t credit = 16) {
     auto hello = DispatchHarness::default_hello(credit);
     hello.namespaces = {"t"};
     hello.node = std::move(node);
@@ -76,7 +76,7 @@ TEST_CASE("prefer sends unpinned rows to the preferred worker while it is up",
     auto n1 = h.connect("n1", worker_of("n1", 2));
     auto n2 = h.connect("n2", worker_of("n2"));
     stage(h, "wf", 5);
-    h.dispatcher.start();
+    h.start();
 
     REQUIRE(h.run_until([&] { return n1->tasks().size() == 2; }));
     h.run_for(200ms);
@@ -97,7 +97,7 @@ TEST_CASE("prefer spills to any worker when no preferred worker is up", "[pg][di
     h.namespaces.set("t", kQuota, placement(store::PlacementMode::prefer, {"n1"}));
     auto n2 = h.connect("n2", worker_of("n2"));
     stage(h, "spill", 3);
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return n2->tasks().size() == 3; }));
     complete_all(h, "n2", *n2);
 
@@ -116,7 +116,7 @@ TEST_CASE("an unplaced namespace reaches any worker", "[pg][dispatch][tenant]") 
     auto labelled = h.connect("labelled", worker_of("n2"));
     auto plain = h.connect("plain", worker_of(std::nullopt));
     stage(h, "wf", 4);
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return labelled->tasks().size() + plain->tasks().size() == 4; }));
     CHECK_FALSE(labelled->tasks().empty());
     CHECK_FALSE(plain->tasks().empty());
@@ -136,7 +136,7 @@ TEST_CASE("a row's authored node wins over the namespace placement", "[pg][dispa
     auto n2 = h.connect("n2", worker_of("n2"));
     h.store.append(std::vector{new_row("pin", 0, "t", "default", "n2"), new_row("free", 0, "t"),
                                new_row("lost", 0, "t", "default", "n9")});
-    h.dispatcher.start();
+    h.start();
 
     REQUIRE(h.run_until([&] { return n2->tasks().size() == 1 && n1->tasks().size() == 1; }));
     h.run_for(200ms);
@@ -156,12 +156,12 @@ TEST_CASE("placement never rewrites a row's node", "[pg][dispatch][tenant]") {
     // Routing A: the preferred worker is up.
     auto n1 = h.connect("n1", worker_of("n1"));
     h.store.append(std::vector{new_row("a", 0, "t")});
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return n1->tasks().size() == 1; }));
     complete_all(h, "n1", *n1);
 
     // Routing B: n1 left; the same shape of row spills to n2.
-    h.dispatcher.on_worker_lost("n1");
+    h.lose("n1");
     auto n2 = h.connect("n2", worker_of("n2"));
     h.store.append(std::vector{new_row("b", 0, "t")});
     REQUIRE(h.run_until([&] { return n2->tasks().size() == 1; }));
@@ -183,7 +183,7 @@ TEST_CASE("pinned waits for a pinned-label worker and never spills", "[pg][dispa
     auto n2 = h.connect("n2", worker_of("n2"));
     auto plain = h.connect("plain", worker_of(std::nullopt));
     stage(h, "wf", 3);
-    h.dispatcher.start();
+    h.start();
 
     h.run_for(300ms);
     CHECK(n2->tasks().empty());
@@ -206,7 +206,7 @@ TEST_CASE("a paused workflow is held under a quota without taking the tenant's s
     REQUIRE(h.store.pause_workflow("held"));
     h.store.append(std::vector{new_row("free", 0, "t"), new_row("free", 1, "t")});
     auto worker = h.connect("s1", worker_of(std::nullopt));
-    h.dispatcher.start();
+    h.start();
 
     // The younger, unpaused rows go first, one at a time.
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
@@ -241,7 +241,7 @@ TEST_CASE("cancel settles a workflow's live rows and a late completion changes n
     DispatchHarness h;
     h.store.append(std::vector{new_row("wf", 0), new_row("wf", 1)});
     auto worker = h.connect("s1", DispatchHarness::default_hello(1));
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     const auto task = worker->tasks()[0];
     const auto running = task["dispatch_key"].get<std::string>();
@@ -256,8 +256,8 @@ TEST_CASE("cancel settles a workflow's live rows and a late completion changes n
 
     // The worker finishes the claimed task afterwards: its answer is fenced off.
     (void)h.complete("s1", task);
-    REQUIRE(h.run_until([&] { return h.dispatcher.outcomes().idle(); }));
-    CHECK(h.dispatcher.outcomes().stale_answers() == 1);
+    REQUIRE(h.run_until([&] { return h.outcomes().idle(); }));
+    CHECK(h.outcomes().stale_answers() == 1);
     for (const auto& key : {running, std::string{waiting}}) {
         const auto row = h.store.find(key);
         CHECK(row->status == Status::cancelled);
@@ -281,7 +281,7 @@ TEST_CASE("a requeued dead letter goes back through the dispatcher to done",
     row.attempt = 2;  // the last attempt
     h.store.append(std::vector{row});
     auto worker = h.connect("s1");
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     CHECK(h.fail("s1", worker->tasks()[0]));
     REQUIRE(h.await_status("wf:0", Status::failed));
@@ -319,7 +319,7 @@ TEST_CASE("prefer spills when the preferred workers cannot run the row", "[pg][d
     auto n1 = h.connect("n1", preferred);
     auto n2 = h.connect("n2", worker_of("n2"));
     stage(h, "wf", 2);
-    h.dispatcher.start();
+    h.start();
     CHECK(h.run_until([&] { return n2->tasks().size() == 2; }, 2s));
     CHECK(n1->tasks().empty());
     CHECK(count(h, "node IS NULL") == 2);
@@ -340,7 +340,7 @@ TEST_CASE("prefer spills only the activity types no preferred worker runs",
     auto email = new_row("mail", 0, "t");
     email.activity_type = "email";
     h.store.append(std::vector{new_row("pay", 0, "t"), new_row("pay", 1, "t"), email});
-    h.dispatcher.start();
+    h.start();
     CHECK(h.run_until([&] { return n2->tasks().size() == 2 && n1->tasks().size() == 1; }, 2s));
     h.run_for(100ms);
     CHECK(keys_of(*n2) == std::vector<std::string>{"pay:0", "pay:1"});

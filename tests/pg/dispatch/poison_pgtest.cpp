@@ -53,14 +53,14 @@ TEST_CASE("an outcome the database refuses as data is isolated and dead-lettered
     REQUIRE(poisoned->last_error);
     CHECK(poisoned->last_error->find("outcome could not be recorded") != std::string::npos);
     CHECK(poisoned->last_error->find("poison refused") != std::string::npos);
-    CHECK(h.run_until([&] { return h.dispatcher.outcomes().idle(); }));
-    CHECK(h.dispatcher.outcomes().healthy());
+    CHECK(h.run_until([&] { return h.outcomes().idle(); }));
+    CHECK(h.outcomes().healthy());
     CHECK(h.metrics.outcomes_refused_total.Value() == 1.0);
 
     // The writer goes on: new work is claimed and its outcome written.
     h.store.append(std::vector{new_row("next", 0)});
     h.wake();
-    auto& worker = dynamic_cast<test::FakeChannel&>(*h.entry("s1").channel);
+    auto& worker = dynamic_cast<test::FakeChannel&>(*h.entry("s1").sink);
     REQUIRE(h.run_until([&] { return worker.tasks().size() == 9; }));
     CHECK(h.complete("s1", worker.tasks()[8]));
     CHECK(h.await_status("next:0", Status::done));
@@ -74,11 +74,11 @@ TEST_CASE(
     refuse_updates(h, "wf:1", "'done', 'failed'");
     complete_all(h, 4);
     for (const int i : {0, 2, 3}) CHECK(h.await_status("wf:" + std::to_string(i), Status::done));
-    REQUIRE(h.run_until([&] { return h.dispatcher.outcomes().idle(); }));
+    REQUIRE(h.run_until([&] { return h.outcomes().idle(); }));
     h.run_for(200ms);
     // Never lost: claimed, with its claim intact, until the stale-claim backstop re-arms it.
     CHECK(h.store.find("wf:1")->status == Status::claimed);
-    CHECK(h.dispatcher.outcomes().healthy());
+    CHECK(h.outcomes().healthy());
     CHECK(h.metrics.outcomes_refused_total.Value() == 1.0);
     CHECK(h.metrics.outcomes_abandoned_total.Value() == 1.0);
 }
@@ -99,8 +99,7 @@ TEST_CASE(
     for (const int i : {0, 1, 3, 4, 5})
         CHECK(h.await_status("wf:" + std::to_string(i), Status::done));
     CHECK(h.store.find("wf:2")->last_error->find("wf:2 may not finish") != std::string::npos);
-    CHECK(h.run_until(
-        [&] { return h.dispatcher.outcomes().healthy() && h.dispatcher.outcomes().idle(); }));
+    CHECK(h.run_until([&] { return h.outcomes().healthy() && h.outcomes().idle(); }));
 }
 
 TEST_CASE("a route whose claim the database refuses rests while the other routes are claimed",
@@ -119,7 +118,7 @@ TEST_CASE("a route whose claim the database refuses rests while the other routes
     hello.namespaces = {"poisoned"};
     auto bad = h.connect("bad", hello);
     auto good = h.connect("good");
-    h.dispatcher.start();
+    h.start();
     REQUIRE(h.run_until([&] { return good->tasks().size() == 2; }));
     h.run_for(500ms);  // the poll asks again and again: the route rests, nothing spins
     CHECK(bad->tasks().empty());
@@ -157,10 +156,7 @@ TEST_CASE("a row whose task frame is larger than its worker reads is dead-letter
     auto big = new_row("big", 0);
     big.input_json = "\"" + std::string(5000, 'x') + "\"";
     h.store.append(std::vector{big, new_row("small", 0)});
-    auto hello = DispatchHarness::default_hello();
-    hello.batch = true;
-    hello.max_frame_bytes = 2000;
-    auto worker = h.connect("s1", hello);
+    auto worker = h.connect("s1", DispatchHarness::default_hello(), 2000);
     REQUIRE(h.run_until([&] { return worker->tasks().size() == 1; }));
     CHECK(worker->tasks()[0]["dispatch_key"] == "small:0");
     REQUIRE(h.await_status("big:0", Status::failed));

@@ -15,7 +15,7 @@ using test::new_row;
 
 namespace {
 
-worker::protocol::Hello hello_for(const std::string& ns, std::int32_t credit = 16) {
+sinks::SinkProfile hello_for(const std::string& ns, std::int32_t credit = 16) {
     auto hello = DispatchHarness::default_hello(credit);
     hello.namespaces = {ns};
     return hello;
@@ -43,7 +43,7 @@ TEST_CASE("hundreds of idle routes cost a busy one nothing", "[pg][dispatch][ten
     for (int i = 0; i < 2000; ++i) rows.push_back(new_row("busy-" + std::to_string(i), 0));
     h.store.append(rows);
     h.wake();
-    h.dispatcher.start();
+    h.start();
     std::size_t answered = 0;
     REQUIRE(h.run_until(
         [&] {
@@ -188,7 +188,7 @@ TEST_CASE("rows the reconcile sweep settles for a cancelled workflow count as ca
     h.store.cancel_workflow("gone");
     // Staged after the cancel (by plain SQL, say): the sweep settles them.
     h.store.append(std::vector{new_row("gone", 0, "billing"), new_row("gone", 1, "billing")});
-    h.dispatcher.reconcile();
+    h.maintenance.reconcile();
     REQUIRE(h.run_until([&] { return h.status_of("gone:1") == store::Status::cancelled; }));
     CHECK(h.run_until([&] {
         return h.metrics.outcomes_total.Add({{"namespace", "billing"}, {"outcome", "cancelled"}})

@@ -10,7 +10,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "store/outbox_sql.hpp"
+#include "outboxd/dispatch/claim_limits.hpp"
+#include "store/admin_sql.hpp"
 #include "store_fixture.hpp"
 
 namespace outboxd {
@@ -289,7 +290,12 @@ TEST_CASE("a concurrency limit holds exactly across claimers of different shards
             const auto claimed =
                 store.claims.claim_controlled(owner, scope, 10, std::nullopt, limit);
             CHECK(claimed.rows.size() <= 5);
-            if (claimed.rows.empty()) CHECK(claimed.wait.has_value());
+            // What it saw: no room left under the limit (a fact; the wait is the claim
+            // path's to judge).
+            if (claimed.rows.empty()) {
+                REQUIRE(claimed.limits.type_room.has_value());
+                CHECK(*claimed.limits.type_room <= 0);
+            }
             answers.clear();
             for (const auto& row : claimed.rows) answers.push_back(Outcome::done(ref_of(row)));
             store.record_outcomes(answers);
@@ -342,15 +348,21 @@ TEST_CASE("a rate limit hands out its burst, then tokens as they refill", "[pg][
     const auto empty = claims.claim_controlled(f.owner, ClaimScope{}, 100, std::nullopt, limit);
     CHECK(empty.rows.size() <= 1);
     if (empty.rows.empty()) {
-        REQUIRE(empty.wait.has_value());
-        CHECK(*empty.wait <= 60ms);  // one token at 20 a second
+        // What it saw: the bucket it read held less than a whole token.
+        REQUIRE(empty.limits.buckets.size() == 1);
+        CHECK(empty.limits.buckets[0].tokens < 1);
+        const auto verdict = dispatch::ClaimLimits::judge(empty.limits, 0);
+        REQUIRE(verdict.wait.has_value());
+        CHECK(*verdict.wait <= 60ms);  // one token at 20 a second
     }
     // Claiming as fast as it may for a second: the rate, not the claims, decides.
     std::size_t taken = burst.rows.size() + empty.rows.size();
     while (std::chrono::steady_clock::now() - started < 1s) {
         const auto got = claims.claim_controlled(f.owner, ClaimScope{}, 100, std::nullopt, limit);
         taken += got.rows.size();
-        if (got.wait) std::this_thread::sleep_for(*got.wait);
+        // Paced as the claim path paces it.
+        const auto verdict = dispatch::ClaimLimits::judge(got.limits, got.rows.size());
+        if (verdict.wait) std::this_thread::sleep_for(*verdict.wait);
     }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -6,7 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "store/outbox_sql.hpp"
+#include "store/claim_sql.hpp"
+#include "store/outcome_sql.hpp"
 #include "store/pg_session.hpp"
 #include "test_database.hpp"
 

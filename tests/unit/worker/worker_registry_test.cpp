@@ -12,20 +12,20 @@ using worker::WorkerRegistry;
 
 namespace {
 
-class NullChannel final : public worker::WorkerChannel {
+class NullSink final : public sinks::Sink {
 public:
-    std::optional<std::string> send_task(const worker::Task&) override { return std::nullopt; }
+    std::optional<std::string> send_task(const sinks::Task&) override { return std::nullopt; }
     void close(std::string_view) override {}
 };
 
-worker::protocol::Hello hello(std::vector<std::string> namespaces, std::int32_t credit,
-                              std::optional<std::string> node = std::nullopt,
-                              std::vector<std::string> types = {"charge"}) {
-    worker::protocol::Hello h;
-    h.worker_id = "w";
+sinks::SinkProfile hello(std::vector<std::string> namespaces, std::int32_t credit,
+                         std::optional<std::string> node = std::nullopt,
+                         std::vector<std::string> types = {"charge"}) {
+    sinks::SinkProfile h;
+    h.name = "w";
     h.namespaces = std::move(namespaces);
     h.activity_types = std::move(types);
-    h.max_in_flight = credit;
+    h.credit = credit;
     h.node = std::move(node);
     return h;
 }
@@ -40,9 +40,8 @@ store::OutboxRow row(std::string ns = "default", std::optional<std::string> node
     return r;
 }
 
-worker::WorkerEntry& add(WorkerRegistry& registry, const std::string& id,
-                         worker::protocol::Hello h) {
-    return registry.add(id, std::move(h), std::make_shared<NullChannel>());
+worker::WorkerEntry& add(WorkerRegistry& registry, const std::string& id, sinks::SinkProfile h) {
+    return registry.add(id, std::move(h), std::make_shared<NullSink>());
 }
 
 Placement unplaced(const std::string& /*ns*/) { return {}; }

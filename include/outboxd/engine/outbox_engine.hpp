@@ -1,0 +1,130 @@
+#pragma once
+
+// Everything that exists once per outbox database, in one object: its lanes and stores, the
+// namespace settings cache, the cluster membership and shard leases, the claimer and
+// dispatcher (dispatch/dispatcher.hpp), maintenance, the wake listener, and the sink kinds'
+// state kept in that database (HTTP push targets). It starts, drains and stops as one.
+//
+// A node holds its engines in an EngineDirectory (engine_directory.hpp), beside what all of
+// them share: the loop, the sinks' registry and the metrics. A second database is a second
+// engine: nothing outside the directory changes.
+//
+// Thread affinity: the loop thread; SQL runs on the engine's lanes.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "outboxd/cluster/cluster_member.hpp"
+#include "outboxd/dispatch/dispatcher.hpp"
+#include "outboxd/dispatch/lane_ports.hpp"
+#include "outboxd/dispatch/maintenance.hpp"
+#include "outboxd/dispatch/namespace_cache.hpp"
+#include "outboxd/metrics/node_metrics.hpp"
+#include "outboxd/sinks/sink_provider.hpp"
+#include "outboxd/store/lanes.hpp"
+#include "outboxd/worker/worker_registry.hpp"
+
+namespace outboxd::engine {
+
+class WakeRouter;
+
+struct EngineSettings {
+    std::string name = "default";  // the database's name
+    std::string database_url;
+    dispatch::DispatchSettings dispatch;
+    dispatch::Maintenance::Settings maintenance;
+    cluster::MemberSettings member;
+    std::int64_t default_max_in_flight = defaults::kDefaultMaxInFlight;
+    // How soon a namespace's changed settings take effect (OUTBOXD_QUOTA_CACHE_TTL_MS).
+    std::chrono::milliseconds settings_refresh{1000};
+    // The server-side limit of each statement of an API request (0: none).
+    std::chrono::milliseconds api_statement_timeout{0};
+    std::size_t max_outcome_batch = 2000;
+};
+
+// What the engines of a node share; it all outlives them.
+struct EngineContext {
+    boost::asio::any_io_executor loop;
+    worker::WorkerRegistry& registry;
+    metrics::NodeMetrics& metrics;
+    sinks::SinkPort& port;
+};
+
+class OutboxEngine {
+public:
+    OutboxEngine(EngineContext context, EngineSettings settings);
+    ~OutboxEngine();
+    OutboxEngine(const OutboxEngine&) = delete;
+    OutboxEngine& operator=(const OutboxEngine&) = delete;
+
+    // Before start(): a sink kind's state in this database.
+    void add_sinks(std::unique_ptr<sinks::EngineSinks> sinks);
+    // Called on the loop after the cluster of this database changed (nodes or shards).
+    void on_cluster_change(std::function<void()> callback) {
+        on_cluster_change_ = std::move(callback);
+    }
+    // Before start(): the URL workers reach this node at.
+    void set_advertise_url(std::string url) { member_.set_advertise_url(std::move(url)); }
+
+    void start();
+    // Stops claiming here, waits for the tasks out and their outcomes, hands the shards
+    // back and leaves the cluster; then `done`.
+    void drain(std::function<void()> done);
+    // Gives up the tasks still out (the drain's deadline): re-armed at once.
+    void abandon_outstanding(const std::string& reason) { dispatcher_.abandon_outstanding(reason); }
+    void stop();
+
+    [[nodiscard]] const std::string& name() const { return settings_.name; }
+    [[nodiscard]] dispatch::Dispatcher& dispatcher() { return dispatcher_; }
+    [[nodiscard]] cluster::ClusterMember& member() { return member_; }
+    [[nodiscard]] const cluster::ClusterMember& member() const { return member_; }
+    [[nodiscard]] dispatch::NamespaceCache& namespaces() { return namespaces_; }
+    [[nodiscard]] store::AdminLane& admin_lane() { return lanes_.api; }
+    // The database reached, the node registered and ticking.
+    [[nodiscard]] bool ready() const { return member_.healthy(); }
+    // This kind's state here, if it keeps any (nullptr otherwise).
+    template <typename Sinks>
+    [[nodiscard]] Sinks* sinks() const {
+        for (const auto& sinks : sinks_) {
+            if (auto* found = dynamic_cast<Sinks*>(sinks.get())) return found;
+        }
+        return nullptr;
+    }
+
+private:
+    struct Lanes {
+        Lanes(const EngineSettings& settings, metrics::NodeMetrics& metrics);
+        store::ClaimLane claims;
+        store::ClaimLane claims_apart;
+        store::OutcomeLane outcomes;
+        store::MaintenanceLane maintenance;
+        store::AdminLane api;
+        store::ClusterLane cluster;
+    };
+
+    void cluster_changed();
+
+    // Declaration order is destruction order reversed, and it matters: the lanes (whose
+    // threads post into the loop) outlive everything that uses them.
+    EngineContext context_;
+    EngineSettings settings_;
+    Lanes lanes_;
+    dispatch::LaneRounds rounds_;
+    dispatch::LaneTaskWrites writes_;
+    dispatch::NamespaceCache namespaces_;
+    cluster::ClusterMember member_;
+    dispatch::Dispatcher dispatcher_;
+    dispatch::Maintenance maintenance_;
+    std::vector<std::unique_ptr<sinks::EngineSinks>> sinks_;
+    std::function<void()> on_cluster_change_;
+    std::unique_ptr<WakeRouter> wakes_;
+};
+
+}  // namespace outboxd::engine

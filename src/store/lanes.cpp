@@ -1,0 +1,76 @@
+#include "outboxd/store/lanes.hpp"
+
+#include <prometheus/counter.h>
+#include <spdlog/spdlog.h>
+
+namespace outboxd::store {
+
+using Uses = OutboxSession::Uses;
+
+ClaimStores::ClaimStores(const LaneConnection& c)
+    : session(c.database_url, Uses::claims, c.commits, c.statement_timeout) {}
+
+OutcomeStores::OutcomeStores(const LaneConnection& c)
+    : session(c.database_url, Uses::outcomes, c.commits, c.statement_timeout) {}
+
+MaintenanceStores::MaintenanceStores(const LaneConnection& c)
+    : session(c.database_url, Uses::maintenance | Uses::schedules, c.commits, c.statement_timeout) {
+}
+
+AdminStores::AdminStores(const LaneConnection& c)
+    : session(c.database_url, Uses::admin | Uses::targets | Uses::schedules, c.commits,
+              c.statement_timeout) {}
+
+bool LaneThread::push(Task task) {
+    {
+        std::lock_guard lock{mutex_};
+        if (tasks_.size() >= settings_.capacity) {
+            if (settings_.rejected) settings_.rejected->Increment();
+            return false;
+        }
+        tasks_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+    return true;
+}
+
+std::size_t LaneThread::queued() const {
+    std::lock_guard lock{mutex_};
+    return tasks_.size();
+}
+
+void LaneThread::start(std::function<void()> body) { thread_ = std::thread(std::move(body)); }
+
+void LaneThread::join() {
+    if (!thread_.joinable()) return;
+    {
+        std::lock_guard lock{mutex_};
+        stopping_ = true;
+    }
+    ready_.notify_all();
+    thread_.join();
+}
+
+void LaneThread::run_queue() {
+    while (true) {
+        Task task;
+        {
+            std::unique_lock lock{mutex_};
+            ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+            if (tasks_.empty()) return;  // stopping, and everything queued has run
+            task = std::move(tasks_.front());
+            tasks_.pop_front();
+        }
+        // Jobs report their own errors; this only keeps one fault from ending the lane.
+        try {
+            task();
+        } catch (const std::exception& error) {
+            spdlog::error("event=db_job_escaped lane={} error=\"{}\"", settings_.name,
+                          error.what());
+        } catch (...) {
+            spdlog::error("event=db_job_escaped lane={} error=unknown", settings_.name);
+        }
+    }
+}
+
+}  // namespace outboxd::store

@@ -1,0 +1,65 @@
+#pragma once
+
+// The statements of HTTP push targets (TargetStore): the API's changes and listings, and
+// the nodes' refresh and reports. Internal to src/store.
+
+#include <array>
+
+#include "pg_codec.hpp"
+#include "pg_session.hpp"
+
+namespace outboxd::store::sql {
+
+// clang-format off
+
+// HTTP push targets. Headers travel as two text arrays (names, values) and are kept as one
+// jsonb object; they read back ordered by name.
+inline constexpr Statement kPutHttpTarget{"http_target_put", R"SQL(
+INSERT INTO http_targets (name, namespace, task_queue, activity_types, url, max_in_flight,
+                          timeout_ms, signing_secret, headers, ca_file)
+VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, jsonb_object($9::text[], $10::text[]), $11)
+ON CONFLICT (name) DO UPDATE
+SET namespace = EXCLUDED.namespace, task_queue = EXCLUDED.task_queue,
+    activity_types = EXCLUDED.activity_types, url = EXCLUDED.url,
+    max_in_flight = EXCLUDED.max_in_flight, timeout_ms = EXCLUDED.timeout_ms,
+    signing_secret = EXCLUDED.signing_secret, headers = EXCLUDED.headers,
+    ca_file = EXCLUDED.ca_file, updated_at = now(),
+    last_error = NULL, last_error_at = NULL)SQL"};
+
+#define OUTBOXD_HTTP_TARGET_COLUMNS                                                      \
+    "name, namespace, task_queue, activity_types::text, url, max_in_flight, timeout_ms," \
+    " signing_secret,"                                                                   \
+    " (SELECT coalesce(array_agg(key ORDER BY key), '{}')::text"                         \
+    "  FROM jsonb_each_text(headers)),"                                                  \
+    " (SELECT coalesce(array_agg(value ORDER BY key), '{}')::text"                       \
+    "  FROM jsonb_each_text(headers)),"                                                  \
+    " ca_file, " OUTBOXD_SQL_MICROS("created_at") ", " OUTBOXD_SQL_MICROS("updated_at")  \
+    ", last_error, " OUTBOXD_SQL_MICROS("last_error_at") ", "                            \
+    OUTBOXD_SQL_MICROS("last_success_at")
+
+inline constexpr Statement kGetHttpTarget{"http_target_get",
+    "SELECT " OUTBOXD_HTTP_TARGET_COLUMNS " FROM http_targets WHERE name = $1"};
+
+inline constexpr Statement kListHttpTargets{"http_target_list",
+    "SELECT " OUTBOXD_HTTP_TARGET_COLUMNS " FROM http_targets ORDER BY name"};
+
+inline constexpr Statement kDeleteHttpTarget{"http_target_delete",
+    "DELETE FROM http_targets WHERE name = $1 RETURNING name"};
+
+// What nodes saw since their last report: the latest error replaces the recorded one (with
+// the database's now() as its time); a success only moves last_success_at.
+inline constexpr Statement kReportHttpTargets{"http_target_report", R"SQL(
+UPDATE http_targets t
+SET last_error = coalesce(u.error, t.last_error),
+    last_error_at = CASE WHEN u.error IS NOT NULL THEN now() ELSE t.last_error_at END,
+    last_success_at = CASE WHEN u.succeeded THEN now() ELSE t.last_success_at END
+FROM unnest($1::text[], $2::text[], $3::boolean[]) AS u(name, error, succeeded)
+WHERE t.name = u.name)SQL"};
+
+// Every statement TargetStore runs.
+inline constexpr std::array kTargetStatements{kPutHttpTarget, kGetHttpTarget, kListHttpTargets,
+                                              kDeleteHttpTarget, kReportHttpTargets};
+
+// clang-format on
+
+}  // namespace outboxd::store::sql
