@@ -31,34 +31,40 @@ void NamespaceCache::schedule() {
     });
 }
 
-void NamespaceCache::refresh_now() {
+void NamespaceCache::refresh_now(const std::function<void()>& done) {
     // Periodic: when the lane is full, the next refresh tries again.
-    (void)lane_.call(
+    const bool queued = lane_.call(
         loop_, lifetime_.watch(), [](store::AdminStores& db) { return db.admin.list_namespaces(); },
-        [this](const store::LaneResult<std::vector<store::NamespaceSettings>>& listed) {
-            if (!listed.ok()) return refresh_failed(listed.error);  // keep the last known
-            if (const auto failed = failures_.succeeded(); failed > 0) {
-                spdlog::info("event=namespace_refresh_recovered failures={}", failed);
-            }
-            std::map<std::string, Entry> fresh;
-            bool any = false;
-            for (const auto& s : listed.value) {
-                Entry entry;
-                entry.quota = s.max_in_flight.value_or(default_max_in_flight_);
-                entry.placement = s.placement;
-                entry.weight = s.weight;
-                entry.controls = s.controls;
-                entry.keep_results = s.keep_results;
-                any = any || s.controls.shapes_claims();
-                fresh.emplace(s.name, std::move(entry));
-            }
-            entries_ = std::move(fresh);
-            any_controls_ = any;
-            if (!loaded_) {
-                loaded_ = true;
-                if (on_loaded_) on_loaded_();
-            }
+        [this, done](const store::LaneResult<std::vector<store::NamespaceSettings>>& listed) {
+            apply(listed);
+            if (done) done();
         });
+    if (!queued && done) done();
+}
+
+void NamespaceCache::apply(const store::LaneResult<std::vector<store::NamespaceSettings>>& listed) {
+    if (!listed.ok()) return refresh_failed(listed.error);  // keep the last known
+    if (const auto failed = failures_.succeeded(); failed > 0) {
+        spdlog::info("event=namespace_refresh_recovered failures={}", failed);
+    }
+    std::map<std::string, Entry> fresh;
+    bool any = false;
+    for (const auto& s : listed.value) {
+        Entry entry;
+        entry.quota = s.max_in_flight.value_or(default_max_in_flight_);
+        entry.placement = s.placement;
+        entry.weight = s.weight;
+        entry.controls = s.controls;
+        entry.keep_results = s.keep_results;
+        any = any || s.controls.shapes_claims();
+        fresh.emplace(s.name, std::move(entry));
+    }
+    entries_ = std::move(fresh);
+    any_controls_ = any;
+    if (!loaded_) {
+        loaded_ = true;
+        if (on_loaded_) on_loaded_();
+    }
 }
 
 void NamespaceCache::refresh_failed(const std::string& error) {

@@ -57,14 +57,16 @@ OutboxEngine::OutboxEngine(EngineContext context, EngineSettings settings)
       dispatcher_(context_.loop, {rounds_, writes_}, context_.registry, namespaces_,
                   context_.metrics, settings_.dispatch, [this] { return member_.owner(); }),
       maintenance_(
-          context_.loop, lanes_.maintenance, context_.metrics, settings_.maintenance,
-          [this] { return member_.owner(); },
-          [this]() -> std::optional<dispatch::Maintenance::OrderedNamespaces> {
-              if (!namespaces_.loaded()) return std::nullopt;
-              auto [skip, block] = namespaces_.ordered();
-              return dispatch::Maintenance::OrderedNamespaces{std::move(skip), std::move(block)};
-          },
-          [this](std::size_t) { dispatcher_.claim_from_front(); }) {}
+          context_.loop, lanes_.maintenance, context_.metrics,
+          maintenance::upkeep_jobs(
+              settings_.maintenance,
+              {[this] { return member_.owner(); },
+               [this]() -> std::optional<maintenance::OrderedNamespaces> {
+                   if (!namespaces_.loaded()) return std::nullopt;
+                   auto [skip, block] = namespaces_.ordered();
+                   return maintenance::OrderedNamespaces{std::move(skip), std::move(block)};
+               },
+               [this](std::size_t) { dispatcher_.claim_from_front(); }, context_.metrics})) {}
 
 OutboxEngine::~OutboxEngine() = default;
 
@@ -86,7 +88,7 @@ void OutboxEngine::start() {
 void OutboxEngine::cluster_changed() {
     if (on_cluster_change_) on_cluster_change_();
     // New shards may hold a dead node's claims or cancelled rows: repair them now.
-    maintenance_.reconcile();
+    maintenance_.run_now("reconcile");
     dispatcher_.ranges_changed();
     sinks::ShardCounts owned;
     for (const auto& node : member_.nodes()) owned[node.incarnation] = node.shards.count();
@@ -98,7 +100,7 @@ void OutboxEngine::cluster_changed() {
 
 void OutboxEngine::drain(std::function<void()> done) {
     // The next owner of the shards reconciles them.
-    maintenance_.pause_reconcile();
+    maintenance_.pause_for_drain();
     dispatcher_.drain([this, done = std::move(done)]() mutable { member_.leave(std::move(done)); });
 }
 

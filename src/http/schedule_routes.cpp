@@ -5,21 +5,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api_router.hpp"
+#include "api_json.hpp"
+#include "api_routes.hpp"
 #include "outboxd/schedule/firings.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 #include "outboxd/worker/protocol.hpp"
-#include "time_format.hpp"
 
 namespace outboxd::http {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::size_t kShownFireTimes = 5;
-
-ApiResponse ok(const json& body) { return {200, "application/json", json_text(body)}; }
 
 ApiResponse bad(const std::string& field, const std::string& message) {
     json body = {{"error", {{"code", "invalid_request"}, {"message", message}}}};
@@ -31,49 +27,6 @@ bool id_has_shape(const std::string& id) {
     static const std::regex shape{"[A-Za-z0-9._-]{1,128}"};
     return std::regex_match(id, shape);
 }
-
-std::string fire_time(std::chrono::sys_seconds at) {
-    return format_rfc3339(store::TimePoint{
-        std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch())});
-}
-
-// As JSON text: the input is spliced as stored, never parsed (a number jsonb holds may be
-// out of a double's range).
-std::string schedule_json(const store::ScheduleRecord& record) {
-    const auto& s = record.spec;
-    json times = json::array();
-    std::string error;
-    const auto expr = schedule::parse_cron(s.cron, error);
-    const auto* zone = expr ? schedule::find_time_zone(s.timezone, error) : nullptr;
-    if (expr && zone && record.next_fire_at) {
-        const auto from = std::chrono::floor<std::chrono::seconds>(
-            std::chrono::sys_time<std::chrono::microseconds>{
-                record.next_fire_at->time_since_epoch()});
-        for (const auto at : schedule::upcoming(*expr, *zone, from, kShownFireTimes)) {
-            times.push_back(fire_time(at));
-        }
-    }
-    json out = {{"id", s.id},
-                {"cron", s.cron},
-                {"timezone", s.timezone},
-                {"namespace", s.namespace_name},
-                {"task_queue", s.task_queue},
-                {"activity_type", s.activity_type},
-                {"workflow_id", optional_json(s.workflow_id)},
-                {"catch_up", s.catch_up},
-                {"next_fire_at", optional_time(record.next_fire_at)},
-                {"next_fire_times", times},
-                {"last_fired_at", optional_time(record.last_fired_at)},
-                {"last_error", optional_json(record.last_error)},
-                {"created_at", format_rfc3339(record.created_at)},
-                {"updated_at", format_rfc3339(record.updated_at)}};
-    // The input as stored (jsonb text), never re-serialized.
-    auto text = json_text(out);
-    text.pop_back();
-    return text + R"(,"input":)" + s.input_json + "}";
-}
-
-ApiResponse ok_text(std::string body) { return {200, "application/json", std::move(body)}; }
 
 // A text field of the body: `fallback` when absent or null (none: required).
 std::variant<std::string, ApiResponse> text_field(const json& body, const char* name,
@@ -145,63 +98,80 @@ std::variant<store::ScheduleSpec, ApiResponse> parse_schedule(const std::string&
     return spec;
 }
 
-}  // namespace
+// The id of the route, checked: its shape is the API's, whatever the method.
+std::optional<ApiResponse> bad_id(const std::string& id) {
+    if (id_has_shape(id)) return std::nullopt;
+    return bad("id", "a schedule id is 1-128 of A-Z a-z 0-9 . _ -");
+}
 
-void ApiRouter::schedules(const std::vector<std::string>& seg, const ApiRequest& request,
-                          Respond respond) {
-    if (seg.size() == 2) {
-        if (request.method != "GET") {
-            return respond(error_response(405, "method_not_allowed",
-                                          request.method + " is not allowed here; use GET"));
-        }
-        return on_lane(
-            [](store::AdminStores& db) {
-                std::string list = R"({"schedules":[)";
-                for (const auto& record : db.schedules.list()) {
-                    if (list.back() == '}') list += ',';
-                    list += schedule_json(record);
-                }
-                return ok_text(list + "]}");
-            },
-            std::move(respond));
-    }
-    const std::string& id = seg[2];
-    if (!id_has_shape(id)) {
-        return respond(bad("id", "a schedule id is 1-128 of A-Z a-z 0-9 . _ -"));
-    }
-    const auto missing = [id] {
-        return error_response(404, "not_found", "no schedule '" + id + "'");
-    };
-    if (request.method == "GET") {
-        return on_lane(
-            [id, missing](store::AdminStores& db) {
-                const auto record = db.schedules.get(id);
-                return record ? ok_text(schedule_json(*record)) : missing();
-            },
-            std::move(respond));
-    }
-    if (request.method == "DELETE") {
-        return on_lane(
-            [id, missing](store::AdminStores& db) {
-                return db.schedules.remove(id) ? ok({{"id", id}, {"deleted", true}}) : missing();
-            },
-            std::move(respond));
-    }
-    if (request.method != "PUT") {
-        return respond(
-            error_response(405, "method_not_allowed",
-                           request.method + " is not allowed here; use GET, PUT or DELETE"));
-    }
-    auto parsed = parse_schedule(id, request.body);
+ApiResponse missing(const std::string& id) {
+    return error_response(404, "not_found", "no schedule '" + id + "'");
+}
+
+void list(const ApiContext& api, Respond respond) {
+    api.on_lane(
+        [](store::AdminStores& db) {
+            std::string list = R"({"schedules":[)";
+            for (const auto& record : db.schedules.list()) {
+                if (list.back() == '}') list += ',';
+                list += schedule_json(record);
+            }
+            return text_response(list + "]}");
+        },
+        std::move(respond));
+}
+
+void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    const auto& id = r.params[0];
+    if (auto bad = bad_id(id)) return respond(std::move(*bad));
+    api.on_lane(
+        [id](store::AdminStores& db) {
+            const auto record = db.schedules.get(id);
+            return record ? text_response(schedule_json(*record)) : missing(id);
+        },
+        std::move(respond));
+}
+
+void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    const auto& id = r.params[0];
+    if (auto bad = bad_id(id)) return respond(std::move(*bad));
+    api.on_lane(
+        [id](store::AdminStores& db) {
+            return db.schedules.remove(id) ? json_response({{"id", id}, {"deleted", true}})
+                                           : missing(id);
+        },
+        std::move(respond));
+}
+
+void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    const auto& id = r.params[0];
+    if (auto bad = bad_id(id)) return respond(std::move(*bad));
+    auto parsed = parse_schedule(id, r.request.body);
     if (auto* error = std::get_if<ApiResponse>(&parsed)) return respond(std::move(*error));
-    on_lane(
+    api.on_lane(
         [spec = std::get<store::ScheduleSpec>(std::move(parsed))](store::AdminStores& db) {
             db.schedules.put(spec);
             const auto record = db.schedules.get(spec.id);
             if (!record) return error_response(503, "conflict", "the schedule vanished; try again");
-            return ok_text(schedule_json(*record));
+            return text_response(schedule_json(*record));
         },
         std::move(respond));
+}
+
+}  // namespace
+
+void add_schedule_routes(RouteTable& table, const ApiContext& api) {
+    table.add({"GET", "/v1/schedules", Access::admin,
+               [&api](const RouteRequest&, Respond respond) { list(api, std::move(respond)); }});
+    table.add(
+        {"GET", "/v1/schedules/{id}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
+    table.add(
+        {"PUT", "/v1/schedules/{id}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); }});
+    table.add(
+        {"DELETE", "/v1/schedules/{id}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); }});
 }
 
 }  // namespace outboxd::http

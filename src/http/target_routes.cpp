@@ -4,134 +4,110 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api_router.hpp"
+#include "api_json.hpp"
+#include "api_routes.hpp"
 #include "outboxd/sinks/http_push/http_targets.hpp"
 #include "target_parser.hpp"
-#include "time_format.hpp"
 
 namespace outboxd::http {
 
 namespace http_push = sinks::http_push;
-namespace {
-
 using nlohmann::json;
 
-// `states`: this node's view of its targets, taken on the loop before the job went to the
-// lane (the job must not reach into loop-thread state).
-json target_json(const store::HttpTargetRecord& record, const http_push::TargetStates& states,
-                 const std::string& node_id) {
-    const auto& t = record.settings;
-    json headers = json::object();
-    for (const auto& [name, value] : t.headers) headers[name] = "<redacted>";
-    json out = {{"name", t.name},
-                {"namespace", t.namespace_name},
-                {"task_queue", t.task_queue},
-                {"activity_types", t.activity_types},
-                {"url", t.url},
-                {"max_in_flight", t.max_in_flight},
-                {"timeout_ms", t.timeout_ms},
-                {"signing_secret_set", t.signing_secret.has_value()},
-                {"headers", headers},
-                {"ca_file", optional_json(t.ca_file)},
-                {"created_at", format_rfc3339(record.created_at)},
-                {"updated_at", format_rfc3339(record.updated_at)},
-                {"last_error", optional_json(record.last_error)},
-                {"last_error_at", optional_time(record.last_error_at)},
-                {"last_success_at", optional_time(record.last_success_at)}};
-    json node = {{"node_id", node_id},
-                 {"share", 0},
-                 {"in_flight", 0},
-                 {"last_error", nullptr},
-                 {"refused", nullptr}};
-    if (const auto it = states.find(t.name); it != states.end()) {
-        const auto& state = it->second;
-        node["share"] = state.share;
-        node["in_flight"] = state.in_flight;
-        node["last_error"] = optional_json(state.last_error);
-        node["refused"] = optional_json(state.refused);
-    }
-    out["node"] = node;
-    return out;
+namespace {
+
+// This node's targets in the API's database: their states are taken on the loop before a
+// job goes to the lane (the job must not reach into loop-thread state).
+http_push::HttpTargets* targets_of(const ApiContext& api) {
+    return api.engine().sinks<http_push::HttpTargets>();
 }
 
-ApiResponse ok(const json& body) { return {200, "application/json", json_text(body)}; }
+http_push::TargetStates states_of(const ApiContext& api) {
+    auto* targets = targets_of(api);
+    return targets ? targets->states() : http_push::TargetStates{};
+}
 
-}  // namespace
+std::string node_id_of(const ApiContext& api) { return api.engine().member().settings().node_id; }
 
-void ApiRouter::http_targets(const std::vector<std::string>& seg, const ApiRequest& request,
-                             Respond respond) {
-    auto* targets = services_.engines.primary().sinks<http_push::HttpTargets>();
-    const auto node_id = services_.engines.primary().member().settings().node_id;
-    const auto states = targets ? targets->states() : http_push::TargetStates{};
-    if (seg.size() == 2) {
-        if (request.method != "GET") {
-            return respond(error_response(405, "method_not_allowed",
-                                          request.method + " is not allowed here; use GET"));
-        }
-        return on_lane(
-            [states, node_id](store::AdminStores& db) {
-                json list = json::array();
-                for (const auto& record : db.targets.list()) {
-                    list.push_back(target_json(record, states, node_id));
-                }
-                return ok({{"http_targets", list}});
-            },
-            std::move(respond));
-    }
-    const std::string& name = seg[2];
-    if (request.method == "GET") {
-        return on_lane(
-            [states, node_id, name](store::AdminStores& db) {
-                const auto record = db.targets.get(name);
-                if (!record) {
-                    return error_response(404, "not_found", "no HTTP target named '" + name + "'");
-                }
-                return ok(target_json(*record, states, node_id));
-            },
-            std::move(respond));
-    }
-    if (request.method == "DELETE") {
-        return on_lane(
-            [name](store::AdminStores& db) {
-                if (!db.targets.remove(name)) {
-                    return error_response(404, "not_found", "no HTTP target named '" + name + "'");
-                }
-                return ok({{"name", name}, {"deleted", true}});
-            },
-            [respond = std::move(respond),
-             targets = services_.engines.primary().sinks<http_push::HttpTargets>()](
-                ApiResponse response) {
-                if (targets && response.status == 200) targets->refresh_now();
-                respond(std::move(response));
-            });
-    }
-    if (request.method != "PUT") {
-        return respond(
-            error_response(405, "method_not_allowed",
-                           request.method + " is not allowed here; use GET, PUT or DELETE"));
-    }
+// Take a change here at once; other nodes see it within their refresh.
+ApiContext::Finish refresh(const ApiContext& api) {
+    return [targets = targets_of(api)](ApiResponse response, const Respond& respond) {
+        if (targets && response.status == 200) targets->refresh_now();
+        respond(std::move(response));
+    };
+}
+
+void list(const ApiContext& api, Respond respond) {
+    api.on_lane(
+        [states = states_of(api), node_id = node_id_of(api)](store::AdminStores& db) {
+            json list = json::array();
+            for (const auto& record : db.targets.list()) {
+                list.push_back(target_json(record, states, node_id));
+            }
+            return json_response({{"http_targets", list}});
+        },
+        std::move(respond));
+}
+
+ApiResponse missing(const std::string& name) {
+    return error_response(404, "not_found", "no HTTP target named '" + name + "'");
+}
+
+void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    api.on_lane(
+        [states = states_of(api), node_id = node_id_of(api),
+         name = r.params[0]](store::AdminStores& db) {
+            const auto record = db.targets.get(name);
+            if (!record) return missing(name);
+            return json_response(target_json(*record, states, node_id));
+        },
+        std::move(respond));
+}
+
+void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    api.on_lane(
+        [name = r.params[0]](store::AdminStores& db) {
+            if (!db.targets.remove(name)) return missing(name);
+            return json_response({{"name", name}, {"deleted", true}});
+        },
+        refresh(api), std::move(respond));
+}
+
+void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
     const http_push::HostPolicy no_policy;
-    auto parsed = parse_target_request(name, request.body, targets ? targets->policy() : no_policy);
+    auto* targets = targets_of(api);
+    auto parsed =
+        parse_target_request(r.params[0], r.request.body, targets ? targets->policy() : no_policy);
     if (auto* error = std::get_if<TargetBodyError>(&parsed)) {
         json body = {{"error", {{"code", error->code}, {"message", error->message}}}};
         if (!error->field.empty()) body["error"]["field"] = error->field;
         return respond({400, "application/json", json_text(body)});
     }
-    on_lane(
-        [target = std::get<store::HttpTargetSettings>(std::move(parsed)), states,
-         node_id](store::AdminStores& db) {
+    api.on_lane(
+        [target = std::get<store::HttpTargetSettings>(std::move(parsed)), states = states_of(api),
+         node_id = node_id_of(api)](store::AdminStores& db) {
             db.targets.put(target);
             const auto record = db.targets.get(target.name);
             if (!record) return error_response(503, "conflict", "the target vanished; try again");
-            return ok(target_json(*record, states, node_id));
+            return json_response(target_json(*record, states, node_id));
         },
-        [respond = std::move(respond),
-         targets =
-             services_.engines.primary().sinks<http_push::HttpTargets>()](ApiResponse response) {
-            // Take the change here at once; other nodes see it within their refresh.
-            if (targets && response.status == 200) targets->refresh_now();
-            respond(std::move(response));
-        });
+        refresh(api), std::move(respond));
+}
+
+}  // namespace
+
+void add_target_routes(RouteTable& table, const ApiContext& api) {
+    table.add({"GET", "/v1/http-targets", Access::admin,
+               [&api](const RouteRequest&, Respond respond) { list(api, std::move(respond)); }});
+    table.add(
+        {"GET", "/v1/http-targets/{name}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
+    table.add(
+        {"PUT", "/v1/http-targets/{name}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); }});
+    table.add(
+        {"DELETE", "/v1/http-targets/{name}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); }});
 }
 
 }  // namespace outboxd::http

@@ -1,7 +1,10 @@
+// The web console's files (README, "Web console"), embedded in the binary.
+
 #include <algorithm>
 #include <array>
 #include <utility>
 
+#include "api_routes.hpp"
 #include "ui_assets.hpp"
 
 namespace outboxd::http {
@@ -59,6 +62,13 @@ ApiResponse ui_response(std::span<const std::string> rest, bool trailing_slash) 
     const auto* bytes = reinterpret_cast<const char*>(found->bytes.data());
     return with_headers(ApiResponse{
         200, std::string{ui_content_type(name)}, std::string{bytes, found->bytes.size()}, {}});
+}
+
+void add_ui_routes(RouteTable& table) {
+    table.add(
+        {"GET", "/ui/{file...}", Access::open, [](const RouteRequest& r, const Respond& respond) {
+             respond(ui_response(r.params, r.trailing_slash));
+         }});
 }
 
 }  // namespace outboxd::http

@@ -164,7 +164,12 @@ NodeMetrics::NodeMetrics(prometheus::Registry& registry)
       lease_rows_total(counter(registry, "outboxd_lease_rows_total",
                                "Rows whose durable deadline or heartbeat those statements wrote")),
       cancels_sent_total(counter(registry, "outboxd_cancels_sent_total",
-                                 "Cancel frames sent to workers for tasks settled without them")) {}
+                                 "Cancel frames sent to workers for tasks settled without them")),
+      maintenance_runs_total(BuildCounter()
+                                 .Name("outboxd_maintenance_runs_total")
+                                 .Help("Runs of the upkeep's periodic jobs (reconcile, schedules, "
+                                       "retention, gauges), by job and result (ok, failed)")
+                                 .Register(registry)) {}
 
 prometheus::Counter& NodeMetrics::fault(const std::string& where) {
     auto& slot = faults_[where];

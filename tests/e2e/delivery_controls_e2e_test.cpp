@@ -40,10 +40,11 @@ std::map<std::string, std::string> chaos_env() {
             {"OUTBOXD_BACKOFF_MAX_MS", "100"}};
 }
 
-// Sets a namespace's settings on one node and waits for every node's cache to have them.
-void configure_everywhere(std::uint16_t port, const std::string& ns, const std::string& body) {
-    call_json(port, "PUT", "/v1/namespaces/" + ns, body);
-    std::this_thread::sleep_for(600ms);  // three times the cache TTL of chaos_env()
+// Sets a namespace's settings through every node: each answers once its own cache has them,
+// so every node claims under them from then on.
+void configure_everywhere(E2eCluster& cluster, const std::string& ns, const std::string& body) {
+    for (const auto& node : cluster.nodes)
+        call_json(node.port, "PUT", "/v1/namespaces/" + ns, body);
 }
 
 std::vector<std::string> urls(const E2eCluster& cluster) {
@@ -130,7 +131,7 @@ TEST_CASE("ordered delivery holds across three nodes, retryable failures, delays
     cluster.start_node("node-2", chaos_env());
     cluster.start_node("node-3", chaos_env());
     REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 15s));
-    configure_everywhere(first.port, "ordered", R"({"ordering":"workflow"})");
+    configure_everywhere(cluster, "ordered", R"({"ordering":"workflow"})");
     CHECK(call_json(first.port, "GET", "/v1/namespaces/ordered")["ordering"] == "workflow");
     const auto logs = start_workers(cluster, "ordered", 3, "64");
 
@@ -188,7 +189,7 @@ TEST_CASE("a concurrency limit is never exceeded cluster-wide, through failures 
     cluster.start_node("node-2", chaos_env());
     cluster.start_node("node-3", chaos_env());
     REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 15s));
-    configure_everywhere(first.port, "limited",
+    configure_everywhere(cluster, "limited",
                          R"({"activities":{"fail-sometimes":{"max_in_flight":5}}})");
     CHECK(call_json(first.port, "GET",
                     "/v1/namespaces/limited")["activities"]["fail-sometimes"]["max_in_flight"] ==
@@ -235,7 +236,7 @@ TEST_CASE("a backlog on one node's shards can use the whole concurrency limit", 
     auto& first = cluster.start_node("node-1", chaos_env());
     cluster.start_node("node-2", chaos_env());
     REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 2); }, 15s));
-    configure_everywhere(first.port, "limited",
+    configure_everywhere(cluster, "limited",
                          R"({"activities":{"fail-sometimes":{"max_in_flight":6}}})");
     start_workers(cluster, "limited", 1, "64");
     // 30 rows of workflows whose shards node-1 owns.
@@ -262,7 +263,7 @@ TEST_CASE("a rate limit holds over every window, and a backlog is served at its 
     cluster.start_node("node-2", chaos_env());
     cluster.start_node("node-3", chaos_env());
     REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 15s));
-    configure_everywhere(first.port, "rated", R"({"rate_limit":{"per_second":40,"burst":10}})");
+    configure_everywhere(cluster, "rated", R"({"rate_limit":{"per_second":40,"burst":10}})");
     CHECK(call_json(first.port, "GET", "/v1/namespaces/rated")["rate_limit"] ==
           json{{"per_second", kRate}, {"burst", kBurst}});
     start_workers(cluster, "rated", 2, "256");
@@ -270,7 +271,14 @@ TEST_CASE("a rate limit holds over every window, and a backlog is served at its 
         "INSERT INTO outbox (workflow_id, ordinal, namespace, activity_type, input)"
         " SELECT 'wf-' || g, 0, 'rated', 'fail-sometimes', '{\"p\":0}'"
         " FROM generate_series(1, 2000) g");
-    std::this_thread::sleep_for(6s);
+    // Five seconds' worth of dispatches at the rate, after the burst.
+    const auto measured = static_cast<std::int64_t>(kRate * 5 + kBurst);
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return cluster.db.exec("SELECT count(*) FROM claim_audit WHERE kind = 'claim'")[0][0]
+                       .as<std::int64_t>() >= measured;
+        },
+        30s));
     // Dispatch instants (the claims), in seconds from the first.
     const auto claims = cluster.db.exec(
         "SELECT extract(epoch FROM at - min(at) OVER ()) FROM claim_audit"
@@ -365,7 +373,6 @@ TEST_CASE("controls are validated, returned, and a blocked workflow is visible",
     CHECK(got["rate_limit"]["per_second"] == 100);
     CHECK(got["activities"]["charge"]["max_in_flight"] == 3);
     CHECK(got["activities"]["charge"]["rate_limit"]["burst"] == 1);
-    std::this_thread::sleep_for(600ms);
 
     // A workflow whose first row fails for good (a sleep of no number: not retryable): its
     // second row waits behind the dead letter; another workflow goes on.
@@ -379,7 +386,8 @@ TEST_CASE("controls are validated, returned, and a blocked workflow is visible",
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 1; }, 20s));
     REQUIRE(E2eCluster::await(
         [&] { return cluster.count("dispatch_key = 'order-2:0' AND status = 'done'") == 1; }, 20s));
-    std::this_thread::sleep_for(1s);
+    // Two reconciles later (the backstop that lets waiting rows go), it still waits.
+    REQUIRE(cluster.await_job_runs(node, "reconcile", 2, 10s));
     CHECK(cluster.count("dispatch_key = 'order-1:1' AND status = 'pending'") == 1);
     const auto workflow = call_json(node.port, "GET", "/v1/workflows/order-1");
     INFO(workflow.dump());

@@ -58,6 +58,7 @@ void stage(E2eCluster& cluster, const std::string& key, const std::string& activ
         "', '" + (workflow.empty() ? key : workflow) + "', 0, '" + activity + "')");
 }
 
+// The node answers once its own settings cache has them: its tasks run under them from then.
 void put_activities(const test::NodeHandle& node, const json& activities) {
     const auto put = http_call(node.port, "PUT", "/v1/namespaces/default",
                                json{{"activities", activities}}.dump());
@@ -80,7 +81,6 @@ TEST_CASE("tasks heartbeating for many times their timeout complete once, across
                                                  {"OUTBOXD_LEASE_TTL_MS", "2000"}};
     auto& node1 = cluster.start_node("node-1", env);
     put_activities(node1, {{"long", {{"heartbeat_timeout_ms", 1000}}}});
-    std::this_thread::sleep_for(500ms);  // the namespace cache
     WsClient worker{node1.port, "/v1/workers"};
     join(worker, {"long"});
     constexpr int kRows = 12;
@@ -146,7 +146,6 @@ TEST_CASE("a task that stops heartbeating is redelivered after its heartbeat tim
     E2eCluster cluster{"heartbeat-silent"};
     auto& node = cluster.start_node("node-1", {{"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"}});
     put_activities(node, {{"long", {{"heartbeat_timeout_ms", 1000}, {"timeout_ms", 600000}}}});
-    std::this_thread::sleep_for(500ms);
     WsClient worker{node.port, "/v1/workers"};
     join(worker, {"long"});
     stage(cluster, "quiet", "long");
@@ -187,7 +186,6 @@ TEST_CASE("per-activity attempt limits, backoff and timeouts, with * as the name
     CHECK(shown["activities"]["flaky"]["backoff"]["base_ms"] == 1500);
     CHECK(shown["activities"]["*"]["max_attempts"] == 3);
     CHECK(shown["activities"]["slow"]["heartbeat_timeout_ms"].is_null());
-    std::this_thread::sleep_for(500ms);
     WsClient worker{node.port, "/v1/workers"};
     join(worker, {"flaky", "other", "slow"});
 
@@ -331,7 +329,6 @@ TEST_CASE("outboxd-worker's sleep heartbeats a long task through to done, with i
     cluster.audit_claims();
     auto& node = cluster.start_node("node-1", {{"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"}});
     put_activities(node, {{"sleep", {{"heartbeat_timeout_ms", 400}}}});
-    std::this_thread::sleep_for(500ms);
     cluster.start_worker("w", {node.worker_url()}, {"--max-in-flight", "4"});
     cluster.db.exec(
         "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, input)"

@@ -282,11 +282,24 @@ TEST_CASE("a client that never reads cannot make the node hold more than its que
     // Each answer names a huge task id, which an error frame used to echo in full.
     const std::string answer =
         json{{"type", "complete"}, {"task_id", std::string(1'000'000, '7')}}.dump();
+    // Refused as invalid (a task id of at most 64 bytes), each with an error frame it never
+    // reads, until the node closes it as too slow.
+    const std::string refused = R"(outboxd_protocol_errors_total{code="invalid_field"})";
+    const std::string closed = "outboxd_slow_consumers_closed_total";
+    const auto refused_before = E2eCluster::metric(node, refused).value_or(0);
+    const auto closed_before = E2eCluster::metric(node, closed).value_or(0);
+    int sent = 0;
     try {
-        for (int i = 0; i < 400 && greedy.open(); ++i) greedy.send(answer);
+        for (; sent < 400 && greedy.open(); ++sent) greedy.send(answer);
     } catch (const std::exception&) {
     }
-    std::this_thread::sleep_for(500ms);
+    // The node has read what was sent: every answer refused, or the connection closed.
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return E2eCluster::metric(node, refused).value_or(0) >= refused_before + sent ||
+                   E2eCluster::metric(node, closed).value_or(0) > closed_before;
+        },
+        30s));
     const auto grown =
         static_cast<double>(node.process->rss_bytes()) - static_cast<double>(rss_before);
     INFO("node RSS grew by " << grown / 1e6 << " MB after 400 MB of answers");
@@ -302,10 +315,11 @@ TEST_CASE("an unreachable database is retried with backoff, not in a spin", "[e2
     WsClient worker{node.port, "/v1/workers"};
     worker.send(hello("idle", json{"idle"}));
     REQUIRE(next_frame(worker)["type"] == "welcome");
-    std::this_thread::sleep_for(500ms);
 
     proxy.cut();
-    std::this_thread::sleep_for(1s);  // every lane notices
+    // The claims and the wake listener noticed.
+    REQUIRE(node.process->await_log("event=claims_failing", 10s));
+    REQUIRE(node.process->await_log("event=wake_listener_down", 10s));
     const auto claims_before = E2eCluster::metric(node, "outboxd_claim_seconds_count").value_or(0);
     const auto wake_logs_before = node.process->log_count("event=wake_listener_down");
     const auto cpu_before = node.process->cpu_seconds();
@@ -343,7 +357,15 @@ TEST_CASE(
             cluster.dir() + "/fd-node.log");
         REQUIRE(limited.await_log("event=listening", 30s));
         const auto port = *test::listening_port(limited.log());
-        std::this_thread::sleep_for(1s);
+        REQUIRE(E2eCluster::await(
+            [&] {
+                try {
+                    return test::http_call(port, "GET", "/healthz").status == 200;
+                } catch (const std::exception&) {
+                    return false;
+                }
+            },
+            10s));
         // Plain connections complete in the kernel's backlog whether or not the node accepts
         // them: once its descriptors are gone, the rest wait there, ready to be accepted.
         boost::asio::io_context ioc;
@@ -352,7 +374,7 @@ TEST_CASE(
             held.emplace_back(ioc);
             held.back().connect({boost::asio::ip::make_address("127.0.0.1"), port});
         }
-        std::this_thread::sleep_for(500ms);
+        REQUIRE(limited.await_log("event=accept_failed", 10s));
         const auto cpu_before = limited.cpu_seconds();
         const auto log_before = std::filesystem::file_size(cluster.dir() + "/fd-node.log");
         std::this_thread::sleep_for(2s);

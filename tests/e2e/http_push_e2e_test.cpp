@@ -206,7 +206,9 @@ TEST_CASE("a receiver killed mid-run and started again: every row done, none los
     stage(cluster, kRows);
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > kRows / 4; }, 60s));
     receiver.kill();
-    std::this_thread::sleep_for(1s);
+    // The node met the receiver gone.
+    REQUIRE(E2eCluster::await_growth(
+        node, R"(outboxd_http_requests_total{code_class="error",target="hook"})", 1, 20s));
     const auto done_while_down = cluster.count("status = 'done'");
     CHECK(done_while_down < kRows);
     receiver.restart();
@@ -348,7 +350,7 @@ TEST_CASE("a target row written by plain SQL that breaks the rules is refused, n
         },
         10s));
     stage(cluster, 2);
-    std::this_thread::sleep_for(1s);
+    REQUIRE(E2eCluster::await_job_runs(node, "reconcile", 2, 10s));
     CHECK(receiver.stats()["requests"] == 0);
     CHECK(cluster.count("status = 'pending'") == 2);
     REQUIRE(node.process->log_count("event=http_target_refused") == 1);

@@ -108,11 +108,22 @@ TEST_CASE("a schedule every minute over three minutes, its owner killed midway, 
                                " n.incarnation = l.owner")[0][0]
                            .as<std::string>();
     auto& victim = owner == "node-1" ? node1 : node2;
-    std::this_thread::sleep_for(20s);
+    auto& survivor = owner == "node-1" ? node2 : node1;
+    // Midway through the minute after the first firing, by the database's clock (the one
+    // the schedule fires by).
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return cluster.db
+                .exec("SELECT now() >= '" + first_fire.get<std::string>() +
+                      "'::timestamptz + interval '20 seconds'")[0][0]
+                .as<bool>();
+        },
+        70s));
     victim.process->signal(SIGKILL);
     REQUIRE(E2eCluster::await([&] { return staged() == 3; }, 130s));
-    // No fourth before the fourth minute, and no firing twice.
-    std::this_thread::sleep_for(5s);
+    // No fourth before the fourth minute, and no firing twice: the survivor's schedule job
+    // has had two more chances.
+    REQUIRE(E2eCluster::await_job_runs(survivor, "schedules", 2, 20s));
     CHECK(staged() <= 3);
     const auto rows = cluster.db.exec(
         "SELECT dispatch_key FROM outbox WHERE dispatch_key LIKE 'schedule:tick:%'"

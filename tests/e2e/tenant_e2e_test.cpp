@@ -145,7 +145,8 @@ TEST_CASE("a paused workflow's rows stay pending until it is resumed", "[e2e][te
                           {"workflow_id":"other","ordinal":0,"activity_type":"echo"}]})");
     // The unpaused row shows the worker is live; then nothing happens to the held ones.
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 1; }, 30s));
-    std::this_thread::sleep_for(1s);
+    // Three claim rounds later (the poll's probes look at every route), still held.
+    REQUIRE(E2eCluster::await_growth(node, "outboxd_claim_seconds_count", 3, 10s));
     CHECK(cluster.count("workflow_id = 'wp' AND status = 'pending'") == 2);
     CHECK(received(log) == std::vector<std::string>{"other:0:1"});
 

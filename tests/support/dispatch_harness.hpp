@@ -19,7 +19,8 @@
 #include "memory_sink.hpp"
 #include "outboxd/dispatch/dispatcher.hpp"
 #include "outboxd/dispatch/lane_ports.hpp"
-#include "outboxd/dispatch/maintenance.hpp"
+#include "outboxd/maintenance/maintenance.hpp"
+#include "outboxd/maintenance/upkeep.hpp"
 #include "store_fixture.hpp"
 
 namespace outboxd::test {
@@ -37,8 +38,8 @@ inline dispatch::DispatchSettings fast_settings() {
     return s;
 }
 
-inline dispatch::Maintenance::Settings fast_maintenance(const dispatch::DispatchSettings& d) {
-    dispatch::Maintenance::Settings s;
+inline maintenance::UpkeepSettings fast_maintenance(const dispatch::DispatchSettings& d) {
+    maintenance::UpkeepSettings s;
     s.reconcile_interval = std::chrono::milliseconds{100};
     s.stale = d.task_timeout + d.stale_grace;
     s.stale_grace = d.stale_grace;
@@ -59,15 +60,16 @@ public:
           dispatcher(ioc.get_executor(), {rounds_, writes_}, registry, namespaces, metrics,
                      settings, [this] { return owner; }),
           maintenance(
-              ioc.get_executor(), maintenance_, metrics, fast_maintenance(settings),
-              [this] { return owner; },
-              [this]() -> std::optional<dispatch::Maintenance::OrderedNamespaces> {
-                  if (!namespaces.loaded()) return std::nullopt;
-                  auto [skip, block] = namespaces.ordered();
-                  return dispatch::Maintenance::OrderedNamespaces{std::move(skip),
-                                                                  std::move(block)};
-              },
-              [this](std::size_t) { dispatcher.claim_from_front(); }) {
+              ioc.get_executor(), maintenance_, metrics,
+              maintenance::upkeep_jobs(
+                  fast_maintenance(settings),
+                  {[this] { return owner; },
+                   [this]() -> std::optional<maintenance::OrderedNamespaces> {
+                       if (!namespaces.loaded()) return std::nullopt;
+                       auto [skip, block] = namespaces.ordered();
+                       return maintenance::OrderedNamespaces{std::move(skip), std::move(block)};
+                   },
+                   [this](std::size_t) { dispatcher.claim_from_front(); }, metrics})) {
         db.lease(owner.incarnation);
         // A node claims nothing before it knows the namespaces' settings: here they are
         // known to be the defaults (tests set their own, or start the cache).
@@ -176,7 +178,7 @@ public:
     worker::WorkerRegistry registry;
     dispatch::NamespaceCache namespaces;
     dispatch::Dispatcher dispatcher;
-    dispatch::Maintenance maintenance;
+    maintenance::Maintenance maintenance;
 };
 
 }  // namespace outboxd::test

@@ -183,6 +183,18 @@ std::optional<double> E2eCluster::metric(const NodeHandle& node, const std::stri
     return metric_sample(http_call(node.port, "GET", "/metrics").body, series);
 }
 
+bool E2eCluster::await_growth(const NodeHandle& node, const std::string& series, double by,
+                              std::chrono::milliseconds timeout) {
+    const auto from = metric(node, series).value_or(0);
+    return await([&] { return metric(node, series).value_or(0) >= from + by; }, timeout);
+}
+
+bool E2eCluster::await_job_runs(const NodeHandle& node, const std::string& job, int runs,
+                                std::chrono::milliseconds timeout) {
+    return await_growth(node, "outboxd_maintenance_runs_total{job=\"" + job + "\",result=\"ok\"}",
+                        runs, timeout);
+}
+
 std::uint16_t E2eCluster::pg_port() {
     const auto admin = TestDatabase::admin_url();
     const auto colon = admin.rfind(':');

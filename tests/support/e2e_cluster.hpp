@@ -69,6 +69,14 @@ public:
     // The sample `series` (name and labels, as printed) of the node's GET /metrics.
     [[nodiscard]] static std::optional<double> metric(const NodeHandle& node,
                                                       const std::string& series);
+    // Waits until the sample `series` of the node's metrics has grown by `by` from now: the
+    // node's own activity, not a guess at how long it takes. False after `timeout`.
+    static bool await_growth(const NodeHandle& node, const std::string& series, double by,
+                             std::chrono::milliseconds timeout);
+    // Waits until the node's upkeep job `job` (reconcile, schedules, …) ran `runs` more times:
+    // a node that would have changed something by then has had its chances.
+    static bool await_job_runs(const NodeHandle& node, const std::string& job, int runs,
+                               std::chrono::milliseconds timeout);
     // The port of the test PostgreSQL, and this cluster's database URL through another port
     // (a TcpProxy in front of PostgreSQL).
     [[nodiscard]] static std::uint16_t pg_port();

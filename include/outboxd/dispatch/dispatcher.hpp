@@ -29,7 +29,6 @@
 #include "outboxd/config/defaults.hpp"
 #include "outboxd/dispatch/claimer.hpp"
 #include "outboxd/dispatch/namespace_cache.hpp"
-#include "outboxd/dispatch/periodic.hpp"
 #include "outboxd/dispatch/ports.hpp"
 #include "outboxd/dispatch/task_board.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
@@ -37,6 +36,7 @@
 #include "outboxd/util/backoff.hpp"
 #include "outboxd/util/clock.hpp"
 #include "outboxd/util/lifetime.hpp"
+#include "outboxd/util/periodic.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
 namespace outboxd::dispatch {
@@ -149,7 +149,7 @@ private:
     bool backlog_likely_ = true;
     Phase phase_ = Phase::running;
     std::function<void()> drained_;
-    Periodic poll_timer_;
+    util::Periodic poll_timer_;
     util::Lifetime lifetime_;
 };
 

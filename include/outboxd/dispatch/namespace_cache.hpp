@@ -30,7 +30,9 @@ public:
 
     void start();  // first refresh now, then every ttl
     void stop();
-    void refresh_now();
+    // Reads the settings now; `done` (if any) runs on the loop once they are applied, or the
+    // read failed, or the lane refused it.
+    void refresh_now(const std::function<void()>& done = nullptr);
 
     [[nodiscard]] std::int64_t quota(const std::string& ns) const;
     [[nodiscard]] store::Placement placement(const std::string& ns) const;
@@ -62,6 +64,7 @@ private:
         bool keep_results = true;
     };
     void schedule();
+    void apply(const store::LaneResult<std::vector<store::NamespaceSettings>>& listed);
     void refresh_failed(const std::string& error);
 
     boost::asio::any_io_executor loop_;

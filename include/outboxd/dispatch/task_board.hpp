@@ -19,11 +19,11 @@
 
 #include "outboxd/dispatch/in_flight.hpp"
 #include "outboxd/dispatch/namespace_cache.hpp"
-#include "outboxd/dispatch/periodic.hpp"
 #include "outboxd/dispatch/ports.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/sinks/sink_port.hpp"
 #include "outboxd/util/clock.hpp"
+#include "outboxd/util/periodic.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
 namespace outboxd::dispatch {
@@ -87,7 +87,7 @@ private:
     util::SteadyNow now_;
     InFlightTable in_flight_;
     std::function<void()> expired_;
-    Periodic timeout_timer_;
+    util::Periodic timeout_timer_;
 };
 
 }  // namespace outboxd::dispatch

@@ -24,8 +24,9 @@
 #include "outboxd/cluster/cluster_member.hpp"
 #include "outboxd/dispatch/dispatcher.hpp"
 #include "outboxd/dispatch/lane_ports.hpp"
-#include "outboxd/dispatch/maintenance.hpp"
 #include "outboxd/dispatch/namespace_cache.hpp"
+#include "outboxd/maintenance/maintenance.hpp"
+#include "outboxd/maintenance/upkeep.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/sinks/sink_provider.hpp"
 #include "outboxd/store/lanes.hpp"
@@ -39,7 +40,7 @@ struct EngineSettings {
     std::string name = "default";  // the database's name
     std::string database_url;
     dispatch::DispatchSettings dispatch;
-    dispatch::Maintenance::Settings maintenance;
+    maintenance::UpkeepSettings maintenance;
     cluster::MemberSettings member;
     std::int64_t default_max_in_flight = defaults::kDefaultMaxInFlight;
     // How soon a namespace's changed settings take effect (OUTBOXD_QUOTA_CACHE_TTL_MS).
@@ -121,7 +122,7 @@ private:
     dispatch::NamespaceCache namespaces_;
     cluster::ClusterMember member_;
     dispatch::Dispatcher dispatcher_;
-    dispatch::Maintenance maintenance_;
+    maintenance::Maintenance maintenance_;
     std::vector<std::unique_ptr<sinks::EngineSinks>> sinks_;
     std::function<void()> on_cluster_change_;
     std::unique_ptr<WakeRouter> wakes_;

@@ -58,6 +58,7 @@ public:
     prometheus::Counter& lease_statements_total;  // batched lease/heartbeat writes
     prometheus::Counter& lease_rows_total;        // rows those writes applied to
     prometheus::Counter& cancels_sent_total;      // cancel frames sent to workers
+    prometheus::Family<prometheus::Counter>& maintenance_runs_total;  // {job, result}
 
     // A fault contained at `where` (http, websocket, loop, …); loop thread only.
     prometheus::Counter& fault(const std::string& where);

@@ -2,7 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "dispatch_harness.hpp"
@@ -61,26 +64,32 @@ TEST_CASE("hundreds of idle routes cost a busy one nothing", "[pg][dispatch][ten
 TEST_CASE("a wake names the routes its statement staged into", "[pg][dispatch][tenant]") {
     test::TestDatabase db;
     std::mutex mutex;
+    std::condition_variable arrived;
     std::vector<store::WakeNotice> notices;
     store::WakeListener listener{db.url(), [&](const store::WakeNotice& notice) {
-                                     std::lock_guard lock{mutex};
-                                     notices.push_back(notice);
+                                     {
+                                         std::lock_guard lock{mutex};
+                                         notices.push_back(notice);
+                                     }
+                                     arrived.notify_all();
                                  }};
-    for (int i = 0; i < 200 && !listener.listening(); ++i) std::this_thread::sleep_for(10ms);
-    REQUIRE(listener.listening());
-    std::this_thread::sleep_for(100ms);
+    // Listening first: the notice for (re)connecting, which looks everywhere, comes then.
     {
-        std::lock_guard lock{mutex};
-        notices.clear();  // the one for (re)connecting, which looks everywhere
+        std::unique_lock lock{mutex};
+        REQUIRE(arrived.wait_for(lock, 5s, [&] {
+            return std::any_of(notices.begin(), notices.end(),
+                               [](const store::WakeNotice& n) { return n.anywhere; });
+        }));
+        notices.clear();
     }
+    REQUIRE(listener.listening());
     db.exec(
         "INSERT INTO outbox (workflow_id, ordinal, activity_type, namespace, task_queue) VALUES "
         "('w1', 0, 'a', 'billing', 'default'), ('w2', 0, 'a', 'billing', 'slow'), "
         "('w3', 0, 'a', 'billing', 'default'), ('w4', 0, 'a', 'mail', 'default')");
     std::vector<std::pair<std::string, std::string>> named;
-    for (int i = 0; i < 200 && named.size() < 3; ++i) {
-        std::this_thread::sleep_for(10ms);
-        std::lock_guard lock{mutex};
+    std::unique_lock lock{mutex};
+    (void)arrived.wait_for(lock, 5s, [&] {
         for (const auto& notice : notices) {
             CHECK_FALSE(notice.anywhere);
             for (const auto& route : notice.routes) {
@@ -88,7 +97,9 @@ TEST_CASE("a wake names the routes its statement staged into", "[pg][dispatch][t
                     named.push_back(route);
             }
         }
-    }
+        notices.clear();
+        return named.size() >= 3;
+    });
     std::sort(named.begin(), named.end());
     CHECK(named == std::vector<std::pair<std::string, std::string>>{
                        {"billing", "default"}, {"billing", "slow"}, {"mail", "default"}});
@@ -188,7 +199,7 @@ TEST_CASE("rows the reconcile sweep settles for a cancelled workflow count as ca
     h.store.cancel_workflow("gone");
     // Staged after the cancel (by plain SQL, say): the sweep settles them.
     h.store.append(std::vector{new_row("gone", 0, "billing"), new_row("gone", 1, "billing")});
-    h.maintenance.reconcile();
+    h.maintenance.run_now("reconcile");
     REQUIRE(h.run_until([&] { return h.status_of("gone:1") == store::Status::cancelled; }));
     CHECK(h.run_until([&] {
         return h.metrics.outcomes_total.Add({{"namespace", "billing"}, {"outcome", "cancelled"}})

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -34,6 +35,16 @@ using DbHandles = NoStores&;
 
 void run_until(boost::asio::io_context& ioc, const std::function<bool()>& done) {
     (void)test::run_until(ioc, done, std::chrono::seconds{5});
+}
+
+// Runs whatever the jobs queued so far posted to the loop: a job queued after them has run
+// once they have (a lane runs its jobs in order), and so have their posts.
+void settle(DbLane& lane, boost::asio::io_context& ioc) {
+    std::promise<void> last;
+    REQUIRE(lane.submit([&](DbHandles) { last.set_value(); }));
+    last.get_future().wait();
+    ioc.restart();
+    ioc.poll();
 }
 
 }  // namespace
@@ -79,16 +90,16 @@ TEST_CASE("what a job throws comes back as the result's error", "[unit][store]")
 TEST_CASE("a result whose owner is gone is dropped, not delivered", "[unit][store]") {
     boost::asio::io_context ioc;
     DbLane lane({.name = "test"}, kNoDatabase);
-    std::atomic<bool> ran{false};
+    std::promise<void> ran;
     bool delivered = false;
     {
         util::Lifetime owner;
         REQUIRE(lane.call(
-            ioc.get_executor(), owner.watch(), [&](DbHandles) { ran = true; },
+            ioc.get_executor(), owner.watch(), [&](DbHandles) { ran.set_value(); },
             [&](const LaneResult<std::monostate>&) { delivered = true; }));
-        while (!ran) std::this_thread::sleep_for(std::chrono::milliseconds{1});
+        ran.get_future().wait();  // the job ran, its result is on its way to the loop
     }
-    ioc.run_for(std::chrono::milliseconds{50});
+    settle(lane, ioc);
     CHECK_FALSE(delivered);
 }
 
@@ -98,14 +109,14 @@ TEST_CASE("a full lane refuses a call, counts it, and never calls back", "[unit]
     auto& rejected = prometheus::BuildCounter().Name("rejected").Register(registry).Add({});
     DbLane lane({.name = "test", .capacity = 1, .rejected = &rejected}, kNoDatabase);
     util::Lifetime owner;
-    std::atomic<bool> release{false};
-    std::atomic<bool> started{false};
+    std::promise<void> release;
+    std::promise<void> started;
     // One job holds the thread, one waits in the queue; the third finds the queue full.
-    REQUIRE(lane.submit([&](DbHandles) {
-        started = true;
-        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    REQUIRE(lane.submit([&, go = release.get_future().share()](DbHandles) {
+        started.set_value();
+        go.wait();
     }));
-    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    started.get_future().wait();
     int delivered = 0;
     REQUIRE(lane.call(
         ioc.get_executor(), owner.watch(), [](DbHandles) {},
@@ -114,9 +125,9 @@ TEST_CASE("a full lane refuses a call, counts it, and never calls back", "[unit]
         ioc.get_executor(), owner.watch(), [](DbHandles) {},
         [&](const LaneResult<std::monostate>&) { ++delivered; }));
     CHECK(rejected.Value() == 1);
-    release = true;
+    release.set_value();
     run_until(ioc, [&] { return delivered == 1; });
-    ioc.run_for(std::chrono::milliseconds{20});
+    settle(lane, ioc);
     CHECK(delivered == 1);
 }
 

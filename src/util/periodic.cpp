@@ -1,11 +1,11 @@
-#include "outboxd/dispatch/periodic.hpp"
+#include "outboxd/util/periodic.hpp"
 
 #include <prometheus/counter.h>
 #include <spdlog/spdlog.h>
 
 #include "outboxd/util/untrusted_text.hpp"
 
-namespace outboxd::dispatch {
+namespace outboxd::util {
 
 Periodic::Periodic(const boost::asio::any_io_executor& loop, std::chrono::milliseconds period,
                    std::function<void()> task, prometheus::Counter& faults)
@@ -35,4 +35,4 @@ void Periodic::arm() {
     });
 }
 
-}  // namespace outboxd::dispatch
+}  // namespace outboxd::util

@@ -17,7 +17,7 @@ namespace prometheus {
 class Counter;
 }
 
-namespace outboxd::dispatch {
+namespace outboxd::util {
 
 class Periodic {
 public:
@@ -41,4 +41,4 @@ private:
     util::Lifetime lifetime_;
 };
 
-}  // namespace outboxd::dispatch
+}  // namespace outboxd::util

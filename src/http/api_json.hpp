@@ -1,0 +1,52 @@
+#pragma once
+
+// The API's answers as JSON (README, "HTTP API"): what a resource looks like on the wire,
+// apart from how it is found. Pure: no I/O. Stored JSON (inputs, results, progress) is
+// spliced as stored, never parsed: a row inserted by plain SQL may nest deeper than anything
+// outboxd would build, and re-serializing recurses once per level.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api_types.hpp"
+#include "outboxd/sinks/http_push/http_targets.hpp"
+#include "outboxd/store/admin_store.hpp"
+#include "outboxd/store/http_target.hpp"
+#include "outboxd/store/schedule_store.hpp"
+
+namespace outboxd::cluster {
+class ClusterMember;
+}
+
+namespace outboxd::http {
+
+[[nodiscard]] ApiResponse json_response(const nlohmann::json& body, int status = 200);
+[[nodiscard]] ApiResponse text_response(std::string json_text, int status = 200);
+
+// GET /v1/outbox/{key}: one row.
+[[nodiscard]] std::string row_json(const store::OutboxRow& row);
+// GET /v1/workflows/{id}: the rows its order depends on, whether it is paused or
+// cancelled, and the dead letter that holds it back, if one does.
+[[nodiscard]] std::string workflow_json(const std::string& workflow,
+                                        const std::vector<store::OutboxRow>& rows,
+                                        const store::WorkflowFlags& flags,
+                                        const std::optional<std::string>& blocked_by);
+// A dead letter of GET /v1/dead-letters.
+[[nodiscard]] nlohmann::json dead_letter_json(const store::DeadLetter& letter);
+// A namespace's settings (none: never set, the defaults).
+[[nodiscard]] nlohmann::json namespace_json(const std::string& name,
+                                            const std::optional<store::NamespaceSettings>& s,
+                                            std::int64_t default_quota);
+// An HTTP target, with this node's view of it (`states`, taken on the loop).
+[[nodiscard]] nlohmann::json target_json(const store::HttpTargetRecord& record,
+                                         const sinks::http_push::TargetStates& states,
+                                         const std::string& node_id);
+// A schedule, with its next fire times.
+[[nodiscard]] std::string schedule_json(const store::ScheduleRecord& record);
+// GET /v1/cluster: the live nodes, their URLs and shards.
+[[nodiscard]] std::string cluster_json(const cluster::ClusterMember& member);
+
+}  // namespace outboxd::http

@@ -1,0 +1,92 @@
+// Namespaces (README, "Tenant controls", "Delivery controls"): every namespace's counts and
+// settings, and one namespace's settings.
+
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "api_json.hpp"
+#include "api_routes.hpp"
+#include "row_parser.hpp"
+
+namespace outboxd::http {
+namespace {
+
+using nlohmann::json;
+
+void list(const ApiContext& api, Respond respond) {
+    const auto default_quota = api.settings().default_max_in_flight;
+    api.on_lane(
+        [default_quota](store::AdminStores& db) {
+            const auto counts = db.admin.namespace_counts();
+            std::map<std::string, store::NamespaceSettings> settings;
+            for (auto& s : db.admin.list_namespaces()) settings.emplace(s.name, std::move(s));
+            json list = json::array();
+            for (const auto& c : counts) {
+                const auto found = settings.find(c.namespace_name);
+                const auto own = found == settings.end()
+                                     ? std::nullopt
+                                     : std::optional<store::NamespaceSettings>{found->second};
+                list.push_back({{"namespace", c.namespace_name},
+                                {"settings", namespace_json(c.namespace_name, own, default_quota)},
+                                {"pending", c.pending},
+                                {"claimed", c.claimed},
+                                {"dead_letters", c.dead_letters},
+                                {"finished_last_minute",
+                                 {{"done", c.done_last_minute},
+                                  {"failed", c.failed_last_minute},
+                                  {"cancelled", c.cancelled_last_minute}}}});
+            }
+            return json_response({{"namespaces", list}});
+        },
+        std::move(respond));
+}
+
+void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    auto parsed = parse_namespace_request(r.params[0], r.request.body);
+    if (auto* error = std::get_if<RowError>(&parsed)) {
+        return respond(error_response(400, error->code, error->message));
+    }
+    auto* cache = &api.engine().namespaces();
+    const auto default_quota = api.settings().default_max_in_flight;
+    api.on_lane(
+        [settings = std::get<store::NamespaceSettings>(std::move(parsed)),
+         default_quota](store::AdminStores& db) {
+            db.admin.put_namespace(settings);
+            return json_response(namespace_json(
+                settings.name, db.admin.get_namespace(settings.name), default_quota));
+        },
+        // The change is in effect on this node when the answer goes out; other nodes take it
+        // within their cache TTL.
+        [cache](ApiResponse response, Respond respond) {
+            if (response.status != 200) return respond(std::move(response));
+            cache->refresh_now([response = std::move(response), respond = std::move(respond)] {
+                respond(response);
+            });
+        },
+        std::move(respond));
+}
+
+void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    const auto default_quota = api.settings().default_max_in_flight;
+    api.on_lane(
+        [name = r.params[0], default_quota](store::AdminStores& db) {
+            return json_response(namespace_json(name, db.admin.get_namespace(name), default_quota));
+        },
+        std::move(respond));
+}
+
+}  // namespace
+
+void add_namespace_routes(RouteTable& table, const ApiContext& api) {
+    table.add({"GET", "/v1/namespaces", Access::admin,
+               [&api](const RouteRequest&, Respond respond) { list(api, std::move(respond)); }});
+    table.add(
+        {"GET", "/v1/namespaces/{ns}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
+    table.add(
+        {"PUT", "/v1/namespaces/{ns}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); }});
+}
+
+}  // namespace outboxd::http

@@ -1,0 +1,111 @@
+// Workflows (README, "HTTP API"): a workflow's rows, pause, resume and cancel.
+
+#include <algorithm>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "api_json.hpp"
+#include "api_routes.hpp"
+
+namespace outboxd::http {
+namespace {
+
+// An optional boolean query parameter: false when absent, nullopt when neither true nor false.
+std::optional<bool> parse_flag(const std::map<std::string, std::string>& query,
+                               const std::string& name) {
+    const auto it = query.find(name);
+    if (it == query.end() || it->second == "false") return false;
+    if (it->second == "true") return true;
+    return std::nullopt;
+}
+
+// The dead letter that holds the workflow back (ordered delivery, on_dead_letter block):
+// the first failed row with a pending row after it whose namespace's dead letters block.
+std::optional<std::string> blocked_by(const std::vector<store::OutboxRow>& rows,
+                                      const std::function<bool(const std::string&)>& blocks) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i].status != store::Status::failed) continue;
+        const bool later_pending = std::any_of(
+            rows.begin() + static_cast<std::ptrdiff_t>(i) + 1, rows.end(),
+            [](const store::OutboxRow& r) { return r.status == store::Status::pending; });
+        if (later_pending && blocks(rows[i].namespace_name)) return rows[i].dispatch_key;
+    }
+    return std::nullopt;
+}
+
+void rows(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    const auto limit = parse_limit(r.target.query);
+    if (!limit) return respond(bad_limit());
+    const auto all = parse_flag(r.target.query, "all");
+    if (!all) return respond(error_response(400, "invalid_request", "all must be true or false"));
+    api.on_lane(
+        [workflow = r.params[0], limit = *limit, all = *all](store::AdminStores& db) {
+            const auto found = all ? db.admin.all_workflow_rows(workflow, limit)
+                                   : db.admin.workflow_rows(workflow, limit);
+            std::map<std::string, bool> blocking;  // by namespace: whether its dead letters block
+            const auto blocks = [&](const std::string& ns) {
+                auto known = blocking.find(ns);
+                if (known == blocking.end()) {
+                    const auto settings = db.admin.get_namespace(ns);
+                    known = blocking
+                                .emplace(ns, settings &&
+                                                 settings->controls.ordering ==
+                                                     store::Ordering::workflow &&
+                                                 settings->controls.on_dead_letter ==
+                                                     store::OnDeadLetter::block)
+                                .first;
+                }
+                return known->second;
+            };
+            const auto held_by = blocked_by(found, blocks);
+            return text_response(
+                workflow_json(workflow, found, db.admin.workflow_flags(workflow), held_by));
+        },
+        std::move(respond));
+}
+
+// A resume's statement wakes every node, this one included, to claim from the front: the
+// resumed rows wait behind where claims read on.
+RouteHandler pause_or_resume(const ApiContext& api, bool pause) {
+    return [&api, pause](const RouteRequest& r, Respond respond) {
+        api.on_lane(
+            [workflow = r.params[0], pause](store::AdminStores& db) {
+                const bool changed =
+                    pause ? db.admin.pause_workflow(workflow) : db.admin.resume_workflow(workflow);
+                return json_response(
+                    {{"workflow_id", workflow}, {"paused", pause}, {"changed", changed}});
+            },
+            std::move(respond));
+    };
+}
+
+void cancel(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    auto* metrics = &api.services().metrics;
+    api.on_lane(
+        [workflow = r.params[0], metrics](store::AdminStores& db) {
+            const auto cancelled = db.admin.cancel_workflow(workflow);
+            // Prometheus counters are thread-safe; the label cache is not, so use Add.
+            for (const auto& [ns, count] : cancelled.by_namespace) {
+                metrics->outcomes_total.Add({{"namespace", ns}, {"outcome", "cancelled"}})
+                    .Increment(static_cast<double>(count));
+            }
+            return json_response({{"workflow_id", workflow}, {"cancelled", cancelled.keys}});
+        },
+        std::move(respond));
+}
+
+}  // namespace
+
+void add_workflow_routes(RouteTable& table, const ApiContext& api) {
+    table.add(
+        {"GET", "/v1/workflows/{id}", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { rows(api, r, std::move(respond)); }});
+    table.add({"POST", "/v1/workflows/{id}/pause", Access::admin, pause_or_resume(api, true)});
+    table.add({"POST", "/v1/workflows/{id}/resume", Access::admin, pause_or_resume(api, false)});
+    table.add(
+        {"POST", "/v1/workflows/{id}/cancel", Access::admin,
+         [&api](const RouteRequest& r, Respond respond) { cancel(api, r, std::move(respond)); }});
+}
+
+}  // namespace outboxd::http
