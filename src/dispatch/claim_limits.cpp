@@ -99,6 +99,7 @@ ClaimLimits::ClaimLimits(const boost::asio::any_io_executor& loop, std::function
 void ClaimLimits::round_learned(Parts parts, const std::vector<HeldRoute>& routes,
                                 Clock::time_point now) {
     parts_ = std::move(parts);
+    lent_ = false;
     if (std::exchange(freed_during_round_, false)) parts_.slots_freed();
     hold(routes, now);
 }
@@ -134,7 +135,7 @@ void ClaimLimits::drop_held(std::vector<worker::Route>& routes, Clock::time_poin
 void ClaimLimits::slots_freed() {
     std::erase_if(routes_, [](const auto& entry) { return entry.second.full; });
     parts_.slots_freed();
-    freed_during_round_ = true;
+    if (lent_) freed_during_round_ = true;
 }
 
 }  // namespace outboxd::dispatch

@@ -57,7 +57,7 @@ std::map<std::string, store::DeliveryControls> Claimer::controls_of(
 }
 
 bool Claimer::round(store::Owner owner, std::vector<worker::Route> routes,
-                    std::map<std::string, std::int64_t> settled, const Done& done) {
+                    const SettledSource& take_settled, const Done& done) {
     const auto now = now_();
     faults_.drop_resting(routes, now);
     limits_.drop_held(routes, now);
@@ -93,10 +93,10 @@ bool Claimer::round(store::Owner owner, std::vector<worker::Route> routes,
     request.weight = [weights](const std::string& ns) { return weights.at(ns); };
     request.batch_size = settings_.batch_size;
     request.generations = marks_.generations();
-    request.settled = std::move(settled);
+    request.settled = take_settled();
     request.claimed_apart = std::exchange(apart_.claimed, {});
     request.controls = controls_of(apart_.in_round);
-    request.parts = limits_.parts();
+    request.parts = limits_.lend_parts();
     claiming_ = true;
     const bool queued =
         runner_.round(std::move(request), state_, marks_.release(), lifetime_.watch(),

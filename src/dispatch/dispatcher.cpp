@@ -139,9 +139,9 @@ void Dispatcher::sweep() {
     auto routes =
         registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
     claiming_ = true;
-    const bool started =
-        claimer_.round(std::move(owner), std::move(routes), writes_.take_settled(),
-                       [this](Claimer::Round round) { on_claimed(std::move(round)); });
+    const bool started = claimer_.round(
+        std::move(owner), std::move(routes), [this] { return writes_.take_settled(); },
+        [this](Claimer::Round round) { on_claimed(std::move(round)); });
     if (started) {
         sweep_again_ = false;
     } else {

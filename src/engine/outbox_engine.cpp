@@ -88,7 +88,7 @@ void OutboxEngine::start() {
 void OutboxEngine::cluster_changed() {
     if (on_cluster_change_) on_cluster_change_();
     // New shards may hold a dead node's claims or cancelled rows: repair them now.
-    maintenance_.run_now("reconcile");
+    maintenance_.shards_changed();
     dispatcher_.ranges_changed();
     sinks::ShardCounts owned;
     for (const auto& node : member_.nodes()) owned[node.incarnation] = node.shards.count();

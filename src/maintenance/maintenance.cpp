@@ -52,6 +52,12 @@ void Maintenance::run_now(std::string_view name) {
     }
 }
 
+void Maintenance::shards_changed() {
+    for (auto& entry : entries_) {
+        if (entry->timing.on_new_shards) run(*entry);
+    }
+}
+
 void Maintenance::pause_for_drain() {
     for (auto& entry : entries_) {
         if (entry->timing.pauses_on_drain) entry->paused = true;

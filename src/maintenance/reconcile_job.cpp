@@ -30,7 +30,7 @@ public:
 
     [[nodiscard]] std::string_view name() const override { return "reconcile"; }
     [[nodiscard]] Timing timing() const override {
-        return {settings_.reconcile_interval, 19, true, true};
+        return {settings_.reconcile_interval, 19, true, true, true};
     }
 
     std::optional<LaneWork> prepare() override {

@@ -79,8 +79,12 @@ public:
     // `look_again` runs on the loop when the soonest held route may go on.
     ClaimLimits(const boost::asio::any_io_executor& loop, std::function<void()> look_again);
 
-    // The parts held now, for a round to work on.
-    [[nodiscard]] Parts parts() const { return parts_; }
+    // The parts held now, for a round to work on (it hands them back: round_learned()).
+    [[nodiscard]] Parts lend_parts() {
+        lent_ = true;
+        freed_during_round_ = false;
+        return parts_;
+    }
     // A round ended: the parts as it left them, and the routes it held back.
     void round_learned(Parts parts, const std::vector<HeldRoute>& routes, Clock::time_point now);
     // A claim apart ended (it starts from no parts held: each asks the database): the
@@ -99,7 +103,9 @@ private:
     };
 
     Parts parts_;
-    // Slots were freed while a round held a copy of the parts: applied to what it hands back.
+    // A round holds a copy of the parts; slots freed meanwhile are applied to what it hands
+    // back (not to holds a later round learns).
+    bool lent_ = false;
     bool freed_during_round_ = false;
     std::map<store::ClaimScope, Held> routes_;
     std::function<void()> look_again_;

@@ -92,12 +92,14 @@ public:
     // claims may have committed unseen, while the claim apart in flight is (its rows must
     // be seen before the release of what nobody saw).
     [[nodiscard]] bool ready() const;
-    // Plans a round over `routes` (those with free credit now) and runs it. `settled`: rows
-    // per namespace the node's own outcome writes took out of `claimed` since the last
-    // round. False when no route is worth a claim now (nothing was started). `done` runs on
-    // the loop, at once when the round cannot be queued.
+    // Plans a round over `routes` (those with free credit now) and runs it. `take_settled`
+    // gives the rows per namespace the node's own outcome writes took out of `claimed` since
+    // the last round; it is called only when a round starts. False when no route is worth a
+    // claim now (nothing was started). `done` runs on the loop, at once when the round
+    // cannot be queued.
+    using SettledSource = std::function<std::map<std::string, std::int64_t>()>;
     bool round(store::Owner owner, std::vector<worker::Route> routes,
-               std::map<std::string, std::int64_t> settled, const Done& done);
+               const SettledSource& take_settled, const Done& done);
     [[nodiscard]] bool claiming() const { return claiming_; }
 
     // Whether woken `queues` could be claimed apart now: a round is in flight (without one,

@@ -48,6 +48,9 @@ public:
         bool pauses_on_drain = false;
         // A run of failures is logged as a warning; otherwise at debug level only.
         bool warns = true;
+        // It runs at once when the node's shards change (boot, takeover): new shards may
+        // hold a dead node's claims, cancelled rows, due firings.
+        bool on_new_shards = false;
     };
     // What the job tells the loop after its lane work (metrics, logs, callbacks).
     using Report = std::function<void()>;

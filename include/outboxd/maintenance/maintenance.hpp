@@ -29,9 +29,10 @@ public:
 
     void start();
     void stop();
-    // Runs the job `name` now, rest or not (boot, takeover: "reconcile"), unless it runs
-    // already or is paused.
+    // Runs the job `name` now, rest or not, unless it runs already or is paused.
     void run_now(std::string_view name);
+    // The owned shards changed (boot, takeover): the jobs that say so run now.
+    void shards_changed();
     // Drain: the jobs that change the owned shards' rows run no more (the next owner runs
     // them).
     void pause_for_drain();

@@ -126,3 +126,27 @@ TEST_CASE("routes held back are left out until their wait ends, or a slot frees 
     CHECK(now_routes.size() == 3);
     limits.stop();
 }
+
+TEST_CASE("a slot freed while a round holds the parts frees its holds, and only then",
+          "[unit][dispatch][controls]") {
+    boost::asio::io_context ioc;
+    ClaimLimits limits{ioc.get_executor(), [] {}};
+    store::ClaimStore::ClaimControls typed;
+    typed.activity_type = "charge";
+    typed.max_in_flight = 3;
+
+    // Freed between rounds: the next round's learned hold stands.
+    limits.slots_freed();
+    auto parts = limits.lend_parts();
+    (void)parts.learn("ns", typed, {20ms, true}, kT0);
+    limits.round_learned(parts, {}, kT0);
+    CHECK(limits.lend_parts().held("ns", "charge", false, kT0 + 1ms));
+    limits.round_learned(limits.lend_parts(), {}, kT0);
+
+    // Freed while a round is out: what it hands back is freed too.
+    parts = limits.lend_parts();
+    limits.slots_freed();
+    limits.round_learned(parts, {}, kT0);
+    CHECK_FALSE(limits.lend_parts().held("ns", "charge", false, kT0 + 1ms));
+    limits.stop();
+}
