@@ -8,6 +8,8 @@
 #include <latch>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -146,6 +148,20 @@ ClaimLoopResult run_claim_loop(const std::string& url, const ClaimLoopConfig& co
     result.rows = shared.rows;
     result.claims = shared.claims;
     result.capped = shared.capped;
+    return result;
+}
+
+ClaimLoopResult stage_and_claim(const BenchContext& context, const std::string& database,
+                                std::int64_t rows, const ClaimLoopConfig& config) {
+    const auto url = context.databases.create_migrated(database);
+    stage_pending_rows(url, rows, "sql-");
+    settle(url);
+    auto result = run_claim_loop(url, config, context.pg_cpu);
+    context.databases.drop(database);
+    if (result.rows != rows) {
+        throw std::runtime_error{describe(config) + ": finished " + std::to_string(result.rows) +
+                                 " of " + std::to_string(rows) + " rows"};
+    }
     return result;
 }
 

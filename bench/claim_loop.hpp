@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "bench_context.hpp"
 #include "proc_stat.hpp"
 
 namespace outboxd::bench {
@@ -42,11 +43,19 @@ struct ClaimLoopResult {
     [[nodiscard]] double rows_per_s() const { return seconds > 0 ? rows / seconds : 0.0; }
 };
 
+// The floor of issue 7: one client claiming 100 rows and marking them done.
+inline constexpr ClaimLoopConfig kFloorLoop{100, 1, Finish::complete, std::nullopt};
+
 [[nodiscard]] std::string describe(const ClaimLoopConfig& config);
 
 // Runs the loop against `url` (which holds the staged pending rows) until no pending row
 // is left or the time limit passes. Rethrows the first client's error.
 ClaimLoopResult run_claim_loop(const std::string& url, const ClaimLoopConfig& config,
                                const PgClusterCpu& pg_cpu);
+
+// The loop over `rows` rows staged into a fresh database `database`, dropped after. Throws
+// std::runtime_error when it finished fewer rows than it staged.
+ClaimLoopResult stage_and_claim(const BenchContext& context, const std::string& database,
+                                std::int64_t rows, const ClaimLoopConfig& config);
 
 }  // namespace outboxd::bench

@@ -1,78 +1,39 @@
 #pragma once
 
-// Delivery controls (docs/benchmarks.md, "Delivery controls"), each through real nodes and
-// no-op outboxd-worker processes:
-// - ordered: settings.ordered_workflows workflows × 10 rows (staged interleaved, as events
-//   of many aggregates arrive: ordinal-major), drained by 1 node once unordered and once with
-//   "ordering": "workflow"; ordered_ratio = ordered ÷ unordered rows/s. Then one workflow of
-//   settings.serial_rows rows, ordered: ordered_serial_rows_per_s (each row waits for its
-//   predecessor's outcome write).
-// - rate limit: 3 nodes, "rate_limit": {"per_second": 200, "burst": 20} on a namespace with a
-//   backlog, settings.rate_seconds measured after the burst; rate_limit_err = |achieved −
-//   200| ÷ 200, the worst of the whole span and its halves; and the largest count in any 1 s
-//   window over the bound 200 + 20.
-// - priority: settings.priority_backlog rows of priority 0 draining through 1 node to an
-//   in-process SDK worker (credit 512); meanwhile 20 rows a second of priority 50 on the same
-//   route, committed one per transaction; latency = task received − COMMIT returned (steady clock,
-//   this process). priority_p99_ms.
-// - concurrency: 3 nodes, "activities": {"noop": {"max_in_flight": 8}}, a backlog drained
-//   while a checker counts the claimed rows of the type as often as it can:
-//   concurrency_limit_max_seen (must not exceed 8).
+// Delivery controls (controls_runs.hpp), once: ordered against unordered drains, one long
+// ordered workflow, a rate limit's achieved rate over 3 nodes, priority rows behind a
+// backlog, a concurrency limit's highest claimed count.
 
-#include <cstdint>
-#include <string>
+#include <optional>
+#include <string_view>
+#include <vector>
 
-#include "bench_context.hpp"
+#include "controls_runs.hpp"
+#include "node_fleet.hpp"
+#include "scenario.hpp"
 
 namespace outboxd::bench {
 
-struct OrderedResult {
-    std::int64_t rows = 0;  // per run
-    double unordered_rows_per_s = 0;
-    double ordered_rows_per_s = 0;
-    double ratio = 0;
-    std::int64_t serial_rows = 0;
-    double serial_rows_per_s = 0;
-    bool complete = true;  // every run drained before its time was up
-};
+class ControlsScenario final : public Scenario {
+public:
+    static constexpr std::string_view kName = "controls";
 
-struct RateLimitResult {
-    int nodes = 0;
-    double per_second = 0;
-    int burst = 0;
-    double seconds = 0;           // measured span, after the burst
-    std::int64_t dispatches = 0;  // in the span
-    double achieved = 0;          // per second, whole span
-    double err = 0;               // worst relative error: the span and its halves
-    double window_max_ratio = 0;  // most dispatches in a 1 s window ÷ (rate + burst)
-};
+    [[nodiscard]] std::string_view name() const override { return kName; }
+    [[nodiscard]] std::string_view description() const override {
+        return "delivery controls: ordering, a rate limit, priority, a concurrency limit";
+    }
+    [[nodiscard]] std::vector<std::string_view> binaries() const override {
+        return {kNodeBinary, kWorkerBinary};
+    }
 
-struct PriorityResult {
-    std::int64_t backlog = 0;       // priority-0 rows staged ahead
-    std::int64_t rows = 0;          // priority rows committed
-    std::int64_t missing = 0;       // committed, not received in time
-    std::int64_t backlog_left = 0;  // priority-0 rows not done when the last was committed
-    double p50_ms = 0;
-    double p99_ms = 0;
-    double max_ms = 0;
-};
+    void once(const Turn& turn) override;
 
-struct ConcurrencyResult {
-    int nodes = 0;
-    int limit = 0;
-    std::int64_t rows = 0;
-    std::int64_t max_seen = 0;
-    std::int64_t samples = 0;
-    double rows_per_s = 0;
-};
+    void render_table(const BenchSettings& settings, const ScenarioRegistry& registry,
+                      ReportTable& table) const override;
+    void add_json(const ScenarioRegistry& registry, nlohmann::json& out) const override;
 
-struct ControlsResult {
-    OrderedResult ordered;
-    RateLimitResult rate;
-    PriorityResult priority;
-    ConcurrencyResult concurrency;
+private:
+    std::optional<ControlsResult> result_;
 };
-
-ControlsResult run_controls(const BenchContext& context);
 
 }  // namespace outboxd::bench

@@ -1,169 +1,126 @@
 #include "e2e_scenario.hpp"
 
-#include <unistd.h>
+#include <algorithm>
+#include <string>
 
-#include <chrono>
-#include <memory>
-#include <thread>
-
-#include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
+
+#include "floor_scenario.hpp"
+#include "limit_scenario.hpp"
+#include "report_format.hpp"
+#include "scenario_registry.hpp"
 
 namespace outboxd::bench {
 namespace {
 
-constexpr std::chrono::milliseconds kPollInterval{100};
-constexpr std::chrono::seconds kProgressInterval{5};
+// Target of issue 7.
+constexpr double kTargetRatioToFloor = 1.2;
 
-double epoch_seconds(std::chrono::system_clock::time_point t) {
-    return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
-
-// Pending or claimed rows left; cheap at any backlog: both probes walk a partial index.
-bool rows_left(pqxx::connection& conn) {
-    pqxx::nontransaction tx{conn};
-    return tx
-        .exec1(
-            "SELECT EXISTS (SELECT 1 FROM outbox WHERE status = 'pending')"
-            " OR EXISTS (SELECT 1 FROM outbox WHERE status = 'claimed')")[0]
-        .as<bool>();
+E2eResult drain(const Turn& turn, int nodes) {
+    const auto tag = "e2e_" + std::to_string(nodes) + "n" + turn.suffix();
+    auto result = run_e2e(turn.context, nodes, tag);
+    spdlog::info("{}: {:.0f} rows/s", tag, result.rows_per_s());
+    return result;
 }
 
 }  // namespace
 
-E2eResult run_e2e(const BenchContext& context, int nodes, const std::string& tag,
-                  std::optional<std::int64_t> rows) {
-    const auto database = "bench_" + tag;
-    const auto url = context.databases.create_migrated(database);
-    const auto staged = rows.value_or(context.settings.rows);
-    spdlog::info("{}: staging {} rows", tag, staged);
-    stage_pending_rows(url, staged, "e2e-");
-    settle(url);
-    auto result = drain_e2e(context, url, nodes, tag);
-    context.databases.drop(database);
-    return result;
+void E2eScenario::repeat(const Turn& turn) {
+    one_node_.push_back(drain(turn, 1));
+    // Right after the run they divide by.
+    turn.run_followers();
+    if (turn.selected) three_nodes_.push_back(drain(turn, 3));
 }
 
-E2eResult run_e2e_with_results(const BenchContext& context, const std::string& tag,
-                               std::size_t result_bytes) {
-    const auto& settings = context.settings;
-    const auto database = "bench_" + tag;
-    const auto url = context.databases.create_migrated(database);
-    spdlog::info("{}: staging {} rows (workers answer {}-byte results)", tag, settings.rows,
-                 result_bytes);
-    stage_pending_rows(url, settings.rows, "e2e-");
-    settle(url);
-    DrainOptions options;
-    options.workers.push_back({"worker",
-                               settings.worker_processes,
-                               {"default"},
-                               "default",
-                               settings.worker_max_in_flight,
-                               result_bytes});
-    auto result = drain_e2e(context, url, 1, tag, options);
-    context.databases.drop(database);
-    return result;
+E2eScenario::Ratios E2eScenario::ratios(const ScenarioRegistry& registry) const {
+    std::optional<double> best;
+    for (const auto* run : {median_run(one_node_), median_run(three_nodes_)}) {
+        if (run && (!best || run->rows_per_s() > *best)) best = run->rows_per_s();
+    }
+    Ratios out;
+    if (!best) return out;
+    const auto* floor_scenario = registry.find<FloorScenario>();
+    if (const auto* floor = floor_scenario ? floor_scenario->median_result() : nullptr) {
+        out.to_floor = *best / floor->rows_per_s();
+    }
+    const auto* limit_scenario = registry.find<LimitScenario>();
+    if (const auto* cell = limit_scenario ? limit_scenario->best() : nullptr) {
+        out.to_limit = *best / cell->second.rows_per_s();
+    }
+    return out;
 }
 
-E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nodes,
-                    const std::string& tag, const DrainOptions& options) {
-    const auto& settings = context.settings;
-    E2eResult result;
-    result.nodes = nodes;
-    const auto fleet_settings = context.fleet(url);
-    NodeFleet fleet{fleet_settings, nodes, tag};
-    if (options.with_nodes) options.with_nodes(fleet);
-    auto groups = options.workers;
-    if (groups.empty()) {
-        groups.push_back({"worker",
-                          settings.worker_processes,
-                          {"default"},
-                          "default",
-                          settings.worker_max_in_flight});
+void E2eScenario::render_table(const BenchSettings& /*settings*/, const ScenarioRegistry& registry,
+                               ReportTable& table) const {
+    std::string out;
+    for (const auto* runs : {&one_node_, &three_nodes_}) {
+        const auto* run = median_run(*runs);
+        if (!run) continue;
+        const auto label = strf("e2e: %d node%s -> workers over WebSocket", run->nodes,
+                                run->nodes == 1 ? "" : "s");
+        out += strf("  %-42s %7.0f  %8.2f  %6.2f  %6.2f  %3.0f%%  %4.0f%%  %5.0f  %s%s\n",
+                    label.c_str(), run->rows_per_s(), per_10k(run->node_cpu_s, run->rows),
+                    per_10k(run->pg_cpu_s, run->rows), per_10k(run->worker_cpu_s, run->rows),
+                    run->host_busy * 100, run->foreign_cpu * 100,
+                    per_row(run->wal_bytes, run->rows), runs_list(*runs).c_str(),
+                    run->complete ? ""
+                                  : strf("  CAPPED at %.0f s: %lld of %lld rows done", run->seconds,
+                                         static_cast<long long>(run->rows),
+                                         static_cast<long long>(run->staged))
+                                        .c_str());
     }
-    int processes = 0;
-    for (const auto& group : groups) processes += group.count;
-    if (options.consume) {
-        spdlog::info("{}: {} node(s) up and balanced; starting the consumer", tag, nodes);
-    } else {
-        spdlog::info("{}: {} node(s) up and balanced; starting {} worker process(es)", tag, nodes,
-                     processes);
+    const auto [to_floor, to_limit] = ratios(registry);
+    if (to_floor) {
+        out +=
+            strf("  %-42s %8.2f   target >= %.1f: %s\n", "ratio to floor (best e2e / floor)",
+                 *to_floor, kTargetRatioToFloor, verdict(*to_floor >= kTargetRatioToFloor).c_str());
     }
+    if (to_limit)
+        out += strf("  %-42s %8.2f\n", "ratio to limit (best e2e / sql limit)", *to_limit);
+    table.put(std::string{kName}, out);
+}
 
-    auto conn_holder = std::make_unique<pqxx::connection>(url);
-    auto& conn = *conn_holder;
-    const auto wal_before = wal_position(conn);
-    const auto host_before = read_host_cpu();
-    const auto pg_before = context.pg_cpu.sample();
-    const auto node_before = fleet.cpu_seconds();
-    const auto self_before = process_cpu_seconds(::getpid());
-    // Rows already done (a history) are not part of the run.
-    const auto done_before = count_rows(conn, "status = 'done'");
-    result.staged = count_rows(conn, "status IN ('pending', 'claimed')");
-    result.rows = result.staged;
-    const auto rounds_before = fleet.claim_rounds();
-    if (options.at_start) options.at_start();
-    const auto start = std::chrono::system_clock::now();
-    std::function<double()> consumer_cpu;
-    if (options.consume) {
-        consumer_cpu = options.consume(fleet);
-        groups.clear();
+void E2eScenario::add_json(const ScenarioRegistry& registry, nlohmann::json& out) const {
+    for (const char* key : {"e2e_rows_per_s_1node", "e2e_rows_per_s_3nodes", "ratio_to_floor",
+                            "ratio_to_limit", "node_cpu_s_per_10k", "pg_cpu_s_per_10k"}) {
+        out[key] = nullptr;
     }
-    WorkerFleet workers{fleet_settings, groups, fleet.worker_urls().front(), tag};
-    const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(options.max_seconds.value_or(settings.e2e_max_seconds)));
-    auto next_progress = std::chrono::steady_clock::now() + kProgressInterval;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        std::this_thread::sleep_for(kPollInterval);
-        // The nodes' own count, then the database's word (cheap by then: nothing left).
-        if (fleet.rows_done() >= result.staged && !rows_left(conn)) break;
-        fleet.check_alive();
-        workers.check_alive();
-        const auto now = std::chrono::steady_clock::now();
-        if (now > deadline) {
-            result.complete = false;
-            break;
+    const auto put = [&out](const std::vector<E2eResult>& runs, const std::string& suffix) {
+        const auto* run = median_run(runs);
+        if (!run) return;
+        out["e2e_rows_per_s_" + suffix] = json_rate(run->rows_per_s());
+        out["e2e_runs_" + suffix] = nlohmann::json::array();
+        out["foreign_cpu_runs_" + suffix] = nlohmann::json::array();
+        for (const auto& r : runs) {
+            out["e2e_runs_" + suffix].push_back(json_rate(r.rows_per_s()));
+            out["foreign_cpu_runs_" + suffix].push_back(json_fine(r.foreign_cpu));
         }
-        if (now > next_progress) {
-            next_progress = now + kProgressInterval;
-            spdlog::info("{}: {} of {} rows done", tag, fleet.rows_done(), result.staged);
-        }
+        out["e2e_complete_" + suffix] = all_complete(runs);
+        out["node_cpu_s_per_10k_" + suffix] = json_fine(per_10k(run->node_cpu_s, run->rows));
+        out["pg_cpu_s_per_10k_" + suffix] = json_fine(per_10k(run->pg_cpu_s, run->rows));
+        out["worker_cpu_s_per_10k_" + suffix] = json_fine(per_10k(run->worker_cpu_s, run->rows));
+        out["host_busy_" + suffix] = json_fine(run->host_busy);
+        out["wal_bytes_per_row_" + suffix] = json_rate(per_row(run->wal_bytes, run->rows));
+        out["foreign_cpu_" + suffix] = json_fine(run->foreign_cpu);
+    };
+    put(one_node_, "1node");
+    put(three_nodes_, "3nodes");
+    // The headline CPU costs are the 1-node run's (the 3-node figures sum three nodes).
+    if (const auto* run = median_run(one_node_)) {
+        out["node_cpu_s_per_10k"] = json_fine(per_10k(run->node_cpu_s, run->rows));
+        out["pg_cpu_s_per_10k"] = json_fine(per_10k(run->pg_cpu_s, run->rows));
     }
-    const auto rounds_after = fleet.claim_rounds();
-    result.claim_rounds = rounds_after.rounds - rounds_before.rounds;
-    result.claim_seconds = rounds_after.seconds - rounds_before.seconds;
-    result.node_cpu_s = fleet.cpu_seconds() - node_before;
-    result.worker_cpu_s = workers.cpu_seconds();  // they started inside the window
-    if (consumer_cpu) result.worker_cpu_s += consumer_cpu();
-    result.pg_cpu_s = context.pg_cpu.sample() - pg_before;
-    const auto host_after = read_host_cpu();
-    result.host_busy = busy_fraction(host_before, host_after);
-    result.foreign_cpu = foreign_share(host_before, host_after,
-                                       result.node_cpu_s + result.worker_cpu_s + result.pg_cpu_s +
-                                           process_cpu_seconds(::getpid()) - self_before);
-    result.wal_bytes = wal_position(conn) - wal_before;
+    const auto [to_floor, to_limit] = ratios(registry);
+    if (to_floor) out["ratio_to_floor"] = json_fine(*to_floor);
+    if (to_limit) out["ratio_to_limit"] = json_fine(*to_limit);
+}
 
-    {
-        pqxx::nontransaction tx{conn};
-        const auto row = tx.exec1(
-            "SELECT count(*), extract(epoch FROM max(finished_at))::float8 FROM outbox"
-            " WHERE status = 'done'");
-        const auto done = row[0].as<std::int64_t>() - done_before;
-        const double last_finished = row[1].is_null() ? 0.0 : row[1].as<double>();
-        if (done != result.staged) result.complete = false;
-        result.rows = done;
-        const double end =
-            result.complete ? last_finished : epoch_seconds(std::chrono::system_clock::now());
-        result.seconds = end - epoch_seconds(start);
+double E2eScenario::max_foreign_cpu() const {
+    double most = 0;
+    for (const auto* runs : {&one_node_, &three_nodes_}) {
+        for (const auto& run : *runs) most = std::max(most, run.foreign_cpu);
     }
-    if (!result.complete) {
-        spdlog::warn("{}: stopped after {:.0f} s with {} of {} rows done", tag, result.seconds,
-                     result.rows, result.staged);
-    }
-    workers.stop();
-    fleet.stop();
-    return result;
+    return most;
 }
 
 }  // namespace outboxd::bench

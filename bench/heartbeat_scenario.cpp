@@ -12,6 +12,7 @@
 
 #include "http_client.hpp"
 #include "outboxd/sdk/worker_client.hpp"
+#include "report_format.hpp"
 #include "wait_for.hpp"
 
 namespace outboxd::bench {
@@ -21,8 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::int64_t kTasks = 10'000;
 constexpr std::chrono::seconds kBeatEvery{1};
-
-}  // namespace
 
 HeartbeatResult run_heartbeats(const BenchContext& context) {
     const auto& settings = context.settings;
@@ -120,6 +119,35 @@ HeartbeatResult run_heartbeats(const BenchContext& context) {
     spdlog::info("heartbeats: {:.0f} heartbeats/s, {:.1f} statements/s, {:.0f} rows written/s",
                  result.heartbeats_per_s, result.statements_per_s, result.rows_written_per_s);
     return result;
+}
+
+}  // namespace
+
+void HeartbeatScenario::once(const Turn& turn) { result_ = run_heartbeats(turn.context); }
+
+void HeartbeatScenario::render_table(const BenchSettings& /*settings*/,
+                                     const ScenarioRegistry& /*registry*/,
+                                     ReportTable& table) const {
+    if (!result_) return;
+    const auto& h = *result_;
+    table.put(
+        std::string{kName},
+        strf("\nHeartbeats (1 node, %lld tasks outstanding, each heartbeating once a second, %.0f "
+             "s)\n"
+             "  %.0f heartbeats/s taken, %.1f lease statements/s (heartbeat_statements_per_s, "
+             "target <= 50), %.0f rows written/s; redelivered %lld\n",
+             static_cast<long long>(h.tasks), h.seconds, h.heartbeats_per_s, h.statements_per_s,
+             h.rows_written_per_s, static_cast<long long>(h.redelivered)));
+}
+
+void HeartbeatScenario::add_json(const ScenarioRegistry& /*registry*/, nlohmann::json& out) const {
+    out["heartbeat_statements_per_s"] = nullptr;
+    if (!result_) return;
+    const auto& h = *result_;
+    out["heartbeat_statements_per_s"] = json_fine(h.statements_per_s);
+    out["heartbeats_per_s"] = json_rate(h.heartbeats_per_s);
+    out["heartbeat_rows_written_per_s"] = json_rate(h.rows_written_per_s);
+    out["heartbeat_tasks_redelivered"] = h.redelivered;
 }
 
 }  // namespace outboxd::bench

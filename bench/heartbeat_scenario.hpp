@@ -9,8 +9,12 @@
 // Then every task completes and the scenario checks all are done, each claimed once.
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
 
-#include "bench_context.hpp"
+#include "node_fleet.hpp"
+#include "scenario.hpp"
 
 namespace outboxd::bench {
 
@@ -23,6 +27,24 @@ struct HeartbeatResult {
     std::int64_t redelivered = 0;   // rows claimed more than once (must be 0)
 };
 
-HeartbeatResult run_heartbeats(const BenchContext& context);
+class HeartbeatScenario final : public Scenario {
+public:
+    static constexpr std::string_view kName = "heartbeats";
+
+    [[nodiscard]] std::string_view name() const override { return kName; }
+    [[nodiscard]] std::string_view description() const override {
+        return "10,000 tasks heartbeating once a second: the lease statements they cost";
+    }
+    [[nodiscard]] std::vector<std::string_view> binaries() const override { return {kNodeBinary}; }
+
+    void once(const Turn& turn) override;
+
+    void render_table(const BenchSettings& settings, const ScenarioRegistry& registry,
+                      ReportTable& table) const override;
+    void add_json(const ScenarioRegistry& registry, nlohmann::json& out) const override;
+
+private:
+    std::optional<HeartbeatResult> result_;
+};
 
 }  // namespace outboxd::bench

@@ -7,13 +7,16 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "report_format.hpp"
+
 namespace outboxd::bench {
 namespace {
 
-const ClaimLoopConfig kFloor{100, 1, Finish::complete, std::nullopt};
 // Runs stop this long before the snapshot's limit, so the snapshot is never held longer.
 constexpr double kHolderMarginSeconds = 1.0;
 const std::string kTemplate = "bench_history_template";
+// Target of issue 7.
+constexpr double kTargetHistoryRatio = 0.8;
 
 // A REPEATABLE READ transaction takes its snapshot at its first statement and keeps it
 // until it ends: no row version the claims make obsolete can be pruned meanwhile.
@@ -66,7 +69,11 @@ struct Condition {
     ClaimLoopResult* floor;
 };
 
-}  // namespace
+std::string history_label(std::int64_t rows) {
+    if (rows % 1'000'000 == 0) return std::to_string(rows / 1'000'000) + "M";
+    if (rows % 1'000 == 0) return std::to_string(rows / 1'000) + "k";
+    return std::to_string(rows);
+}
 
 HistoryResult run_history(const BenchContext& context) {
     const auto& settings = context.settings;
@@ -118,7 +125,7 @@ HistoryResult run_history(const BenchContext& context) {
         {
             const auto url = staged_database(context, name, condition.history, settings.rows);
             SnapshotHolder holder{url};
-            auto config = kFloor;
+            auto config = kFloorLoop;
             if (condition.old_snapshot) {
                 holder.open();
                 config.time_limit =
@@ -132,6 +139,97 @@ HistoryResult run_history(const BenchContext& context) {
     }
     context.databases.drop(kTemplate);
     return result;
+}
+
+}  // namespace
+
+void HistoryScenario::once(const Turn& turn) { result_ = run_history(turn.context); }
+
+void HistoryScenario::render_table(const BenchSettings& settings,
+                                   const ScenarioRegistry& /*registry*/, ReportTable& table) const {
+    if (!result_) return;
+    const auto& h = *result_;
+    std::string out = strf(
+        "\nClaim cost vs history (outboxd: 1 node, end to end, the target: %lld staged "
+        "rows per run, stopped at %.0f s, %d run(s) per condition taking turns, "
+        "pooled; SQL floor loop: claim 100 + complete from the front, 1 client, %lld "
+        "rows)\n",
+        static_cast<long long>(h.old_snapshot.staged), settings.snapshot_max_seconds - 1,
+        settings.history_repeat, static_cast<long long>(settings.rows));
+    out += strf("  %-40s %10s %7s %12s %7s\n", "", "outboxd", "ratio", "floor loop", "ratio");
+    const double clean = h.clean.rows_per_s();
+    const double floor_clean = h.floor_clean.rows_per_s();
+    const auto line = [&](const std::string& name, const E2eResult& e2e,
+                          const ClaimLoopResult& floor, bool judged) {
+        const double ratio = clean > 0 ? e2e.rows_per_s() / clean : 0;
+        std::string stopped;
+        if (!e2e.complete) stopped += "  (outboxd stopped at the limit)";
+        if (floor.capped) stopped += strf("  (floor loop stopped at %.0f s)", floor.seconds);
+        out += strf(
+            "  %-40s %10.0f %7s %12.0f %7s%s%s\n", name.c_str(), e2e.rows_per_s(),
+            judged ? strf("%.2f", ratio).c_str() : "", floor.rows_per_s(),
+            judged && floor_clean > 0 ? strf("%.2f", floor.rows_per_s() / floor_clean).c_str() : "",
+            judged ? strf("  (target >= %.1f: %s)", kTargetHistoryRatio,
+                          verdict(ratio >= kTargetHistoryRatio).c_str())
+                         .c_str()
+                   : "",
+            stopped.c_str());
+    };
+    line("clean table", h.clean, h.floor_clean, false);
+    const auto history_name = "+ " + history_label(h.history_rows) + " finished rows";
+    line(history_name, h.history, h.floor_history, true);
+    line(history_name + " + old snapshot", h.old_snapshot, h.floor_old_snapshot, true);
+    for (const auto& [tag, runs] : h.runs) {
+        std::string rates;
+        for (const double r : runs) rates += strf(" %.0f", r);
+        out += strf("  outboxd runs, %s:%s rows/s\n", tag.c_str(), rates.c_str());
+    }
+    out += strf("  (history generated in %.0f s)\n", h.history_generate_seconds);
+    table.put(std::string{kName}, out);
+}
+
+void HistoryScenario::add_json(const ScenarioRegistry& /*registry*/, nlohmann::json& out) const {
+    for (const char* key :
+         {"history_rows", "history_rows_per_s", "old_snapshot_rows_per_s", "clean_rows_per_s"}) {
+        out[key] = nullptr;
+    }
+    if (!result_) return;
+    const auto& h = *result_;
+    const auto put = [&](const std::string& prefix, double clean, double history, double snapshot) {
+        out[prefix + "clean_rows_per_s"] = json_rate(clean);
+        out[prefix + "history_rows_per_s"] = json_rate(history);
+        if (h.history_rows == 5'000'000) out[prefix + "history_5m_rows_per_s"] = json_rate(history);
+        out[prefix + "old_snapshot_rows_per_s"] = json_rate(snapshot);
+        if (clean > 0) {
+            out[prefix + "history_ratio_to_clean"] = json_fine(history / clean);
+            out[prefix + "old_snapshot_ratio_to_clean"] = json_fine(snapshot / clean);
+        }
+    };
+    out["history_claim_path"] = "outboxd e2e, 1 node (floor_*: sql floor loop)";
+    out["history_rows"] = h.history_rows;
+    put("", h.clean.rows_per_s(), h.history.rows_per_s(), h.old_snapshot.rows_per_s());
+    out["old_snapshot_complete"] = h.old_snapshot.complete;
+    out["old_snapshot_staged_rows"] = h.old_snapshot.staged;
+    out["old_snapshot_seconds"] = json_fine(h.old_snapshot.seconds);
+    put("floor_", h.floor_clean.rows_per_s(), h.floor_history.rows_per_s(),
+        h.floor_old_snapshot.rows_per_s());
+    out["floor_old_snapshot_capped"] = h.floor_old_snapshot.capped;
+    for (const auto& [tag, runs] : h.runs) {
+        for (const double r : runs) out["history_runs_" + tag].push_back(json_rate(r));
+    }
+}
+
+double HistoryScenario::max_foreign_cpu() const {
+    if (!result_) return 0;
+    const auto& h = *result_;
+    double most = 0;
+    for (const auto* run : {&h.clean, &h.history, &h.old_snapshot}) {
+        most = std::max(most, run->foreign_cpu);
+    }
+    for (const auto* run : {&h.floor_clean, &h.floor_history, &h.floor_old_snapshot}) {
+        most = std::max(most, run->foreign_cpu);
+    }
+    return most;
 }
 
 }  // namespace outboxd::bench

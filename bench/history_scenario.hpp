@@ -14,12 +14,15 @@
 // The history is generated once into a template database and copied for each run.
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "bench_context.hpp"
 #include "claim_loop.hpp"
-#include "e2e_scenario.hpp"
+#include "e2e_drain.hpp"
+#include "node_fleet.hpp"
+#include "scenario.hpp"
 
 namespace outboxd::bench {
 
@@ -35,6 +38,28 @@ struct HistoryResult {
     ClaimLoopResult floor_old_snapshot;
 };
 
-HistoryResult run_history(const BenchContext& context);
+class HistoryScenario final : public Scenario {
+public:
+    static constexpr std::string_view kName = "history";
+
+    [[nodiscard]] std::string_view name() const override { return kName; }
+    [[nodiscard]] std::string_view description() const override {
+        return "e2e and the floor loop beside --history-rows finished rows, and under an old "
+               "snapshot";
+    }
+    [[nodiscard]] std::vector<std::string_view> binaries() const override {
+        return {kNodeBinary, kWorkerBinary};
+    }
+
+    void once(const Turn& turn) override;
+
+    void render_table(const BenchSettings& settings, const ScenarioRegistry& registry,
+                      ReportTable& table) const override;
+    void add_json(const ScenarioRegistry& registry, nlohmann::json& out) const override;
+    [[nodiscard]] double max_foreign_cpu() const override;
+
+private:
+    std::optional<HistoryResult> result_;
+};
 
 }  // namespace outboxd::bench

@@ -1,46 +1,36 @@
 #pragma once
 
-// Latency at a steady rate: an in-process "application" commits one row per transaction
-// at settings.latency_rate rows/s (open loop: row i is due at start + i / rate, spread
-// over a few stager connections so a slow fsync does not slow the schedule), one outboxd
-// node dispatches, and an in-process SDK WorkerClient records when each task arrives.
-// Latency = task received - COMMIT returned, both read from steady_clock in this process.
-// Rows of the warm-up are staged but not counted. If commits cannot keep the rate (the
-// wake trigger's NOTIFY serialises committers), the stagers stop at twice the planned
-// time: the achieved rate says so.
+// Latency at a steady rate (latency_probe.hpp) with an in-process SDK WorkerClient as the
+// receiver: COMMIT returned -> task received, at settings.latency_rate rows/s through 1 node.
 
-#include <cstdint>
-#include <functional>
-#include <string>
+#include <optional>
 #include <string_view>
+#include <vector>
 
-#include "bench_context.hpp"
+#include "latency_probe.hpp"
+#include "node_fleet.hpp"
+#include "scenario.hpp"
 
 namespace outboxd::bench {
 
-struct LatencyResult {
-    std::int64_t planned = 0;  // rows due after the warm-up
-    std::int64_t rows = 0;     // of those, staged (committed) before the cap
-    std::int64_t missing = 0;  // counted rows not received within the drain timeout
-    double achieved_rate = 0;  // rows/s the stagers committed
-    double p50_ms = 0;
-    double p90_ms = 0;
-    double p99_ms = 0;
-    double max_ms = 0;
-    double node_cpu_share = 0;  // node CPU seconds per second of the run
+class LatencyScenario final : public Scenario {
+public:
+    static constexpr std::string_view kName = "latency";
+
+    [[nodiscard]] std::string_view name() const override { return kName; }
+    [[nodiscard]] std::string_view description() const override {
+        return "latency from COMMIT to an in-process SDK worker at --latency-rate rows/s";
+    }
+    [[nodiscard]] std::vector<std::string_view> binaries() const override { return {kNodeBinary}; }
+
+    void once(const Turn& turn) override;
+
+    void render_table(const BenchSettings& settings, const ScenarioRegistry& registry,
+                      ReportTable& table) const override;
+    void add_json(const ScenarioRegistry& registry, nlohmann::json& out) const override;
+
+private:
+    std::optional<LatencyResult> result_;
 };
-
-LatencyResult run_latency(const BenchContext& context);
-
-class NodeFleet;
-// Tells the run that the task of `dispatch_key` arrived (any thread; the first arrival counts).
-using Arrival = std::function<void(std::string_view dispatch_key)>;
-// The receiving side of a latency run: started once the node is up, calling `arrived` for
-// every task; returns once it is ready, with the function that stops it.
-using LatencyReceiver =
-    std::function<std::function<void()>(NodeFleet& fleet, const Arrival& arrived)>;
-// The latency run of `tag` with `receiver` in place of the SDK worker.
-LatencyResult measure_latency(const BenchContext& context, const std::string& tag,
-                              const LatencyReceiver& receiver);
 
 }  // namespace outboxd::bench

@@ -59,7 +59,7 @@ NodeFleet::NodeFleet(const FleetSettings& settings, int count, const std::string
     for (int i = 0; i < count; ++i) {
         const auto node_id = "bench-" + tag + "-node-" + std::to_string(i + 1);
         ChildSpec spec;
-        spec.argv = {settings.bin_dir + "/outboxd", "serve"};
+        spec.argv = {settings.bin_dir + "/" + std::string{kNodeBinary}, "serve"};
         // info, not warn: the listening line that names the port is an info line. The node
         // logs nothing per row or per batch at info.
         spec.env = {{"OUTBOXD_DATABASE_URL", settings.database_url},
@@ -139,7 +139,7 @@ WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<Worker
         for (int i = 0; i < group.count; ++i) {
             const auto worker_id = "bench-" + tag + "-" + group.name + "-" + std::to_string(i + 1);
             ChildSpec spec;
-            spec.argv = {settings.bin_dir + "/outboxd-worker",
+            spec.argv = {settings.bin_dir + "/" + std::string{kWorkerBinary},
                          "--url",
                          seed_url,
                          "--activity-types",

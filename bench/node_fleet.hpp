@@ -21,8 +21,13 @@
 
 namespace outboxd::bench {
 
+// The executables NodeFleet and WorkerFleet start from FleetSettings::bin_dir (each the
+// CMake target of that name).
+inline constexpr std::string_view kNodeBinary = "outboxd";
+inline constexpr std::string_view kWorkerBinary = "outboxd-worker";
+
 struct FleetSettings {
-    std::string bin_dir;  // holds outboxd and outboxd-worker
+    std::string bin_dir;  // holds kNodeBinary and kWorkerBinary
     std::string log_dir;  // one log file per process
     std::string database_url;
     int batch_size = 1024;                                       // OUTBOXD_BATCH_SIZE

@@ -13,6 +13,7 @@
 
 #include "outboxd/sdk/worker_client.hpp"
 #include "percentile.hpp"
+#include "report_format.hpp"
 #include "wait_for.hpp"
 
 namespace outboxd::bench {
@@ -31,13 +32,13 @@ constexpr int kQuietMaxInFlight = 16;
 // the next quiet row to be committed.
 constexpr double kBacklogSecondsLeft = 1.5;
 constexpr double kMinRateInterval = 0.5;  // seconds
+// Target of the many-routes issue.
+constexpr double kTargetQuietP99Ms = 50;
 
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
         .count();
 }
-
-}  // namespace
 
 QuietTenantResult run_quiet_tenant(const BenchContext& context) {
     const auto& settings = context.settings;
@@ -171,6 +172,41 @@ QuietTenantResult run_quiet_tenant(const BenchContext& context) {
     fleet.stop();
     context.databases.drop(database);
     return result;
+}
+
+}  // namespace
+
+void QuietTenantScenario::once(const Turn& turn) { result_ = run_quiet_tenant(turn.context); }
+
+void QuietTenantScenario::render_table(const BenchSettings& settings,
+                                       const ScenarioRegistry& /*registry*/,
+                                       ReportTable& table) const {
+    if (!result_) return;
+    const auto& q = *result_;
+    table.put(std::string{kName},
+              strf("  quiet tenant, 1 row/s beside a %lld-row backlog: p50 %.2f ms, p99 %.2f ms "
+                   "(target <= %.0f: %s), max %.2f ms; %lld of %lld rows%s, not received %lld; "
+                   "busy tenant %.0f rows/s\n",
+                   static_cast<long long>(settings.quiet_busy_rows), q.p50_ms, q.p99_ms,
+                   kTargetQuietP99Ms, verdict(q.p99_ms <= kTargetQuietP99Ms).c_str(), q.max_ms,
+                   static_cast<long long>(q.rows), static_cast<long long>(q.planned),
+                   q.backlog_lasted ? "" : " (the busy backlog ran out first)",
+                   static_cast<long long>(q.missing), q.busy_rows_per_s));
+}
+
+void QuietTenantScenario::add_json(const ScenarioRegistry& /*registry*/,
+                                   nlohmann::json& out) const {
+    out["quiet_tenant_p99_ms"] = nullptr;
+    if (!result_) return;
+    const auto& q = *result_;
+    out["quiet_tenant_p50_ms"] = json_fine(q.p50_ms);
+    out["quiet_tenant_p99_ms"] = json_fine(q.p99_ms);
+    out["quiet_tenant_max_ms"] = json_fine(q.max_ms);
+    out["quiet_tenant_rows"] = q.rows;
+    out["quiet_tenant_rows_planned"] = q.planned;
+    out["quiet_tenant_missing"] = q.missing;
+    out["quiet_tenant_backlog_lasted"] = q.backlog_lasted;
+    out["quiet_tenant_busy_rows_per_s"] = json_rate(q.busy_rows_per_s);
 }
 
 }  // namespace outboxd::bench

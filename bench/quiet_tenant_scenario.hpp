@@ -10,8 +10,12 @@
 // 1.5 s of rows to do at its current rate (`backlog_lasted` false when it ran out first).
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
 
-#include "bench_context.hpp"
+#include "node_fleet.hpp"
+#include "scenario.hpp"
 
 namespace outboxd::bench {
 
@@ -26,6 +30,26 @@ struct QuietTenantResult {
     double busy_rows_per_s = 0;  // the busy tenant's rate meanwhile
 };
 
-QuietTenantResult run_quiet_tenant(const BenchContext& context);
+class QuietTenantScenario final : public Scenario {
+public:
+    static constexpr std::string_view kName = "quiet_tenant";
+
+    [[nodiscard]] std::string_view name() const override { return kName; }
+    [[nodiscard]] std::string_view description() const override {
+        return "a quiet tenant, 1 row a second, beside a busy backlog: its latency";
+    }
+    [[nodiscard]] std::vector<std::string_view> binaries() const override {
+        return {kNodeBinary, kWorkerBinary};
+    }
+
+    void once(const Turn& turn) override;
+
+    void render_table(const BenchSettings& settings, const ScenarioRegistry& registry,
+                      ReportTable& table) const override;
+    void add_json(const ScenarioRegistry& registry, nlohmann::json& out) const override;
+
+private:
+    std::optional<QuietTenantResult> result_;
+};
 
 }  // namespace outboxd::bench

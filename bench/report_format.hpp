@@ -1,6 +1,6 @@
 #pragma once
 
-// Formatting shared by the report's sections (bench_report.cpp, routes_report.cpp).
+// Formatting shared by the scenarios' parts of the report.
 
 #include <algorithm>
 #include <cmath>
@@ -58,6 +58,44 @@ inline double per_row(std::int64_t bytes, std::int64_t rows) {
 }
 
 inline std::string verdict(bool met) { return met ? "met" : "MISSED"; }
+
+// Rows/s of each run, comma-separated.
+template <typename Run>
+std::string rates_of(const std::vector<Run>& runs) {
+    std::string text;
+    for (const auto& run : runs)
+        text += (text.empty() ? "" : ", ") + strf("%.0f", run.rows_per_s());
+    return text;
+}
+
+// Whether every run drained all it staged.
+template <typename Run>
+bool all_complete(const std::vector<Run>& runs) {
+    return std::all_of(runs.begin(), runs.end(), [](const Run& run) { return run.complete; });
+}
+
+// Above this share of the machine used by other processes, a run is flagged as noisy.
+inline constexpr double kNoisyForeignShare = 0.10;
+
+// Rows/s of each run; a run that other processes disturbed says by how much.
+template <typename Run>
+std::string runs_list(const std::vector<Run>& runs) {
+    std::string text;
+    for (const auto& run : runs) {
+        if (!text.empty()) text += ", ";
+        text += strf("%.0f", run.rows_per_s());
+        if (run.foreign_cpu > kNoisyForeignShare)
+            text += strf(" (other %.0f%%)", run.foreign_cpu * 100);
+    }
+    return text;
+}
+
+// The heading of the table's throughput group; the floor, limit and e2e lines align to it.
+inline constexpr const char* kThroughputHeading =
+    "Throughput                                   rows/s  node cpu  pg cpu  worker  host  "
+    "other  WAL    runs (rows/s)\n"
+    "                                                      s/10k     s/10k   s/10k   busy  "
+    "cpu    B/row\n";
 
 // JSON numbers: rates as integers, everything else to 4 decimals. Dividing by a power of
 // ten (not multiplying by its inverse) gives the double nearest the decimal, which prints

@@ -13,10 +13,15 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "report_format.hpp"
+
 namespace outboxd::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Target of issue 7.
+constexpr double kTargetWakeCost = 0.10;
 
 class CountingReceiver final : public pqxx::notification_receiver {
 public:
@@ -88,6 +93,8 @@ double WakeResult::cost() const {
     return 1.0 - median;
 }
 
+namespace {
+
 WakeResult run_wake_cost(const BenchContext& context) {
     const auto& settings = context.settings;
     const std::string database = "bench_wake";
@@ -154,6 +161,39 @@ WakeResult run_wake_cost(const BenchContext& context) {
     result.notifications = on_notifications;
     context.databases.drop(database);
     return result;
+}
+
+}  // namespace
+
+void WakeScenario::once(const Turn& turn) { result_ = run_wake_cost(turn.context); }
+
+void WakeScenario::render_table(const BenchSettings& settings, const ScenarioRegistry& /*registry*/,
+                                ReportTable& table) const {
+    if (!result_) return;
+    const auto& w = *result_;
+    std::string ratios;
+    for (const double ratio : w.round_ratios) ratios += strf(" %.2f", ratio);
+    table.put(std::string{kName},
+              strf("\nApplication insert cost of the wake trigger (%d writers, single-row "
+                   "transactions, %d rounds of off + on, %.1f s each, ABBA)\n",
+                   settings.wake_writers, settings.wake_rounds, settings.wake_seconds) +
+                  strf("  trigger off %.0f rows/s   trigger on %.0f rows/s (means)   on/off per "
+                       "round:%s\n",
+                       w.rows_per_s_off, w.rows_per_s_on, ratios.c_str()) +
+                  strf("  cost %.3f = 1 - median round ratio (target <= %.2f: %s)\n", w.cost(),
+                       kTargetWakeCost, verdict(w.cost() <= kTargetWakeCost).c_str()));
+}
+
+void WakeScenario::add_json(const ScenarioRegistry& /*registry*/, nlohmann::json& out) const {
+    out["app_insert_cost_of_wake"] = nullptr;
+    if (!result_) return;
+    const auto& w = *result_;
+    out["app_insert_cost_of_wake"] = json_fine(w.cost());
+    out["app_insert_rows_per_s_wake_off"] = json_rate(w.rows_per_s_off);
+    out["app_insert_rows_per_s_wake_on"] = json_rate(w.rows_per_s_on);
+    for (const double ratio : w.round_ratios) {
+        out["app_insert_wake_round_ratios"].push_back(json_fine(ratio));
+    }
 }
 
 }  // namespace outboxd::bench

@@ -12,9 +12,12 @@
 // a shared machine: one fast phase moved the mean cost from 0.05 to 0.18. So the cost is
 // the median over rounds of each round's own on/off ratio: a burst skews one round only.
 
+#include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
-#include "bench_context.hpp"
+#include "scenario.hpp"
 
 namespace outboxd::bench {
 
@@ -29,6 +32,24 @@ struct WakeResult {
     [[nodiscard]] double cost() const;
 };
 
-WakeResult run_wake_cost(const BenchContext& context);
+class WakeScenario final : public Scenario {
+public:
+    static constexpr std::string_view kName = "wake";
+
+    [[nodiscard]] std::string_view name() const override { return kName; }
+    [[nodiscard]] std::string_view description() const override {
+        return "the wake trigger's cost to the application's single-row inserts (no node)";
+    }
+    [[nodiscard]] std::vector<std::string_view> binaries() const override { return {}; }
+
+    void once(const Turn& turn) override;
+
+    void render_table(const BenchSettings& settings, const ScenarioRegistry& registry,
+                      ReportTable& table) const override;
+    void add_json(const ScenarioRegistry& registry, nlohmann::json& out) const override;
+
+private:
+    std::optional<WakeResult> result_;
+};
 
 }  // namespace outboxd::bench

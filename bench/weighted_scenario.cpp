@@ -11,11 +11,14 @@
 #include "http_client.hpp"
 #include "namespace_shares.hpp"
 #include "outboxd/worker/protocol.hpp"
+#include "report_format.hpp"
 
 namespace outboxd::bench {
 namespace {
 
 constexpr std::chrono::milliseconds kPollInterval{100};
+// Target of the many-routes issue.
+constexpr double kTargetWeightedError = 0.15;
 const std::vector<double> kWeights{1, 2, 4};
 // Each worker's credit in node batches. The node sends its next claim round before the
 // answers to the last one are back, so a namespace holds about two rounds of its share in
@@ -43,8 +46,6 @@ std::optional<std::string> put_weight(const std::string& http_url, const std::st
     throw std::runtime_error{"PUT /v1/namespaces/" + ns + ": " + std::to_string(reply.status) +
                              " " + reply.body};
 }
-
-}  // namespace
 
 WeightedResult run_weighted(const BenchContext& context) {
     const auto& settings = context.settings;
@@ -119,6 +120,43 @@ WeightedResult run_weighted(const BenchContext& context) {
         result.max_error);
     context.databases.drop(database);
     return result;
+}
+
+}  // namespace
+
+void WeightedScenario::once(const Turn& turn) { result_ = run_weighted(turn.context); }
+
+void WeightedScenario::render_table(const BenchSettings& settings,
+                                    const ScenarioRegistry& /*registry*/,
+                                    ReportTable& table) const {
+    if (!result_) return;
+    const auto& w = *result_;
+    if (!w.supported) {
+        table.put(std::string{kName}, strf("  weights 1:2:4: no figure (%s)\n", w.note.c_str()));
+        return;
+    }
+    table.put(std::string{kName},
+              strf("  weights 1:2:4, %lld rows each: shares %.3f / %.3f / %.3f over %.1f s (%lld "
+                   "rows%s), worst relative error %.3f (target <= %.2f: %s)\n",
+                   static_cast<long long>(settings.weighted_rows), w.shares.at(0), w.shares.at(1),
+                   w.shares.at(2), w.span_seconds, static_cast<long long>(w.rows),
+                   w.together ? "" : ", NOT all backlogged together", w.max_error,
+                   kTargetWeightedError, verdict(w.max_error <= kTargetWeightedError).c_str()));
+}
+
+void WeightedScenario::add_json(const ScenarioRegistry& /*registry*/, nlohmann::json& out) const {
+    out["weighted_share_err"] = nullptr;
+    if (!result_) return;
+    const auto& w = *result_;
+    if (!w.supported) {
+        out["weighted_note"] = w.note;
+        return;
+    }
+    out["weighted_share_err"] = json_fine(w.max_error);
+    for (const double share : w.shares) out["weighted_shares"].push_back(json_fine(share));
+    out["weighted_span_s"] = json_fine(w.span_seconds);
+    out["weighted_rows"] = w.rows;
+    out["weighted_together"] = w.together;
 }
 
 }  // namespace outboxd::bench

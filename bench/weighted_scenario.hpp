@@ -11,10 +11,13 @@
 // failure.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "bench_context.hpp"
+#include "node_fleet.hpp"
+#include "scenario.hpp"
 
 namespace outboxd::bench {
 
@@ -30,6 +33,26 @@ struct WeightedResult {
     bool together = true;        // see NamespaceShares
 };
 
-WeightedResult run_weighted(const BenchContext& context);
+class WeightedScenario final : public Scenario {
+public:
+    static constexpr std::string_view kName = "weighted";
+
+    [[nodiscard]] std::string_view name() const override { return kName; }
+    [[nodiscard]] std::string_view description() const override {
+        return "three namespaces weighted 1:2:4 drained together: the shares against 1/7, 2/7, 4/7";
+    }
+    [[nodiscard]] std::vector<std::string_view> binaries() const override {
+        return {kNodeBinary, kWorkerBinary};
+    }
+
+    void once(const Turn& turn) override;
+
+    void render_table(const BenchSettings& settings, const ScenarioRegistry& registry,
+                      ReportTable& table) const override;
+    void add_json(const ScenarioRegistry& registry, nlohmann::json& out) const override;
+
+private:
+    std::optional<WeightedResult> result_;
+};
 
 }  // namespace outboxd::bench
