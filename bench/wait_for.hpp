@@ -18,7 +18,9 @@ void wait_for(const std::string& scenario, const std::string& what, Ready ready,
     while (!ready()) {
         check();
         if (std::chrono::steady_clock::now() > deadline) {
-            throw std::runtime_error{scenario + ": " + what};
+            std::string message{scenario};
+            message.append(": ").append(what);
+            throw std::runtime_error{message};
         }
         std::this_thread::sleep_for(std::chrono::milliseconds{20});
     }
