@@ -8,9 +8,10 @@
 //
 // Oracles beyond "no crash, no sanitizer report":
 //  - handle() never throws and answers exactly once, within a deadline;
-//  - admits(), which HttpSession asks before it reads a body, agrees with handle(): a
-//    request it turns away is answered 401 by handle(), and one it lets through is not
-//    (else a client without the token could still make the node read a whole body);
+//  - refusal(), which HttpSession asks before it reads a body, agrees with handle(): a
+//    request it turns away is answered the same 401 or 403 by handle(), and one it lets
+//    through is neither (else a client without the credential could still make the node
+//    read a whole body);
 //  - the status is one the API documents; a 500 means an exception nobody expected;
 //  - only /ui redirects, to /ui/; only /metrics and the console's files (/ui/…) answer
 //    something other than JSON;
@@ -71,8 +72,13 @@ struct Node {
     Node()
         : metrics(prometheus_registry),
           engines(registry),
-          open(ioc.get_executor(), services(), settings(false)),
-          guarded(ioc.get_executor(), services(), settings(true)) {
+          open_auth({}, nullptr),
+          guarded_auth({std::string{kAdminToken}, std::string{kWorkerToken}}, nullptr),
+          open(ioc.get_executor(), services(open_auth), settings()),
+          guarded(ioc.get_executor(), services(guarded_auth), settings()) {
+        // As read from a control database without managed credentials.
+        open_auth.replace_managed({}, std::chrono::system_clock::now());
+        guarded_auth.replace_managed({}, std::chrono::system_clock::now());
         outboxd::engine::EngineSettings engine;
         engine.database_url = kDatabaseUrl;
         engine.member = {"fuzz-node", "fuzz-node/boot", "ws://127.0.0.1:8080/v1/workers",
@@ -82,17 +88,13 @@ struct Node {
             engine));
     }
 
-    http::NodeServices services() {
-        return {engines, prometheus_registry, metrics, [] { return false; }};
+    http::NodeServices services(outboxd::auth::Authenticator& auth) {
+        return {engines, prometheus_registry, metrics, [] { return false; }, nullptr, auth, {}};
     }
 
-    static http::ServerSettings settings(bool guarded) {
+    static http::ServerSettings settings() {
         http::ServerSettings s;
         s.max_body_bytes = kBodyLimit;
-        if (guarded) {
-            s.admin_token = std::string{kAdminToken};
-            s.worker_token = std::string{kWorkerToken};
-        }
         return s;
     }
 
@@ -101,6 +103,8 @@ struct Node {
     boost::asio::io_context ioc{1};
     outboxd::worker::WorkerRegistry registry;
     outboxd::engine::EngineDirectory engines;
+    outboxd::auth::Authenticator open_auth;
+    outboxd::auth::Authenticator guarded_auth;
     http::ApiRouter open;
     http::ApiRouter guarded;
 };
@@ -148,11 +152,14 @@ std::optional<http::ApiRequest> parse_request(std::string_view bytes) {
 bool documented(int status) {
     switch (status) {
         case 200:
+        case 201:  // POST /v1/credentials
         case 308:  // GET /ui -> /ui/
         case 400:
         case 401:
+        case 403:
         case 404:
         case 405:
+        case 409:  // POST /v1/credentials on an open node
         case 413:
         case 503:
             return true;
@@ -233,11 +240,16 @@ void route(http::ApiRouter& router, const http::ApiRequest& request, std::string
     require(answers == 1, "every request is answered exactly once", request.target);
     check_response(*response, request, bytes);
     // handle() only ever sees requests that are not upgrades (a session hands those over).
-    const bool admitted = router.admits(request.target, request.bearer, /*upgrade=*/false);
-    require(admitted == (response->status != 401),
-            "admits() lets a request's body be read exactly when handle() does not answer 401",
-            request.method + " " + request.target + " admitted=" + (admitted ? "yes" : "no") +
-                " -> " + std::to_string(response->status));
+    // The fuzzer's credentials reach every namespace ('*'), so a 401 or 403 can only come
+    // from the route's gate, which refusal() decides alike from the request line and headers.
+    const auto refused =
+        router.refusal(request.method, request.target, request.bearer, /*upgrade=*/false);
+    const bool gate = response->status == 401 || response->status == 403;
+    require(refused.has_value() == gate && (!refused || refused->status == response->status),
+            "refusal() stops a request before its body exactly when handle() refuses it",
+            request.method + " " + request.target + " refused=" +
+                (refused ? std::to_string(refused->status) : std::string{"no"}) + " -> " +
+                std::to_string(response->status));
 }
 
 }  // namespace

@@ -63,7 +63,13 @@ std::string ensure_embedded_postgres(const std::string& dir) {
     const fs::path data = root / "data";
     const fs::path url_file = root / "url";
     fs::create_directories(root);
+    // Only its user may read it (the data, the socket, the log).
+    fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
     if (::geteuid() == 0) run("chown postgres:postgres " + quote(root.string()));
+    spdlog::warn(
+        "event=embedded_database dir={} reason=\"no OUTBOXD_DATABASE_URL: a demo database on "
+        "127.0.0.1 that any local user can connect to; set OUTBOXD_DATABASE_URL in production\"",
+        root.string());
 
     if (!fs::exists(data / "PG_VERSION")) {
         spdlog::info("event=embedded_initdb dir={}", data.string());

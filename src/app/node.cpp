@@ -12,6 +12,7 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include "outboxd/auth/credential_book.hpp"
 #include "outboxd/engine/engine_directory.hpp"
 #include "outboxd/http/server.hpp"
 #include "outboxd/sinks/http_push/http_push.hpp"
@@ -100,14 +101,19 @@ http::ServerSettings server_settings(const config::Config& c) {
     http::ServerSettings s;
     s.host = c.listen.host;
     s.port = c.listen.port;
-    s.worker_token = c.worker_token;
-    s.admin_token = c.admin_token;
     s.max_body_bytes = c.max_body_bytes;
     s.max_connections = connection_cap(c.max_connections);
     s.http_idle_timeout = c.http_idle_timeout;
     s.default_max_in_flight = c.default_max_in_flight;
+    s.metrics_private = c.metrics_private;
     if (c.tls_cert_file && c.tls_key_file)
         s.tls = http::TlsFiles{*c.tls_cert_file, *c.tls_key_file};
+    // ws://host:port/v1/workers
+    const auto scheme = c.advertise_url.find("://");
+    if (scheme != std::string::npos) {
+        const auto authority = c.advertise_url.substr(scheme + 3, c.advertise_url.find('/', scheme + 3) - scheme - 3);
+        s.node_hosts.push_back(http::host_of(authority));
+    }
     return s;
 }
 
@@ -148,13 +154,26 @@ public:
           websockets(websocket_settings(config), engines, metrics,
                      [this] { return cluster_info(); }),
           http_push(push_settings(config)),
+          authenticator(auth::BootstrapTokens{config.admin_token, config.worker_token}, nullptr),
           server(ioc, server_settings(config),
-                 {engines, prometheus_registry, metrics, [this] { return engines.ready(); },
-                  &websockets.upgrades()}),
+                 {engines, prometheus_registry, metrics,
+                  [this] { return engines.ready() && authenticator.managed_loaded(); },
+                  &websockets.upgrades(), authenticator,
+                  [this] {
+                      if (credentials) credentials->read_now();
+                  }}),
           signals(ioc) {
         // The sink kinds of this node, each wired the same way.
         providers = {&websockets, &http_push};
         add_engine(engine_settings(config, engines.next_task_id_suffix()));
+        // Credentials live in the control database: the first one.
+        credentials.emplace(ioc.get_executor(), engines.primary().admin_lane(), authenticator,
+                            config.quota_cache_ttl, metrics.fault("credentials"));
+        credentials->on_read([this] {
+            websockets.revalidate(
+                [this](const auth::Grant& grant) { return authenticator.still_valid(grant); });
+            warn_if_open();
+        });
         server.start();
         // With port 0 the derived advertise URL names port 0: name the bound port instead.
         const std::string unbound = ":0/v1/workers";  // ws:// and wss:// alike
@@ -194,7 +213,21 @@ public:
         return info;
     }
 
-    void start() { engines.start(); }
+    void start() {
+        engines.start();
+        credentials->start();
+    }
+
+    // Said once, when the node first knows it has no credential at all.
+    void warn_if_open() {
+        if (warned_open || authenticator.guarded()) return;
+        warned_open = true;
+        spdlog::warn(
+            "event=node_open reason=\"no credential is configured: the API and the worker socket "
+            "are open to anyone who can reach {}:{}; set OUTBOXD_ADMIN_TOKEN (README, "
+            "Security)\"",
+            config.listen.host, server.port());
+    }
 
     void begin_drain() {
         if (draining) return;
@@ -213,6 +246,7 @@ public:
             drained = true;
             drain_timer.cancel();
             for (auto* provider : providers) provider->stop();
+            credentials->stop();
             engines.stop();
             // Let close frames go out, then end the loop.
             drain_timer.expires_after(std::chrono::milliseconds{100});
@@ -232,6 +266,9 @@ public:
     sinks::WebSocketSinks websockets;
     sinks::http_push::HttpPush http_push;
     std::vector<sinks::SinkProvider*> providers;
+    auth::Authenticator authenticator;
+    std::optional<auth::CredentialBook> credentials;
+    bool warned_open = false;
     http::HttpServer server;
     net::signal_set signals;
     net::steady_timer drain_timer{ioc};

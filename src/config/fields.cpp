@@ -134,6 +134,13 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) {
              c.migrate_on_start = to_boolean(kMigrate, text);
          }},
+        {kMetricsPrivate, "BOOL",
+         "GET /metrics needs a credential that is reader of every namespace (its labels name "
+         "namespaces and targets)",
+         false, [](const Config& d) -> std::string { return d.metrics_private ? "true" : "false"; },
+         [](const std::string& text, Config& c) {
+             c.metrics_private = to_boolean(kMetricsPrivate, text);
+         }},
         {kMaxWriteQueue, "FRAMES", "frames queued per worker before a slow one is closed", false,
          [](const Config& d) { return number_text(d.max_write_queue); },
          [](const std::string& text, Config& c) {

@@ -55,6 +55,7 @@ inline constexpr Setting kDrainTimeout{"drain-timeout-ms", "OUTBOXD_DRAIN_TIMEOU
 inline constexpr Setting kQuotaCacheTtl{"quota-cache-ttl-ms", "OUTBOXD_QUOTA_CACHE_TTL_MS", 0,
                                         600'000};
 inline constexpr Setting kMigrate{"migrate", "OUTBOXD_MIGRATE"};
+inline constexpr Setting kMetricsPrivate{"metrics-private", "OUTBOXD_METRICS_PRIVATE"};
 inline constexpr Setting kMaxWriteQueue{"max-write-queue", "OUTBOXD_MAX_WRITE_QUEUE", 1, 1'000'000};
 inline constexpr Setting kMaxWriteQueueBytes{
     "max-write-queue-bytes", "OUTBOXD_MAX_WRITE_QUEUE_BYTES", 65'536, 1'073'741'824};

@@ -43,7 +43,11 @@ struct Context {
     // cannot be reached or its answer is not JSON.
     json call(std::string_view method, const std::string& target,
               const json& body = nullptr) const {
-        const ApiClient client{parse_endpoint(url), {env("OUTBOXD_ADMIN_TOKEN"), ca_file}};
+        // OUTBOXD_TOKEN: any credential (a scoped one sees and may do what it grants);
+        // else the bootstrap admin token.
+        auto token = env("OUTBOXD_TOKEN");
+        if (!token) token = env("OUTBOXD_ADMIN_TOKEN");
+        const ApiClient client{parse_endpoint(url), {token, ca_file}};
         const auto reply =
             client.call(method, target, body.is_null() ? std::string{} : body.dump());
         json answer;
@@ -265,12 +269,63 @@ void show_fields(const Context& ctx, const std::string& target) {
     if (!ctx.printed_json(answer)) print_fields(*ctx.out, answer);
 }
 
+// A new credential's flags.
+struct CredentialSpec {
+    std::string name;
+    std::vector<std::string> namespaces;
+    std::vector<std::string> roles;
+    std::vector<std::string> nodes;
+    std::optional<std::string> expires_at;
+};
+
+void create_credential(const Context& ctx, const CredentialSpec& spec) {
+    json body = {{"name", spec.name}, {"namespaces", spec.namespaces}, {"roles", spec.roles}};
+    if (!spec.nodes.empty()) body["nodes"] = spec.nodes;
+    if (spec.expires_at) body["expires_at"] = *spec.expires_at;
+    const auto answer = ctx.call("POST", "/v1/credentials", body);
+    if (ctx.printed_json(answer)) return;
+    print_fields(*ctx.out, answer);
+    *ctx.out << "the secret is shown once: store it now\n";
+}
+
+void list_credentials(const Context& ctx) {
+    const auto answer = ctx.call("GET", "/v1/credentials");
+    if (ctx.printed_json(answer)) return;
+    Table table{{"ID", "NAME", "NAMESPACES", "ROLES", "EXPIRES_AT", "CREATED_BY"}};
+    for (const auto& c : answer.value("credentials", json::array())) {
+        table.add({cell(c.value("id", json{})), cell(c.value("name", json{})),
+                   cell(c.value("namespaces", json{})), cell(c.value("roles", json{})),
+                   c.value("expired", false) ? "expired" : cell(c.value("expires_at", json{})),
+                   cell(c.value("created_by", json{}))});
+    }
+    table.print(*ctx.out);
+}
+
+void list_audit(const Context& ctx, const std::optional<std::int32_t>& limit,
+                const std::optional<std::string>& after) {
+    std::string query;
+    if (limit) query += "?limit=" + std::to_string(*limit);
+    if (after) query += (query.empty() ? "?" : "&") + std::string{"after="} + encode_component(*after);
+    const auto answer = ctx.call("GET", "/v1/audit" + query);
+    if (ctx.printed_json(answer)) return;
+    Table table{{"AT", "CREDENTIAL", "METHOD", "ROUTE", "NAMESPACE", "CHANGE"}};
+    for (const auto& e : answer.value("audit", json::array())) {
+        table.add({cell(e.value("at", json{})), cell(e.value("credential_id", json{})),
+                   cell(e.value("method", json{})), cell(e.value("route", json{})),
+                   cell(e.value("namespace", json{})), cell(e.value("change", json{}), 80)});
+    }
+    table.print(*ctx.out);
+    if (const auto next = answer.value("next", json{}); next.is_string()) {
+        *ctx.out << "more: --after " << next.get<std::string>() << '\n';
+    }
+}
+
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
     CLI::App app{
-        "outboxd ctl: operate a cluster over a node's HTTP API. The admin token, when "
-        "the cluster has one, comes from OUTBOXD_ADMIN_TOKEN.",
+        "outboxd ctl: operate a cluster over a node's HTTP API. The credential comes from "
+        "OUTBOXD_TOKEN, else OUTBOXD_ADMIN_TOKEN.",
         "outboxd ctl"};
     Context ctx;
     ctx.out = &out;
@@ -360,6 +415,45 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     auto* row_show = row->add_subcommand("show", "Its state, input, result and progress");
     row_show->add_option("dispatch_key", key)->required();
     row_show->callback([&] { action = [&] { show_fields(ctx, path({"v1", "outbox", key})); }; });
+
+    auto* cred = app.add_subcommand("credentials", "Credentials: create, list, show, delete");
+    cred->require_subcommand(1);
+    CredentialSpec spec;
+    auto* cred_create = cred->add_subcommand("create", "A credential; prints its secret once");
+    cred_create->add_option("name", spec.name)->required();
+    cred_create->add_option("--namespace", spec.namespaces, "A namespace it reaches, or '*'")
+        ->required();
+    cred_create
+        ->add_option("--role", spec.roles,
+                     "worker, producer, reader, read_payloads, operator or admin")
+        ->required();
+    cred_create->add_option("--node", spec.nodes, "A node label its workers may claim on");
+    cred_create->add_option("--expires-at", spec.expires_at, "RFC 3339 time it stops working");
+    cred_create->callback([&] { action = [&] { create_credential(ctx, spec); }; });
+    cred->add_subcommand("list", "Every credential (never a secret)")->callback([&] {
+        action = [&] { list_credentials(ctx); };
+    });
+    std::string credential_id;
+    auto* cred_show = cred->add_subcommand("show", "One credential");
+    cred_show->add_option("id", credential_id)->required();
+    cred_show->callback([&] {
+        action = [&] { show_fields(ctx, path({"v1", "credentials", credential_id})); };
+    });
+    auto* cred_delete = cred->add_subcommand("delete", "Revoke a credential");
+    cred_delete->add_option("id", credential_id)->required();
+    cred_delete->callback([&] {
+        action = [&] {
+            const auto answer = ctx.call("DELETE", path({"v1", "credentials", credential_id}));
+            if (!ctx.printed_json(answer)) out << "deleted " << credential_id << '\n';
+        };
+    });
+
+    std::optional<std::int32_t> audit_limit;
+    std::optional<std::string> audit_after;
+    auto* audit = app.add_subcommand("audit", "Changes made through the API, newest first");
+    audit->add_option("--limit", audit_limit, "At most this many entries");
+    audit->add_option("--after", audit_after, "The cursor a previous page printed");
+    audit->callback([&] { action = [&] { list_audit(ctx, audit_limit, audit_after); }; });
 
     try {
         app.parse(argc, argv);

@@ -1,6 +1,9 @@
 #include "api_context.hpp"
 
+#include <array>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -8,6 +11,33 @@
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::http {
+namespace {
+
+// Members of a body that hold secrets: never recorded.
+constexpr std::array<std::string_view, 4> kSecretMembers{"signing_secret", "secret", "token",
+                                                         "password"};
+
+// `body` (a JSON text the route accepted) with its secrets taken out: secret members and
+// header values become "[redacted]".
+nlohmann::json redacted(const std::string& body) {
+    if (body.empty()) return nullptr;
+    auto parsed = nlohmann::json::parse(body, nullptr, false);
+    if (parsed.is_discarded()) return nullptr;
+    if (!parsed.is_object()) return parsed;
+    for (const auto member : kSecretMembers) {
+        if (const auto it = parsed.find(member); it != parsed.end() && !it->is_null()) {
+            *it = "[redacted]";
+        }
+    }
+    if (const auto headers = parsed.find("headers"); headers != parsed.end()) {
+        if (headers->is_object()) {
+            for (auto& [name, value] : headers->items()) value = "[redacted]";
+        }
+    }
+    return parsed;
+}
+
+}  // namespace
 
 void ApiContext::on_lane(Job job, Respond respond) const {
     on_lane(std::move(job), nullptr, std::move(respond));
@@ -50,6 +80,43 @@ void ApiContext::on_lane(Job job, Finish finish, Respond respond) const {
         (*answer)(error_response(503, "busy",
                                  "too many API requests are waiting for the database; try again"));
     }
+}
+
+}  // namespace outboxd::http
+
+namespace outboxd::http {
+
+void ApiContext::change(const RouteRequest& r, std::optional<std::string> ns, Job job,
+                        Respond respond) const {
+    change(r, std::move(ns), std::move(job), nullptr, std::move(respond));
+}
+
+void ApiContext::change(const RouteRequest& r, std::optional<std::string> ns, Job job,
+                        Finish finish, Respond respond) const {
+    store::AuditEntry entry;
+    entry.credential_id = r.grant ? r.grant->credential_id : "anonymous";
+    entry.method = r.request.method;
+    entry.route = std::string{r.route};
+    entry.namespace_name = std::move(ns);
+    auto* faults = &services_.metrics.faults_total;
+    on_lane(
+        [job = std::move(job), entry = std::move(entry), params = r.params,
+         body = r.request.body, faults](store::AdminStores& db) mutable {
+            auto response = job(db);
+            if (response.status >= 300) return response;
+            try {
+                entry.change_json = json_text({{"params", params}, {"body", redacted(body)}});
+                db.access.record(entry);
+            } catch (const std::exception& error) {
+                // The change is made; what is lost is its record, which the log keeps.
+                faults->Add({{"where", "audit"}}).Increment();
+                spdlog::error("event=audit_record_failed credential={} route=\"{} {}\" error=\"{}\"",
+                              util::log_safe(entry.credential_id), entry.method,
+                              util::log_safe(entry.route), util::log_safe(error.what()));
+            }
+            return response;
+        },
+        std::move(finish), std::move(respond));
 }
 
 }  // namespace outboxd::http

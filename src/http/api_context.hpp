@@ -11,6 +11,7 @@
 
 #include "api_types.hpp"
 #include "outboxd/http/server.hpp"
+#include "route_table.hpp"
 #include "outboxd/util/lifetime.hpp"
 
 namespace outboxd::http {
@@ -38,6 +39,15 @@ public:
     // Respond it is given, when it will (after taking a change here at once, say).
     using Finish = std::function<void(ApiResponse, Respond)>;
     void on_lane(Job job, Finish finish, Respond respond) const;
+
+    // A change through the API (README, "Security"): runs `job` as on_lane does and, when
+    // it answers with a success, records it in the audit log in the same lane job — the
+    // caller's credential id, the method, the route, `ns` and what changed (the route's
+    // parameters and its body with every secret taken out).
+    void change(const RouteRequest& r, std::optional<std::string> ns, Job job,
+                Respond respond) const;
+    void change(const RouteRequest& r, std::optional<std::string> ns, Job job, Finish finish,
+                Respond respond) const;
 
 private:
     boost::asio::any_io_executor loop_;

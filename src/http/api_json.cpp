@@ -27,7 +27,7 @@ std::string fire_time(std::chrono::sys_seconds at) {
 
 // As JSON text: the input is spliced as stored, never parsed (a number jsonb holds may be
 // out of a double's range).
-std::string schedule_json(const store::ScheduleRecord& record) {
+std::string schedule_json(const store::ScheduleRecord& record, bool payloads) {
     const auto& s = record.spec;
     json times = json::array();
     std::string error;
@@ -55,6 +55,11 @@ std::string schedule_json(const store::ScheduleRecord& record) {
                 {"last_error", optional_json(record.last_error)},
                 {"created_at", format_rfc3339(record.created_at)},
                 {"updated_at", format_rfc3339(record.updated_at)}};
+    if (!payloads) {
+        out["payloads_hidden"] = true;
+        out["input"] = nullptr;
+        return json_text(out);
+    }
     // The input as stored (jsonb text), never re-serialized.
     auto text = json_text(out);
     text.pop_back();
@@ -69,7 +74,7 @@ ApiResponse text_response(std::string json_text, int status) {
     return {status, "application/json", std::move(json_text)};
 }
 
-std::string row_json(const store::OutboxRow& row) {
+std::string row_json(const store::OutboxRow& row, bool payloads) {
     json fields = {{"dispatch_key", row.dispatch_key},
                    {"workflow_id", row.workflow_id},
                    {"ordinal", row.ordinal},
@@ -91,6 +96,14 @@ std::string row_json(const store::OutboxRow& row) {
                    {"waiting", row.waiting},
                    {"traceparent", optional_json(row.traceparent)},
                    {"heartbeat_at", optional_time(row.heartbeat_at)}};
+    if (!payloads) {
+        // A reader without read_payloads: the row's state, none of its data.
+        fields["payloads_hidden"] = true;
+        fields["input"] = nullptr;
+        fields["result"] = nullptr;
+        fields["progress"] = nullptr;
+        return json_text(fields);
+    }
     std::string text = json_text(fields);
     text.pop_back();  // the closing brace
     text += R"(,"input":)";
@@ -106,7 +119,8 @@ std::string row_json(const store::OutboxRow& row) {
 
 std::string workflow_json(const std::string& workflow, const std::vector<store::OutboxRow>& rows,
                           const store::WorkflowFlags& flags,
-                          const std::optional<std::string>& blocked_by) {
+                          const std::optional<std::string>& blocked_by,
+                          const std::function<bool(const std::string&)>& payloads) {
     std::string text = json_text(json{{"workflow_id", workflow},
                                       {"blocked_by", optional_json(blocked_by)},
                                       {"paused", flags.paused},
@@ -115,7 +129,7 @@ std::string workflow_json(const std::string& workflow, const std::vector<store::
     text += R"(,"rows":[)";
     for (std::size_t i = 0; i < rows.size(); ++i) {
         if (i > 0) text += ',';
-        text += row_json(rows[i]);
+        text += row_json(rows[i], !payloads || payloads(rows[i].namespace_name));
     }
     text += "]}";
     return text;
@@ -216,6 +230,27 @@ std::string cluster_json(const cluster::ClusterMember& member) {
                          {"shards", shards}});
     }
     return json_text(json{{"nodes", nodes}});
+}
+
+}  // namespace outboxd::http
+
+namespace outboxd::http {
+
+nlohmann::json grant_json(const auth::Grant& grant) {
+    json scopes = json::array();
+    for (const auto& scope : grant.scopes) {
+        json roles = json::array();
+        for (const auto role : scope.roles.roles()) roles.push_back(auth::role_name(role));
+        scopes.push_back({{"namespace", scope.namespace_name}, {"roles", roles}});
+    }
+    std::optional<store::TimePoint> expires;
+    if (grant.expires_at) {
+        expires = std::chrono::time_point_cast<std::chrono::microseconds>(*grant.expires_at);
+    }
+    return {{"credential_id", grant.credential_id},
+            {"scopes", scopes},
+            {"nodes", grant.nodes},
+            {"expires_at", optional_time(expires)}};
 }
 
 }  // namespace outboxd::http

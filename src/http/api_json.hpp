@@ -5,6 +5,7 @@
 // spliced as stored, never parsed: a row inserted by plain SQL may nest deeper than anything
 // outboxd would build, and re-serializing recurses once per level.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api_types.hpp"
+#include "outboxd/auth/grant.hpp"
 #include "outboxd/sinks/http_push/http_targets.hpp"
 #include "outboxd/store/admin_store.hpp"
 #include "outboxd/store/http_target.hpp"
@@ -26,14 +28,16 @@ namespace outboxd::http {
 [[nodiscard]] ApiResponse json_response(const nlohmann::json& body, int status = 200);
 [[nodiscard]] ApiResponse text_response(std::string json_text, int status = 200);
 
-// GET /v1/outbox/{key}: one row.
-[[nodiscard]] std::string row_json(const store::OutboxRow& row);
+// GET /v1/outbox/{key}: one row; without `payloads` (a reader without read_payloads), its
+// input, result and progress are null and "payloads_hidden" is true.
+[[nodiscard]] std::string row_json(const store::OutboxRow& row, bool payloads = true);
 // GET /v1/workflows/{id}: the rows its order depends on, whether it is paused or
-// cancelled, and the dead letter that holds it back, if one does.
-[[nodiscard]] std::string workflow_json(const std::string& workflow,
-                                        const std::vector<store::OutboxRow>& rows,
-                                        const store::WorkflowFlags& flags,
-                                        const std::optional<std::string>& blocked_by);
+// cancelled, and the dead letter that holds it back, if one does. `payloads` says of a
+// row's namespace whether its payloads are shown (none: all are).
+[[nodiscard]] std::string workflow_json(
+    const std::string& workflow, const std::vector<store::OutboxRow>& rows,
+    const store::WorkflowFlags& flags, const std::optional<std::string>& blocked_by,
+    const std::function<bool(const std::string&)>& payloads = nullptr);
 // A dead letter of GET /v1/dead-letters.
 [[nodiscard]] nlohmann::json dead_letter_json(const store::DeadLetter& letter);
 // A namespace's settings (none: never set, the defaults).
@@ -45,7 +49,9 @@ namespace outboxd::http {
                                          const sinks::http_push::TargetStates& states,
                                          const std::string& node_id);
 // A schedule, with its next fire times.
-[[nodiscard]] std::string schedule_json(const store::ScheduleRecord& record);
+[[nodiscard]] std::string schedule_json(const store::ScheduleRecord& record, bool payloads = true);
+// GET /v1/whoami: a grant's credential id, scopes (namespace and roles), nodes and expiry.
+[[nodiscard]] nlohmann::json grant_json(const auth::Grant& grant);
 // GET /v1/cluster: the live nodes, their URLs and shards.
 [[nodiscard]] std::string cluster_json(const cluster::ClusterMember& member);
 

@@ -1,6 +1,8 @@
 #include "api_router.hpp"
 
 #include "api_routes.hpp"
+
+#include <nlohmann/json.hpp>
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::http {
@@ -31,63 +33,63 @@ ApiRouter::ApiRouter(boost::asio::any_io_executor loop, NodeServices services,
     add_namespace_routes(table_, api_);
     add_target_routes(table_, api_);
     add_schedule_routes(table_, api_);
+    add_credential_routes(table_, api_);
+    add_audit_routes(table_, api_);
 }
 
-Access ApiRouter::access_to(std::optional<std::string_view> method,
-                            const std::vector<std::string>& segments) const {
-    // A path no route serves: an admin's under /v1 (a guarded node tells a client without
-    // the token nothing, not even which paths exist), anyone's elsewhere (a 404).
-    const auto unknown = !segments.empty() && segments[0] == "v1" ? Access::admin : Access::open;
-    return table_.find(method.value_or(""), segments, unknown).access;
+Access ApiRouter::otherwise(const std::vector<std::string>& segments) {
+    return !segments.empty() && segments[0] == "v1" ? Access::signed_in() : Access::anyone();
 }
 
-bool ApiRouter::allowed(Access access, const std::optional<std::string>& bearer) const {
-    const auto& settings = api_.settings();
-    const bool admin = !settings.admin_token || token_matches(bearer, *settings.admin_token);
-    switch (access) {
-        case Access::open:
-            return true;
-        case Access::worker:
-            return admin || !settings.worker_token || token_matches(bearer, *settings.worker_token);
-        case Access::admin:
-            return admin;
+ApiRouter::Admitted ApiRouter::admit(const Access& access,
+                                     const std::optional<std::string>& bearer) const {
+    if (access.kind == Access::Kind::open) return std::make_shared<const auth::Grant>();
+    auto result = api_.services().auth.authenticate(bearer, auth::Area::api);
+    if (auto* why = std::get_if<std::string>(&result)) {
+        api_.services().metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
+        return error_response(401, "unauthorized", *why);
     }
-    return false;
+    auto grant = std::get<std::shared_ptr<const auth::Grant>>(std::move(result));
+    if (access.kind == Access::Kind::signed_in) return grant;
+    const bool allowed = access.everywhere
+                             ? grant->may_everywhere(access.role)
+                             : grant->may_somewhere(access.role) ||
+                                   (access.or_role && grant->may_somewhere(*access.or_role));
+    if (!allowed) {
+        api_.services().metrics.protocol_errors_total.Add({{"code", "forbidden"}}).Increment();
+        return forbidden(access.role, access.everywhere ? "every namespace" : "any namespace");
+    }
+    return grant;
 }
 
-bool ApiRouter::admits(std::string_view target, const std::optional<std::string>& bearer,
-                       bool upgrade) const {
+std::optional<ApiResponse> ApiRouter::refusal(std::string_view method, std::string_view target,
+                                              const std::optional<std::string>& bearer,
+                                              bool upgrade) const {
     const auto parsed = parse_target(target);
     const auto* route = std::get_if<ParsedTarget>(&parsed);
-    if (!route) return allowed(Access::admin, bearer);
-    // The upgrade checks the worker token itself.
-    if (upgrade && route->segments == std::vector<std::string>{"v1", "workers"}) return true;
-    return allowed(access_to(std::nullopt, route->segments), bearer);
+    // A target that does not parse is answered once read, by a credential's holder only.
+    const auto segments = route ? route->segments : std::vector<std::string>{"v1"};
+    if (upgrade && segments == std::vector<std::string>{"v1", "workers"}) return std::nullopt;
+    const auto found = table_.find(method, segments, otherwise(segments));
+    auto admitted = admit(found.access, bearer);
+    if (auto* refused = std::get_if<ApiResponse>(&admitted)) return std::move(*refused);
+    return std::nullopt;
 }
 
 void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     const auto parsed = parse_target(request.target);
     if (const auto* error = std::get_if<TargetError>(&parsed)) {
-        // A guarded node tells a client without the token nothing, not even what is wrong.
-        if (!allowed(Access::admin, request.bearer)) {
-            return respond(
-                error_response(401, "unauthorized", "a valid admin bearer token is required"));
-        }
+        // A guarded node tells a client without a credential nothing, not even what is wrong.
+        auto admitted = admit(Access::signed_in(), request.bearer);
+        if (auto* refused = std::get_if<ApiResponse>(&admitted)) return respond(*refused);
         return respond(error_response(400, "bad_target", error->message));
     }
     const auto& target = std::get<ParsedTarget>(parsed);
-    const auto unknown =
-        !target.segments.empty() && target.segments[0] == "v1" ? Access::admin : Access::open;
-    auto found = table_.find(request.method, target.segments, unknown);
-    // The token first: a client without one learns nothing, not even which methods the
-    // route takes.
-    if (!allowed(found.access, request.bearer)) {
-        api_.services().metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
-        return respond(error_response(401, "unauthorized",
-                                      found.access == Access::admin
-                                          ? "a valid admin bearer token is required"
-                                          : "a valid bearer token is required"));
-    }
+    auto found = table_.find(request.method, target.segments, otherwise(target.segments));
+    // The credential first: a client without one learns nothing, not even which methods
+    // the route takes.
+    auto admitted = admit(found.access, request.bearer);
+    if (auto* refused = std::get_if<ApiResponse>(&admitted)) return respond(*refused);
     if (!found.route) {
         if (found.methods.empty()) {
             return respond(
@@ -99,7 +101,9 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     }
     const std::string_view path{request.target.data(),
                                 std::min(request.target.find('?'), request.target.size())};
-    const RouteRequest route{request, target, std::move(found.params), path.ends_with('/')};
+    const RouteRequest route{request, target, std::move(found.params), path.ends_with('/'),
+                             std::get<std::shared_ptr<const auth::Grant>>(std::move(admitted)),
+                             found.route->pattern};
     found.route->handler(route, std::move(respond));
 }
 
@@ -123,5 +127,26 @@ ApiResponse bad_limit() {
 }
 
 ApiResponse not_found(std::string_view what) { return error_response(404, "not_found", what); }
+
+ApiResponse forbidden(auth::Role role, std::string_view over) {
+    const auto name = std::string{auth::role_name(role)};
+    const nlohmann::json body = {
+        {"error",
+         {{"code", "forbidden"},
+          {"message", "this credential is not " + name + " of " + std::string{over}},
+          {"scope", name}}}};
+    return {403, "application/json", json_text(body)};
+}
+
+ApiResponse forbidden_in(auth::Role role, std::string_view ns) {
+    return forbidden(role, "namespace '" + util::log_safe(ns, 128) + "'");
+}
+
+std::optional<ApiResponse> change_refusal(const auth::Grant& grant, const std::string& ns,
+                                          const ApiResponse& missing) {
+    if (grant.may(auth::Role::operator_, ns)) return std::nullopt;
+    if (grant.may(auth::Role::reader, ns)) return forbidden_in(auth::Role::operator_, ns);
+    return missing;
+}
 
 }  // namespace outboxd::http

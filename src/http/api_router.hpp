@@ -1,14 +1,17 @@
 #pragma once
 
 // The HTTP API (README, "HTTP API"): its routes in one table (route_table.hpp), filled by one
-// file per resource (api_routes.hpp), and who may call what decided once, from that table,
-// for the request line and headers (admits(), before a body is read) and for the request
-// (handle()). Errors map to status codes here and in ApiContext only.
+// file per resource (api_routes.hpp), and who may call what decided once, from that table
+// and the caller's grant (README, "Security"), for the request line and headers (admit(),
+// before a body is read) and for the request (handle()). What a route's grant reaches of
+// each namespace its handler checks. Errors map to status codes here and in ApiContext only.
 // Thread affinity: the loop thread; SQL runs on an engine's API lane.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "api_context.hpp"
 #include "api_types.hpp"
@@ -25,19 +28,23 @@ public:
     // Answers `request` through `respond`, on the loop thread, exactly once.
     void handle(const ApiRequest& request, Respond respond);
 
-    // Whether a request for `target` with `bearer` may be read any further: false when its
-    // route needs a token it lacks. Decided from the request line and headers alone, so that
-    // a body is never read for a client that may not send it.
-    // `upgrade`: the request asks for a WebSocket upgrade (the worker token is the
-    // upgrade's to check).
-    [[nodiscard]] bool admits(std::string_view target, const std::optional<std::string>& bearer,
-                              bool upgrade) const;
+    // Whether a request for `method` `target` with `bearer` may be read any further: the
+    // refusal (401 or 403) when its route needs a credential or role it lacks. Decided from
+    // the request line and headers alone, so that a body is never read for a client that
+    // may not send it. An upgrade of /v1/workers is the WebSocket sink's to judge.
+    [[nodiscard]] std::optional<ApiResponse> refusal(std::string_view method,
+                                                     std::string_view target,
+                                                     const std::optional<std::string>& bearer,
+                                                     bool upgrade) const;
 
 private:
-    // Who may call `method` (none: any method) on `segments`, from the table.
-    [[nodiscard]] Access access_to(std::optional<std::string_view> method,
-                                   const std::vector<std::string>& segments) const;
-    [[nodiscard]] bool allowed(Access access, const std::optional<std::string>& bearer) const;
+    using Admitted = std::variant<std::shared_ptr<const auth::Grant>, ApiResponse>;
+    // The grant `bearer` calls `access` with, or the answer that refuses it.
+    [[nodiscard]] Admitted admit(const Access& access,
+                                 const std::optional<std::string>& bearer) const;
+    // What a path no route takes is guarded by: a credential under /v1 (a guarded node tells
+    // a client without one nothing, not even which paths exist); nothing elsewhere.
+    [[nodiscard]] static Access otherwise(const std::vector<std::string>& segments);
 
     ApiContext api_;
     RouteTable table_;

@@ -3,8 +3,6 @@
 #include <array>
 
 #include <nlohmann/json.hpp>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "outboxd/util/untrusted_text.hpp"
 #include "time_format.hpp"
@@ -112,21 +110,5 @@ std::variant<ParsedTarget, TargetError> parse_target(std::string_view target) {
     return parsed;
 }
 
-bool token_matches(const std::optional<std::string>& presented, const std::string& expected) {
-    if (!presented) return false;
-    // Digests of both, compared in constant time: neither the content nor the length of the
-    // token leaks through how long a refusal takes.
-    std::array<unsigned char, EVP_MAX_MD_SIZE> a{};
-    std::array<unsigned char, EVP_MAX_MD_SIZE> b{};
-    unsigned int a_size = 0;
-    unsigned int b_size = 0;
-    if (EVP_Digest(presented->data(), presented->size(), a.data(), &a_size, EVP_sha256(),
-                   nullptr) != 1 ||
-        EVP_Digest(expected.data(), expected.size(), b.data(), &b_size, EVP_sha256(), nullptr) !=
-            1) {
-        return false;
-    }
-    return a_size == b_size && CRYPTO_memcmp(a.data(), b.data(), a_size) == 0;
-}
 
 }  // namespace outboxd::http

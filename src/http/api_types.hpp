@@ -63,8 +63,4 @@ struct TargetError {
 [[nodiscard]] nlohmann::json optional_json(const std::optional<std::string>& value);
 [[nodiscard]] nlohmann::json optional_time(const std::optional<store::TimePoint>& value);
 
-// Whether a presented bearer token is the expected one, in time that depends on neither.
-[[nodiscard]] bool token_matches(const std::optional<std::string>& presented,
-                                 const std::string& expected);
-
 }  // namespace outboxd::http

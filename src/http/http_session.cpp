@@ -5,6 +5,8 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "api_routes.hpp"
+#include "origin_check.hpp"
 #include "outboxd/http/upgrade.hpp"
 
 namespace outboxd::http {
@@ -67,11 +69,12 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
     if (ec) return on_read(ec);
     const auto& header = parser_->get();
     const std::string_view target{header.target().data(), header.target().size()};
-    if (!server_.router.admits(target, bearer_of(header[bhttp::field::authorization]),
-                               beast::websocket::is_upgrade(header))) {
-        server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
-        return write(error_response(401, "unauthorized", "a valid bearer token is required"),
-                     false);
+    if (auto refused = cross_origin(header)) return write(std::move(*refused), false);
+    const std::string_view method{header.method_string().data(), header.method_string().size()};
+    if (auto refused =
+            server_.router.refusal(method, target, bearer_of(header[bhttp::field::authorization]),
+                                   beast::websocket::is_upgrade(header))) {
+        return write(std::move(*refused), false);
     }
     const auto max_body = server_.settings.max_body_bytes;
     if (const auto length = parser_->content_length(); length && *length > max_body) {
@@ -82,6 +85,27 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
                       [self = this->shared_from_this()](beast::error_code read_ec, std::size_t) {
                           self->on_read(read_ec);
                       });
+}
+
+template <typename Stream>
+std::optional<ApiResponse> HttpSession<Stream>::cross_origin(const Header& header) const {
+    if (server_.services.auth.guarded()) return std::nullopt;
+    BrowserMarks marks;
+    if (const auto origin = header.find(bhttp::field::origin); origin != header.end()) {
+        marks.origin = std::string_view{origin->value().data(), origin->value().size()};
+    }
+    const auto host = header[bhttp::field::host];
+    marks.host = std::string_view{host.data(), host.size()};
+    for (const auto& field : header) {
+        const auto name = field.name_string();
+        if (name.size() > 10 && beast::iequals(name.substr(0, 10), "sec-fetch-")) {
+            marks.fetch_metadata = true;
+        }
+    }
+    const auto why = browser_refusal(marks, server_.settings.node_hosts);
+    if (!why) return std::nullopt;
+    server_.services.metrics.protocol_errors_total.Add({{"code", "forbidden"}}).Increment();
+    return error_response(403, "forbidden", *why);
 }
 
 template <typename Stream>
@@ -141,19 +165,20 @@ void HttpSession<Stream>::upgrade(Request request) {
     if (!target || target->segments != std::vector<std::string>{"v1", "workers"}) {
         return write(error_response(404, "not_found", "WebSocket endpoint is /v1/workers"), false);
     }
-    if (server_.settings.worker_token) {
-        auto presented = bearer_of(request[bhttp::field::authorization]);
-        if (!presented) {
-            if (const auto it = target->query.find("token"); it != target->query.end())
-                presented = it->second;
-        }
-        if (!token_matches(presented, *server_.settings.worker_token)) {
-            server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}})
-                .Increment();
-            return write(
-                error_response(401, "unauthorized", "a valid worker bearer token is required"),
-                false);
-        }
+    auto presented = bearer_of(request[bhttp::field::authorization]);
+    if (!presented) {
+        if (const auto it = target->query.find("token"); it != target->query.end())
+            presented = it->second;
+    }
+    auto authenticated = server_.services.auth.authenticate(presented, auth::Area::workers);
+    if (auto* why = std::get_if<std::string>(&authenticated)) {
+        server_.services.metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
+        return write(error_response(401, "unauthorized", *why), false);
+    }
+    auto grant = std::get<std::shared_ptr<const auth::Grant>>(std::move(authenticated));
+    if (!grant->may_somewhere(auth::Role::worker)) {
+        server_.services.metrics.protocol_errors_total.Add({{"code", "forbidden"}}).Increment();
+        return write(forbidden(auth::Role::worker, "any namespace"), false);
     }
     auto* workers = server_.services.workers;
     if (!workers) {
@@ -163,9 +188,11 @@ void HttpSession<Stream>::upgrade(Request request) {
     beast::get_lowest_layer(stream_).expires_never();
     upgraded_ = true;
     if constexpr (std::is_same_v<Stream, TlsStream>) {
-        workers->upgrade(std::move(stream_), std::move(request), std::move(slot_), std::move(tls_));
+        workers->upgrade(std::move(stream_), std::move(request), std::move(slot_), std::move(tls_),
+                         std::move(grant));
     } else {
-        workers->upgrade(std::move(stream_), std::move(request), std::move(slot_));
+        workers->upgrade(std::move(stream_), std::move(request), std::move(slot_),
+                         std::move(grant));
     }
 }
 
@@ -175,6 +202,10 @@ void HttpSession<Stream>::write(ApiResponse response, bool keep_alive) {
     auto message = std::make_shared<bhttp::response<bhttp::string_body>>(
         static_cast<bhttp::status>(response.status), 11);
     message->set(bhttp::field::server, "outboxd");
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+        // Browsers that reached the node over HTTPS stay on it.
+        message->set(bhttp::field::strict_transport_security, "max-age=31536000");
+    }
     message->set(bhttp::field::content_type, response.content_type);
     for (const auto& [name, value] : response.headers) message->set(name, value);
     message->keep_alive(keep_alive);

@@ -3,7 +3,7 @@
 // One HTTP connection, over plain TCP or TLS (Stream: PlainStream or TlsStream): reads
 // requests (bounded headers and body, an idle deadline), answers API routes, and hands a
 // WebSocket upgrade of /v1/workers to the node's UpgradeHandler (upgrade.hpp) after checking
-// the worker token.
+// its credential.
 
 #include <memory>
 #include <optional>
@@ -24,6 +24,7 @@ public:
 
 private:
     using Request = boost::beast::http::request<boost::beast::http::string_body>;
+    using Header = boost::beast::http::request_header<>;
 
     void read();
     void on_header(boost::beast::error_code ec);
@@ -31,6 +32,9 @@ private:
     void upgrade(Request request);
     void write(ApiResponse response, bool keep_alive);
     void respond_to(Request request);
+    // The refusal of a browser request to a node without credentials from elsewhere
+    // (origin_check.hpp), or nothing.
+    [[nodiscard]] std::optional<ApiResponse> cross_origin(const Header& header) const;
 
     std::unique_ptr<ConnectionSlot> slot_;
     std::shared_ptr<boost::asio::ssl::context> tls_;  // declared first: the stream uses it

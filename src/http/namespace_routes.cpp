@@ -14,11 +14,15 @@ namespace {
 
 using nlohmann::json;
 
-void list(const ApiContext& api, Respond respond) {
+void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
     const auto default_quota = api.settings().default_max_in_flight;
     api.on_lane(
-        [default_quota](store::AdminStores& db) {
-            const auto counts = db.admin.namespace_counts();
+        [default_quota, grant = r.grant](store::AdminStores& db) {
+            auto counts = db.admin.namespace_counts();
+            // A reader lists its namespaces only.
+            std::erase_if(counts, [&](const auto& c) {
+                return !grant->may(auth::Role::reader, c.namespace_name);
+            });
             std::map<std::string, store::NamespaceSettings> settings;
             for (auto& s : db.admin.list_namespaces()) settings.emplace(s.name, std::move(s));
             json list = json::array();
@@ -47,9 +51,13 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
     if (auto* error = std::get_if<RowError>(&parsed)) {
         return respond(error_response(400, error->code, error->message));
     }
+    if (!r.grant->may(auth::Role::operator_, r.params[0])) {
+        return respond(forbidden_in(auth::Role::operator_, r.params[0]));
+    }
     auto* cache = &api.engine().namespaces();
     const auto default_quota = api.settings().default_max_in_flight;
-    api.on_lane(
+    api.change(
+        r, r.params[0],
         [settings = std::get<store::NamespaceSettings>(std::move(parsed)),
          default_quota](store::AdminStores& db) {
             db.admin.put_namespace(settings);
@@ -68,6 +76,9 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
 }
 
 void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    if (!r.grant->may(auth::Role::reader, r.params[0])) {
+        return respond(forbidden_in(auth::Role::reader, r.params[0]));
+    }
     const auto default_quota = api.settings().default_max_in_flight;
     api.on_lane(
         [name = r.params[0], default_quota](store::AdminStores& db) {
@@ -79,13 +90,15 @@ void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
 }  // namespace
 
 void add_namespace_routes(RouteTable& table, const ApiContext& api) {
-    table.add({"GET", "/v1/namespaces", Access::admin,
-               [&api](const RouteRequest&, Respond respond) { list(api, std::move(respond)); }});
+    using auth::Role;
     table.add(
-        {"GET", "/v1/namespaces/{ns}", Access::admin,
+        {"GET", "/v1/namespaces", Access::needs(Role::reader),
+         [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
+    table.add(
+        {"GET", "/v1/namespaces/{ns}", Access::needs(Role::reader),
          [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
     table.add(
-        {"PUT", "/v1/namespaces/{ns}", Access::admin,
+        {"PUT", "/v1/namespaces/{ns}", Access::needs(Role::operator_),
          [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); }});
 }
 

@@ -5,6 +5,7 @@
 #include "api_json.hpp"
 #include "api_routes.hpp"
 #include "outboxd/store/store_error.hpp"
+#include "outboxd/util/untrusted_text.hpp"
 #include "row_parser.hpp"
 
 namespace outboxd::http {
@@ -20,8 +21,19 @@ void stage(const ApiContext& api, const RouteRequest& r, Respond respond) {
         if (error->row) body["error"]["row"] = *error->row;
         return respond({400, "application/json", json_text(body)});
     }
+    auto rows = std::get<std::vector<store::NewRow>>(std::move(parsed));
+    // A producer stages into its own namespaces only: a row for another refuses the batch.
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (!r.grant->may(auth::Role::producer, rows[i].namespace_name)) {
+            auto refused = forbidden(auth::Role::producer,
+                                     "namespace '" + util::log_safe(rows[i].namespace_name, 128) +
+                                         "' (row " + std::to_string(i) + ")");
+            return respond(std::move(refused));
+        }
+    }
+    // Staging is no change an operator makes: the audit log keeps changes, not writes.
     api.on_lane(
-        [rows = std::get<std::vector<store::NewRow>>(std::move(parsed))](store::AdminStores& db) {
+        [rows = std::move(rows)](store::AdminStores& db) {
             try {
                 const auto result = db.admin.append(rows);
                 return json_response(
@@ -38,19 +50,22 @@ void stage(const ApiContext& api, const RouteRequest& r, Respond respond) {
 }  // namespace
 
 void add_outbox_routes(RouteTable& table, const ApiContext& api) {
-    table.add({"POST", "/v1/outbox", Access::admin, [&api](const RouteRequest& r, Respond respond) {
-                   stage(api, r, std::move(respond));
+    table.add({"POST", "/v1/outbox", Access::needs(auth::Role::producer),
+               [&api](const RouteRequest& r, Respond respond) { stage(api, r, std::move(respond)); }});
+    table.add({"GET", "/v1/outbox/{key}", Access::needs(auth::Role::reader),
+               [&api](const RouteRequest& r, Respond respond) {
+                   api.on_lane(
+                       [key = r.params[0], grant = r.grant](store::AdminStores& db) {
+                           const auto row = db.admin.find(key);
+                           // Another tenant's row is as missing as one that never was.
+                           if (!row || !grant->may(auth::Role::reader, row->namespace_name)) {
+                               return not_found("no outbox row with dispatch_key '" + key + "'");
+                           }
+                           return text_response(row_json(
+                               *row, grant->may(auth::Role::read_payloads, row->namespace_name)));
+                       },
+                       std::move(respond));
                }});
-    table.add(
-        {"GET", "/v1/outbox/{key}", Access::admin, [&api](const RouteRequest& r, Respond respond) {
-             api.on_lane(
-                 [key = r.params[0]](store::AdminStores& db) {
-                     const auto row = db.admin.find(key);
-                     return row ? text_response(row_json(*row))
-                                : not_found("no outbox row with dispatch_key '" + key + "'");
-                 },
-                 std::move(respond));
-         }});
 }
 
 }  // namespace outboxd::http

@@ -59,9 +59,9 @@ bool RouteTable::matches(const Compiled& compiled, const std::vector<std::string
 }
 
 RouteTable::Found RouteTable::find(std::string_view method,
-                                   const std::vector<std::string>& segments, Access unknown) const {
+                                   const std::vector<std::string>& segments,
+                                   Access otherwise) const {
     Found found;
-    bool any = false;
     for (const auto& compiled : routes_) {
         if (!matches(compiled, segments, nullptr)) continue;
         const auto& route = compiled.route;
@@ -73,15 +73,8 @@ RouteTable::Found RouteTable::find(std::string_view method,
             found.route = &route;
             (void)matches(compiled, segments, &found.params);
         }
-        // The strictest of the path's routes, until one takes the method.
-        found.access = any ? std::max(found.access, route.access) : route.access;
-        any = true;
     }
-    if (found.route) {
-        found.access = found.route->access;
-    } else if (!any) {
-        found.access = unknown;
-    }
+    found.access = found.route ? found.route->access : otherwise;
     return found;
 }
 

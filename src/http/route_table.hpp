@@ -9,20 +9,36 @@
 // none included.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "api_types.hpp"
+#include "outboxd/auth/grant.hpp"
 
 namespace outboxd::http {
 
-// Who may call a route.
-enum class Access {
-    open,    // anyone: probes, metrics, the console's files
-    worker,  // the worker or the admin token (workers discover the cluster)
-    admin,   // the admin token
+// Who may call a route (README, "Security"): anyone, any valid credential, or one that
+// holds a role over some namespace (the handler then checks the namespaces it touches) or
+// over every namespace.
+struct Access {
+    enum class Kind { open, signed_in, role };
+    Kind kind = Kind::role;
+    auth::Role role = auth::Role::admin;
+    std::optional<auth::Role> or_role;  // either role will do
+    bool everywhere = false;            // the role over '*'
+
+    static Access anyone() { return {Kind::open, auth::Role::admin, std::nullopt, false}; }
+    static Access signed_in() { return {Kind::signed_in, auth::Role::admin, std::nullopt, false}; }
+    static Access needs(auth::Role role, std::optional<auth::Role> or_role = std::nullopt) {
+        return {Kind::role, role, or_role, false};
+    }
+    static Access needs_everywhere(auth::Role role) {
+        return {Kind::role, role, std::nullopt, true};
+    }
+    bool operator==(const Access&) const = default;
 };
 
 // What a handler is given of its request.
@@ -31,13 +47,17 @@ struct RouteRequest {
     const ParsedTarget& target;
     std::vector<std::string> params;  // the pattern's {…} segments, in order
     bool trailing_slash = false;      // the path ended with '/'
+    // Who calls: the grant the router admitted (anonymous on an open node; an empty grant
+    // on an open route called without a credential).
+    std::shared_ptr<const auth::Grant> grant;
+    std::string_view route;  // the route's pattern ("/v1/outbox/{key}")
 };
 using RouteHandler = std::function<void(const RouteRequest&, Respond)>;
 
 struct Route {
     std::string method;  // "GET", "POST", …
     std::string pattern;
-    Access access = Access::admin;
+    Access access;
     RouteHandler handler;
 };
 
@@ -51,12 +71,12 @@ public:
         std::vector<std::string> params;
         // The methods this path takes, for a 405 (empty: no such path).
         std::vector<std::string> methods;
-        // Who may call it: the route's; for a path no route takes with this method, the
-        // strictest of its routes; for an unknown path, `unknown`.
-        Access access = Access::admin;
+        // Who may call it: the route's; for a path no route takes with this method, or no
+        // route at all, `otherwise`.
+        Access access;
     };
     [[nodiscard]] Found find(std::string_view method, const std::vector<std::string>& segments,
-                             Access unknown) const;
+                             Access otherwise) const;
 
 private:
     struct Compiled {

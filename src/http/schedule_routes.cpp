@@ -108,13 +108,15 @@ ApiResponse missing(const std::string& id) {
     return error_response(404, "not_found", "no schedule '" + id + "'");
 }
 
-void list(const ApiContext& api, Respond respond) {
+void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
     api.on_lane(
-        [](store::AdminStores& db) {
+        [grant = r.grant](store::AdminStores& db) {
             std::string list = R"({"schedules":[)";
             for (const auto& record : db.schedules.list()) {
+                const auto& ns = record.spec.namespace_name;
+                if (!grant->may(auth::Role::reader, ns)) continue;
                 if (list.back() == '}') list += ',';
-                list += schedule_json(record);
+                list += schedule_json(record, grant->may(auth::Role::read_payloads, ns));
             }
             return text_response(list + "]}");
         },
@@ -125,9 +127,14 @@ void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
     const auto& id = r.params[0];
     if (auto bad = bad_id(id)) return respond(std::move(*bad));
     api.on_lane(
-        [id](store::AdminStores& db) {
+        [id, grant = r.grant](store::AdminStores& db) {
             const auto record = db.schedules.get(id);
-            return record ? text_response(schedule_json(*record)) : missing(id);
+            // Another tenant's schedule is as missing as one that never was.
+            if (!record || !grant->may(auth::Role::reader, record->spec.namespace_name)) {
+                return missing(id);
+            }
+            return text_response(schedule_json(
+                *record, grant->may(auth::Role::read_payloads, record->spec.namespace_name)));
         },
         std::move(respond));
 }
@@ -135,8 +142,16 @@ void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
 void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
     const auto& id = r.params[0];
     if (auto bad = bad_id(id)) return respond(std::move(*bad));
-    api.on_lane(
-        [id](store::AdminStores& db) {
+    api.change(
+        r, std::nullopt,
+        [id, grant = r.grant](store::AdminStores& db) {
+            if (!grant->may_everywhere(auth::Role::operator_)) {
+                const auto record = db.schedules.get(id);
+                if (!record) return missing(id);
+                if (auto refused = change_refusal(*grant, record->spec.namespace_name, missing(id))) {
+                    return *refused;
+                }
+            }
             return db.schedules.remove(id) ? json_response({{"id", id}, {"deleted", true}})
                                            : missing(id);
         },
@@ -148,8 +163,22 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
     if (auto bad = bad_id(id)) return respond(std::move(*bad));
     auto parsed = parse_schedule(id, r.request.body);
     if (auto* error = std::get_if<ApiResponse>(&parsed)) return respond(std::move(*error));
-    api.on_lane(
-        [spec = std::get<store::ScheduleSpec>(std::move(parsed))](store::AdminStores& db) {
+    auto spec = std::get<store::ScheduleSpec>(std::move(parsed));
+    // Operator over the namespace it stages into, and over the one it staged into before.
+    if (!r.grant->may(auth::Role::operator_, spec.namespace_name)) {
+        return respond(forbidden_in(auth::Role::operator_, spec.namespace_name));
+    }
+    auto ns = spec.namespace_name;
+    api.change(
+        r, std::move(ns),
+        [spec = std::move(spec), grant = r.grant](store::AdminStores& db) {
+            if (const auto before = db.schedules.get(spec.id)) {
+                const auto& was = before->spec.namespace_name;
+                if (auto refused = change_refusal(*grant, was,
+                                                  forbidden_in(auth::Role::operator_, was))) {
+                    return *refused;
+                }
+            }
             db.schedules.put(spec);
             const auto record = db.schedules.get(spec.id);
             if (!record) return error_response(503, "conflict", "the schedule vanished; try again");
@@ -161,16 +190,18 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
 }  // namespace
 
 void add_schedule_routes(RouteTable& table, const ApiContext& api) {
-    table.add({"GET", "/v1/schedules", Access::admin,
-               [&api](const RouteRequest&, Respond respond) { list(api, std::move(respond)); }});
+    using auth::Role;
     table.add(
-        {"GET", "/v1/schedules/{id}", Access::admin,
+        {"GET", "/v1/schedules", Access::needs(Role::reader),
+         [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
+    table.add(
+        {"GET", "/v1/schedules/{id}", Access::needs(Role::reader),
          [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
     table.add(
-        {"PUT", "/v1/schedules/{id}", Access::admin,
+        {"PUT", "/v1/schedules/{id}", Access::needs(Role::operator_),
          [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); }});
     table.add(
-        {"DELETE", "/v1/schedules/{id}", Access::admin,
+        {"DELETE", "/v1/schedules/{id}", Access::needs(Role::operator_),
          [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); }});
 }
 

@@ -37,11 +37,13 @@ ApiContext::Finish refresh(const ApiContext& api) {
     };
 }
 
-void list(const ApiContext& api, Respond respond) {
+void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
     api.on_lane(
-        [states = states_of(api), node_id = node_id_of(api)](store::AdminStores& db) {
+        [states = states_of(api), node_id = node_id_of(api),
+         grant = r.grant](store::AdminStores& db) {
             json list = json::array();
             for (const auto& record : db.targets.list()) {
+                if (!grant->may(auth::Role::reader, record.settings.namespace_name)) continue;
                 list.push_back(target_json(record, states, node_id));
             }
             return json_response({{"http_targets", list}});
@@ -55,18 +57,30 @@ ApiResponse missing(const std::string& name) {
 
 void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
     api.on_lane(
-        [states = states_of(api), node_id = node_id_of(api),
-         name = r.params[0]](store::AdminStores& db) {
+        [states = states_of(api), node_id = node_id_of(api), name = r.params[0],
+         grant = r.grant](store::AdminStores& db) {
             const auto record = db.targets.get(name);
-            if (!record) return missing(name);
+            // Another tenant's target is as missing as one that never was.
+            if (!record || !grant->may(auth::Role::reader, record->settings.namespace_name)) {
+                return missing(name);
+            }
             return json_response(target_json(*record, states, node_id));
         },
         std::move(respond));
 }
 
 void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
-    api.on_lane(
-        [name = r.params[0]](store::AdminStores& db) {
+    api.change(
+        r, std::nullopt,
+        [name = r.params[0], grant = r.grant](store::AdminStores& db) {
+            if (!grant->may_everywhere(auth::Role::operator_)) {
+                const auto record = db.targets.get(name);
+                if (!record) return missing(name);
+                if (auto refused =
+                        change_refusal(*grant, record->settings.namespace_name, missing(name))) {
+                    return *refused;
+                }
+            }
             if (!db.targets.remove(name)) return missing(name);
             return json_response({{"name", name}, {"deleted", true}});
         },
@@ -83,9 +97,25 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
         if (!error->field.empty()) body["error"]["field"] = error->field;
         return respond({400, "application/json", json_text(body)});
     }
-    api.on_lane(
-        [target = std::get<store::HttpTargetSettings>(std::move(parsed)), states = states_of(api),
-         node_id = node_id_of(api)](store::AdminStores& db) {
+    auto target = std::get<store::HttpTargetSettings>(std::move(parsed));
+    // A change needs operator over the namespace the target serves, and over the one it
+    // served before (taking over another tenant's target by its name is no change of one's
+    // own).
+    if (!r.grant->may(auth::Role::operator_, target.namespace_name)) {
+        return respond(forbidden_in(auth::Role::operator_, target.namespace_name));
+    }
+    auto ns = target.namespace_name;
+    api.change(
+        r, std::move(ns),
+        [target = std::move(target), states = states_of(api), node_id = node_id_of(api),
+         grant = r.grant](store::AdminStores& db) {
+            if (const auto before = db.targets.get(target.name)) {
+                if (auto refused = change_refusal(*grant, before->settings.namespace_name,
+                                                  forbidden_in(auth::Role::operator_,
+                                                               before->settings.namespace_name))) {
+                    return *refused;
+                }
+            }
             db.targets.put(target);
             const auto record = db.targets.get(target.name);
             if (!record) return error_response(503, "conflict", "the target vanished; try again");
@@ -97,16 +127,18 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
 }  // namespace
 
 void add_target_routes(RouteTable& table, const ApiContext& api) {
-    table.add({"GET", "/v1/http-targets", Access::admin,
-               [&api](const RouteRequest&, Respond respond) { list(api, std::move(respond)); }});
+    using auth::Role;
     table.add(
-        {"GET", "/v1/http-targets/{name}", Access::admin,
+        {"GET", "/v1/http-targets", Access::needs(Role::reader),
+         [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
+    table.add(
+        {"GET", "/v1/http-targets/{name}", Access::needs(Role::reader),
          [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
     table.add(
-        {"PUT", "/v1/http-targets/{name}", Access::admin,
+        {"PUT", "/v1/http-targets/{name}", Access::needs(Role::operator_),
          [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); }});
     table.add(
-        {"DELETE", "/v1/http-targets/{name}", Access::admin,
+        {"DELETE", "/v1/http-targets/{name}", Access::needs(Role::operator_),
          [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); }});
 }
 

@@ -66,7 +66,7 @@ ApiResponse ui_response(std::span<const std::string> rest, bool trailing_slash) 
 
 void add_ui_routes(RouteTable& table) {
     table.add(
-        {"GET", "/ui/{file...}", Access::open, [](const RouteRequest& r, const Respond& respond) {
+        {"GET", "/ui/{file...}", Access::anyone(), [](const RouteRequest& r, const Respond& respond) {
              respond(ui_response(r.params, r.trailing_slash));
          }});
 }

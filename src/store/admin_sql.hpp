@@ -76,6 +76,10 @@ inline constexpr Statement kAllWorkflowRows{"outbox_all_workflow_rows",
     "SELECT " OUTBOXD_ROW_COLUMNS " FROM outbox o WHERE o.workflow_id = $1"
     " ORDER BY o.ordinal, o.id LIMIT $2"};
 
+// The namespaces a workflow's rows are in (whether a scoped operator may change it).
+inline constexpr Statement kWorkflowNamespaces{"outbox_workflow_namespaces",
+    "SELECT DISTINCT namespace FROM outbox WHERE workflow_id = $1"};
+
 inline constexpr Statement kPauseWorkflow{"outbox_pause_workflow", R"SQL(
 INSERT INTO paused_workflows (workflow_id) VALUES ($1)
 ON CONFLICT (workflow_id) DO NOTHING RETURNING workflow_id)SQL"};
@@ -86,10 +90,10 @@ inline constexpr Statement kResumeWorkflow{"outbox_resume_workflow",
     "WITH resumed AS (DELETE FROM paused_workflows WHERE workflow_id = $1 RETURNING workflow_id)"
     " SELECT workflow_id, pg_notify('outbox_wake', 'front') FROM resumed"};
 
-// Dead letters matching a filter: $1 namespace, $2 activity type, $3 text the last error
+// Dead letters matching a filter: $1 namespaces, $2 activity type, $3 text the last error
 // contains, $4 failed at least this many seconds ago (database clock); NULL: any.
 #define OUTBOXD_DEAD_LETTER_FILTER                                                     \
-    "status = 'failed' AND ($1::text IS NULL OR namespace = $1)"                      \
+    "status = 'failed' AND ($1::text[] IS NULL OR namespace = ANY ($1::text[]))"      \
     " AND ($2::text IS NULL OR activity_type = $2)"                                    \
     " AND ($3::text IS NULL OR strpos(last_error, $3) > 0)"                            \
     " AND ($4::bigint IS NULL OR finished_at <= now() - $4 * interval '1 second')"
@@ -182,7 +186,7 @@ SELECT EXISTS (SELECT 1 FROM paused_workflows WHERE workflow_id = $1),
 
 // Every statement AdminStore runs.
 inline constexpr std::array kAdminStatements{
-    kAppend, kCancelWorkflow, kFind, kWorkflowRows, kAllWorkflowRows, kPauseWorkflow,
+    kAppend, kCancelWorkflow, kFind, kWorkflowRows, kAllWorkflowRows, kWorkflowNamespaces, kPauseWorkflow,
     kResumeWorkflow, kListDeadLetters, kRequeueDeadLetters, kPurgeDeadLetters,
     kRequeueDeadLetter, kPutNamespace, kGetNamespace, kListNamespaces, kNamespaceCounts,
     kWorkflowFlags};

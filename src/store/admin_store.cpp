@@ -124,6 +124,17 @@ std::vector<OutboxRow> AdminStore::all_workflow_rows(std::string_view workflow_i
     return read_workflow_rows(session_.pg(), sql::kAllWorkflowRows, workflow_id, limit);
 }
 
+std::vector<std::string> AdminStore::workflow_namespaces(std::string_view workflow_id) {
+    return session_.pg().transact(sql::kWorkflowNamespaces, [&](pqxx::work& tx) {
+        std::vector<std::string> names;
+        for (const auto& r : tx.exec_prepared(std::string{sql::kWorkflowNamespaces.name},
+                                              text_param(workflow_id))) {
+            names.push_back(r[0].as<std::string>());
+        }
+        return names;
+    });
+}
+
 WorkflowFlags AdminStore::workflow_flags(std::string_view workflow_id) {
     return session_.pg().transact(sql::kWorkflowFlags, [&](pqxx::work& tx) {
         const auto r =
@@ -164,7 +175,17 @@ struct FilterParams {
 
 FilterParams filter_params(const DeadLetterFilter& filter) {
     FilterParams out;
-    if (filter.namespace_name) out.ns = text_param(*filter.namespace_name);
+    // One namespace, or those a credential may reach: one array either way.
+    if (filter.namespace_name) {
+        const bool reachable =
+            !filter.within_namespaces ||
+            std::find(filter.within_namespaces->begin(), filter.within_namespaces->end(),
+                      *filter.namespace_name) != filter.within_namespaces->end();
+        out.ns = pg::text_array(reachable ? std::vector<std::string>{*filter.namespace_name}
+                                          : std::vector<std::string>{});
+    } else if (filter.within_namespaces) {
+        out.ns = pg::text_array(*filter.within_namespaces);
+    }
     if (filter.activity_type) out.type = text_param(*filter.activity_type);
     if (filter.error_contains) out.error = text_param(*filter.error_contains);
     if (filter.older_than_s) {

@@ -2,6 +2,7 @@
 
 #include <span>
 
+#include "access_sql.hpp"
 #include "admin_sql.hpp"
 #include "claim_sql.hpp"
 #include "maintenance_sql.hpp"
@@ -38,6 +39,7 @@ std::vector<Statement> statements_of(OutboxSession::Uses set) {
     add(Uses::admin, sql::kAdminStatements);
     add(Uses::targets, sql::kTargetStatements);
     add(Uses::schedules, sql::kScheduleStatements);
+    add(Uses::access, sql::kAccessStatements);
     return out;
 }
 

@@ -61,6 +61,7 @@ struct Config {
     std::chrono::milliseconds quota_cache_ttl{
         defaults::kQuotaCacheTtl};  // OUTBOXD_QUOTA_CACHE_TTL_MS
     bool migrate_on_start = true;   // OUTBOXD_MIGRATE (true|false)
+    bool metrics_private = false;   // OUTBOXD_METRICS_PRIVATE: /metrics needs reader of '*'
     std::size_t max_write_queue =
         defaults::kMaxWriteQueue;  // OUTBOXD_MAX_WRITE_QUEUE (frames per worker)
     std::size_t max_write_queue_bytes =

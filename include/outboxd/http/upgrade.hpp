@@ -2,9 +2,10 @@
 
 // What the HTTP server hands over when a connection upgrades to a WebSocket at
 // GET /v1/workers (the worker protocol, README, "Worker protocol"): the stream, the upgrade
-// request and the connection's slot under OUTBOXD_MAX_CONNECTIONS. The server checks the
-// worker token first; what the connection then carries is the handler's (a sink kind:
-// sinks/websocket).
+// request, the connection's slot under OUTBOXD_MAX_CONNECTIONS and the grant of the
+// credential it presented (the server checked that it may be a worker of some namespace;
+// which namespaces a hello may name is the handler's to check). What the connection then
+// carries is the handler's (a sink kind: sinks/websocket).
 //
 // Beast's types: included by the server's sessions and the WebSocket sink only.
 // Thread affinity: the loop thread.
@@ -17,6 +18,8 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+
+#include "outboxd/auth/grant.hpp"
 
 namespace prometheus {
 class Gauge;
@@ -51,10 +54,12 @@ public:
     // Takes over an upgraded connection. `tls` keeps the TLS context alive as long as the
     // stream uses it (set for TlsStream).
     virtual void upgrade(PlainStream stream, UpgradeRequest request,
-                         std::unique_ptr<ConnectionSlot> slot) = 0;
+                         std::unique_ptr<ConnectionSlot> slot,
+                         std::shared_ptr<const auth::Grant> grant) = 0;
     virtual void upgrade(TlsStream stream, UpgradeRequest request,
                          std::unique_ptr<ConnectionSlot> slot,
-                         std::shared_ptr<boost::asio::ssl::context> tls) = 0;
+                         std::shared_ptr<boost::asio::ssl::context> tls,
+                         std::shared_ptr<const auth::Grant> grant) = 0;
 };
 
 }  // namespace outboxd::http

@@ -33,6 +33,8 @@ struct DeadLetter {
 // Which dead letters an operation applies to; unset fields match any.
 struct DeadLetterFilter {
     std::optional<std::string> namespace_name;
+    // Only these namespaces (those a credential may reach); none: any.
+    std::optional<std::vector<std::string>> within_namespaces;
     std::optional<std::string> activity_type;
     std::optional<std::string> error_contains;  // a substring of last_error
     std::optional<std::int64_t> older_than_s;   // failed at least this long ago (database clock)
@@ -99,6 +101,8 @@ public:
     // Every row of the workflow, finished ones too, in (ordinal, id) order, at most `limit`.
     // No index covers finished rows by workflow: this reads the table (a look, not a poll).
     std::vector<OutboxRow> all_workflow_rows(std::string_view workflow_id, std::int32_t limit);
+    // The namespaces `workflow_id`'s rows are in.
+    std::vector<std::string> workflow_namespaces(std::string_view workflow_id);
     WorkflowFlags workflow_flags(std::string_view workflow_id);
 
     // Returns false when the workflow was already paused / not paused.

@@ -5,10 +5,12 @@
 //   claims, claims apart  ClaimStores        ClaimLane
 //   outcomes, leases      OutcomeStores      OutcomeLane
 //   maintenance           MaintenanceStores  MaintenanceLane (schedules fire here)
-//   API, settings caches  AdminStores        AdminLane (rows, targets, schedules)
+//   API, settings caches  AdminStores        AdminLane (rows, targets, schedules,
+//                                            credentials, audit log)
 //   cluster membership    ClusterStores      ClusterLane
 // Thread affinity: made and used on the lane's thread only (store/db_lane.hpp).
 
+#include "outboxd/store/access_store.hpp"
 #include "outboxd/store/admin_store.hpp"
 #include "outboxd/store/claim_store.hpp"
 #include "outboxd/store/cluster_store.hpp"
@@ -46,6 +48,7 @@ struct AdminStores {
     AdminStore admin{session};
     TargetStore targets{session};
     ScheduleStore schedules{session};
+    AccessStore access{session};  // the control database's credentials and audit log
 };
 
 struct ClusterStores {

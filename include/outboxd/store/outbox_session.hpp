@@ -57,7 +57,8 @@ public:
         admin = 1U << 3U,
         targets = 1U << 4U,
         schedules = 1U << 5U,
-        all = (1U << 6U) - 1U,
+        access = 1U << 6U,  // credentials and the audit log
+        all = (1U << 7U) - 1U,
     };
 
     // Connects lazily on first use; `database_url` is a libpq string or URI. A positive

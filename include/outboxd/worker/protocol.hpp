@@ -66,13 +66,16 @@ inline constexpr std::string_view kDuplicateHello = "duplicate_hello";
 inline constexpr std::string_view kFrameTooLarge = "frame_too_large";
 inline constexpr std::string_view kUnknownTask = "unknown_task";
 inline constexpr std::string_view kUnauthorized = "unauthorized";
+// The credential may not do what the frame asks (a hello for a namespace outside it).
+inline constexpr std::string_view kForbidden = "forbidden";
 inline constexpr std::string_view kDraining = "draining";
 inline constexpr std::string_view kResultRefused = "result_refused";
 inline constexpr std::string_view kInternal = "internal";
 // Every code, so that a node can export each one's counter from the start.
 inline constexpr std::array kAll{kBadJson,       kUnknownType,    kMissingField,  kInvalidField,
                                  kHelloRequired, kDuplicateHello, kFrameTooLarge, kUnknownTask,
-                                 kUnauthorized,  kDraining,       kResultRefused, kInternal};
+                                 kUnauthorized,  kForbidden,      kDraining,      kResultRefused,
+                                 kInternal};
 }  // namespace code
 
 struct ProtocolError {

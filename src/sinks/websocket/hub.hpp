@@ -22,6 +22,10 @@ namespace websocket {
 class SessionBase : public Sink {
 public:
     [[nodiscard]] virtual bool greeted() const = 0;
+    // The grant of the credential the connection presented.
+    [[nodiscard]] virtual const auth::Grant& grant() const = 0;
+    // Ends the session with an error frame of `code` (a credential revoked, say).
+    virtual void end(std::string_view code, const std::string& message) = 0;
     // Queues one encoded frame (drain, cluster updates).
     virtual void send(std::string frame) = 0;
 };
@@ -35,10 +39,12 @@ public:
         : settings(settings), port(port), metrics(metrics), cluster(std::move(cluster)) {}
 
     void upgrade(http::PlainStream stream, http::UpgradeRequest request,
-                 std::unique_ptr<http::ConnectionSlot> slot) override;
+                 std::unique_ptr<http::ConnectionSlot> slot,
+                 std::shared_ptr<const auth::Grant> grant) override;
     void upgrade(http::TlsStream stream, http::UpgradeRequest request,
                  std::unique_ptr<http::ConnectionSlot> slot,
-                 std::shared_ptr<boost::asio::ssl::context> tls) override;
+                 std::shared_ptr<boost::asio::ssl::context> tls,
+                 std::shared_ptr<const auth::Grant> grant) override;
 
     // One fault in a handler: logged (escaped) and counted; the caller ends its session.
     void fault(std::string_view what);

@@ -36,17 +36,19 @@ SinkProfile profile_of(const worker::protocol::Hello& hello) {
 }  // namespace websocket
 
 void WebSocketSinks::Hub::upgrade(http::PlainStream stream, http::UpgradeRequest request,
-                                  std::unique_ptr<http::ConnectionSlot> slot) {
-    std::make_shared<websocket::WorkerSession<http::PlainStream>>(std::move(stream),
-                                                                  std::move(slot), nullptr, *this)
+                                  std::unique_ptr<http::ConnectionSlot> slot,
+                                  std::shared_ptr<const auth::Grant> grant) {
+    std::make_shared<websocket::WorkerSession<http::PlainStream>>(
+        std::move(stream), std::move(slot), nullptr, std::move(grant), *this)
         ->run(std::move(request));
 }
 
 void WebSocketSinks::Hub::upgrade(http::TlsStream stream, http::UpgradeRequest request,
                                   std::unique_ptr<http::ConnectionSlot> slot,
-                                  std::shared_ptr<boost::asio::ssl::context> tls) {
-    std::make_shared<websocket::WorkerSession<http::TlsStream>>(std::move(stream), std::move(slot),
-                                                                std::move(tls), *this)
+                                  std::shared_ptr<boost::asio::ssl::context> tls,
+                                  std::shared_ptr<const auth::Grant> grant) {
+    std::make_shared<websocket::WorkerSession<http::TlsStream>>(
+        std::move(stream), std::move(slot), std::move(tls), std::move(grant), *this)
         ->run(std::move(request));
 }
 
@@ -85,6 +87,18 @@ void WebSocketSinks::cluster_changed() {
     const auto sessions = hub_->sessions;  // as in drain()
     for (const auto& [id, weak] : sessions) {
         if (auto session = weak.lock(); session && session->greeted()) session->send(frame);
+    }
+}
+
+void WebSocketSinks::revalidate(const std::function<bool(const auth::Grant&)>& still_valid) {
+    const auto sessions = hub_->sessions;  // as in drain()
+    for (const auto& [id, weak] : sessions) {
+        const auto session = weak.lock();
+        if (!session || still_valid(session->grant())) continue;
+        spdlog::info("event=worker_credential_revoked session={} credential={}", id,
+                     util::log_safe(session->grant().credential_id));
+        session->end(worker::protocol::code::kUnauthorized,
+                     "the credential was revoked or has expired");
     }
 }
 

@@ -32,7 +32,8 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession<Stream>>
 public:
     // Takes over the HTTP session's stream (after the upgrade request) and its slot.
     WorkerSession(Stream stream, std::unique_ptr<http::ConnectionSlot> slot,
-                  std::shared_ptr<boost::asio::ssl::context> tls, WebSocketSinks::Hub& hub);
+                  std::shared_ptr<boost::asio::ssl::context> tls,
+                  std::shared_ptr<const auth::Grant> grant, WebSocketSinks::Hub& hub);
     ~WorkerSession() override;
 
     void run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
@@ -44,6 +45,10 @@ public:
     void send(std::string frame) override;
 
     [[nodiscard]] bool greeted() const override { return greeted_; }
+    [[nodiscard]] const auth::Grant& grant() const override { return *grant_; }
+    void end(std::string_view code, const std::string& message) override {
+        reject(code, message, true);
+    }
 
 private:
     void read();
@@ -51,6 +56,11 @@ private:
     void handle(const std::string& text);
     void handle_message(worker::protocol::WorkerMessage& message);
     void handle_hello(worker::protocol::Hello hello);
+    // Why the credential may not say `hello` (a namespace or node outside its grant), or
+    // nullopt.
+    [[nodiscard]] std::optional<std::string> hello_refusal(
+        const worker::protocol::Hello& hello) const;
+    [[nodiscard]] std::string peer() const;
     // Why a complete's result cannot be kept (too large, \u0000), or nullopt.
     [[nodiscard]] std::optional<std::string> result_problem(const std::string& result) const;
     void reject(std::string_view code, const std::string& message, bool fatal);
@@ -66,6 +76,7 @@ private:
     boost::beast::flat_buffer buffer_;
     worker::protocol::FrameQueue queue_;
     std::string in_write_;  // the text of the write in flight
+    std::shared_ptr<const auth::Grant> grant_;
     WebSocketSinks::Hub& hub_;
     std::string session_id_;
     bool writing_ = false;                  // a write is in flight or scheduled

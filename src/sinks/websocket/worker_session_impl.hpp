@@ -25,11 +25,13 @@ namespace protocol = worker::protocol;
 template <typename Stream>
 WorkerSession<Stream>::WorkerSession(Stream stream, std::unique_ptr<http::ConnectionSlot> slot,
                                      std::shared_ptr<boost::asio::ssl::context> tls,
+                                     std::shared_ptr<const auth::Grant> grant,
                                      WebSocketSinks::Hub& hub)
     : slot_(std::move(slot)),
       tls_(std::move(tls)),
       ws_(std::move(stream)),
       hello_timer_(ws_.get_executor()),
+      grant_(std::move(grant)),
       hub_(hub),
       session_id_(new_session_id()) {}
 
@@ -173,16 +175,53 @@ std::optional<std::string> WorkerSession<Stream>::result_problem(const std::stri
 }
 
 template <typename Stream>
+std::optional<std::string> WorkerSession<Stream>::hello_refusal(
+    const protocol::Hello& hello) const {
+    for (const auto& ns : hello.namespaces) {
+        if (!grant_->may(auth::Role::worker, ns)) {
+            return "this credential is not a worker of namespace '" + util::log_safe(ns, 128) +
+                   "'";
+        }
+    }
+    if (!grant_->may_use_node(hello.node)) {
+        return hello.node ? "this credential may not claim on node '" +
+                                util::log_safe(*hello.node, 128) + "'"
+                          : std::string{"this credential must name one of its nodes in hello"};
+    }
+    return std::nullopt;
+}
+
+template <typename Stream>
+std::string WorkerSession<Stream>::peer() const {
+    beast::error_code ec;
+    const auto endpoint = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
+    if (ec) return "unknown";
+    return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+}
+
+template <typename Stream>
 void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
+    if (auto refused = hello_refusal(hello)) {
+        spdlog::warn("event=worker_refused session={} credential={} peer={} reason=\"{}\"",
+                     session_id_, util::log_safe(grant_->credential_id), peer(),
+                     util::log_safe(*refused));
+        return reject(protocol::code::kForbidden, *refused, true);
+    }
     greeted_ = true;
     hello_timer_.cancel();
     if (hello.batch) batch_max_bytes_ = protocol::batch_bytes_for(hello.max_frame_bytes);
     peer_max_frame_bytes_ = hello.max_frame_bytes;
+    std::string namespaces;
+    for (const auto& ns : hello.namespaces) {
+        if (!namespaces.empty()) namespaces += ',';
+        namespaces += ns;
+    }
     spdlog::info(
-        "event=worker_joined session={} worker=\"{}\" namespaces={} task_queue=\"{}\" "
-        "max_in_flight={}",
-        session_id_, util::log_safe(hello.worker_id), hello.namespaces.size(),
-        util::log_safe(hello.task_queue), hello.max_in_flight);
+        "event=worker_joined session={} worker=\"{}\" credential={} peer={} namespaces=\"{}\" "
+        "task_queue=\"{}\" max_in_flight={}",
+        session_id_, util::log_safe(hello.worker_id), util::log_safe(grant_->credential_id),
+        peer(), util::log_safe(namespaces, 400), util::log_safe(hello.task_queue),
+        hello.max_in_flight);
     const auto cluster = hub_.cluster();
     protocol::Welcome welcome;
     welcome.node_id = cluster.node_id;

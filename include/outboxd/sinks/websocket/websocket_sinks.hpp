@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "outboxd/auth/grant.hpp"
 #include "outboxd/config/defaults.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/sinks/sink_port.hpp"
@@ -61,6 +62,10 @@ public:
     void drain() override;
     void cluster_changed() override;
     void stop() override;
+
+    // Ends every session whose credential `still_valid` no longer admits (deleted,
+    // expired), with an `unauthorized` error frame.
+    void revalidate(const std::function<bool(const auth::Grant&)>& still_valid);
 
     class Hub;
 
