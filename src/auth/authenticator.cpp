@@ -121,7 +121,7 @@ Authenticator::Result Authenticator::authenticate(const std::optional<std::strin
                                                   Area area) const {
     if (!bearer || bearer->empty()) {
         if (auto grant = anonymous(area)) return grant;
-        return std::string{"a bearer credential is required"};
+        return std::string{"a valid bearer token is required"};
     }
     // Digests, compared in constant time: neither the content nor the length of a token
     // leaks through how long a refusal takes.
@@ -137,8 +137,8 @@ Authenticator::Result Authenticator::authenticate(const std::optional<std::strin
         return std::make_shared<const Grant>(std::get<Grant>(std::move(verified)));
     }
     const auto found = by_hash_.find(hash);
-    if (found == by_hash_.end()) return std::string{"the bearer credential is not known"};
-    if (found->second->expired(now())) return std::string{"the bearer credential has expired"};
+    if (found == by_hash_.end()) return std::string{"the bearer token is not a known credential"};
+    if (found->second->expired(now())) return std::string{"the bearer token's credential has expired"};
     return found->second;
 }
 

@@ -99,7 +99,7 @@ TEST_CASE("a node with no credential is open; each bootstrap token closes its ow
           "[unit][auth]") {
     auth::Authenticator open{{}, nullptr};
     // Until the managed credentials were read, one may exist: closed.
-    CHECK(refusal(open.authenticate(std::nullopt, Area::api)) == "a bearer credential is required");
+    CHECK(refusal(open.authenticate(std::nullopt, Area::api)) == "a valid bearer token is required");
     open.replace_managed({}, Clock::now());
     CHECK_FALSE(open.guarded());
     CHECK(granted(open.authenticate(std::nullopt, Area::api))->may_everywhere(Role::admin));
@@ -116,7 +116,7 @@ TEST_CASE("a node with no credential is open; each bootstrap token closes its ow
     CHECK(granted(admin_only.authenticate(std::nullopt, Area::workers)));
     CHECK(granted(admin_only.authenticate("adm", Area::api))->may_everywhere(Role::admin));
     CHECK(refusal(admin_only.authenticate("wrong", Area::api)) ==
-          "the bearer credential is not known");
+          "the bearer token is not a known credential");
 
     auth::Authenticator both{{std::string{"adm"}, std::string{"wrk"}}, nullptr};
     both.replace_managed({}, Clock::now());
@@ -150,7 +150,7 @@ TEST_CASE("one managed credential closes an open node; its secret opens its scop
     authenticator.remove_managed("cred_1");
     CHECK_FALSE(authenticator.still_valid(*grant));
     CHECK(refusal(authenticator.authenticate(made.secret, Area::api)) ==
-          "the bearer credential is not known");
+          "the bearer token is not a known credential");
 }
 
 TEST_CASE("expiry is judged by the database's clock", "[unit][auth]") {
@@ -164,7 +164,7 @@ TEST_CASE("expiry is judged by the database's clock", "[unit][auth]") {
     REQUIRE(granted(authenticator.authenticate("obx_secret", Area::api)));
     node_now += std::chrono::minutes{31};  // the database's clock is now past the expiry
     CHECK(refusal(authenticator.authenticate("obx_secret", Area::api)) ==
-          "the bearer credential has expired");
+          "the bearer token's credential has expired");
 }
 
 TEST_CASE("a JWT is judged by its verifier and closes the node", "[unit][auth]") {
