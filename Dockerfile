@@ -24,6 +24,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config ca-certificates \
       libpqxx-dev libboost1.81-dev nlohmann-json3-dev prometheus-cpp-dev \
       libspdlog-dev libcli11-dev libssl-dev libhowardhinnant-date-dev \
+      libcjose-dev libjansson-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
