@@ -46,12 +46,13 @@ ARG DEBIAN_FRONTEND=noninteractive
 
 # Runtime shared libraries only (from `ldd build/bin/outboxd`): libpqxx-6.4 (+ libpq5),
 # libspdlog1.10 (+ libfmt9), libprometheus-cpp-core1.0, libssl3 (HTTPS and wss://),
-# libstdc++6, libdate-tz3 with tzdata (schedules' time zones). Boost, nlohmann-json and CLI11 are header-only. curl is for the HEALTHCHECK; ca-certificates for TLS to
+# libstdc++6, libdate-tz3 with tzdata (schedules' time zones), libcjose0 (+ libjansson4:
+# bearer JWTs). Boost, nlohmann-json and CLI11 are header-only. curl is for the HEALTHCHECK; ca-certificates for TLS to
 # PostgreSQL (sslmode=verify-full).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libpqxx-6.4 libpq5 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libssl3 libstdc++6 \
-      libdate-tz3 tzdata ca-certificates curl \
+      libdate-tz3 tzdata libcjose0 libjansson4 ca-certificates curl \
  && rm -rf /var/lib/apt/lists/*
 
 RUN groupadd --system outboxd \

@@ -158,6 +158,7 @@ WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<Worker
                 spec.argv.insert(spec.argv.end(),
                                  {"--result-bytes", std::to_string(group.result_bytes)});
             }
+            if (!group.token.empty()) spec.argv.insert(spec.argv.end(), {"--token", group.token});
             spec.log_path = settings.log_dir + "/" + worker_id + ".log";
             workers_.push_back(std::make_unique<ChildProcess>(spec));
         }

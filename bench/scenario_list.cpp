@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "access_scenario.hpp"
 #include "client_workers_scenario.hpp"
 #include "controls_scenario.hpp"
 #include "e2e_scenario.hpp"
@@ -45,6 +46,7 @@ std::vector<std::unique_ptr<Scenario>> scenarios() {
     list.push_back(std::make_unique<ClientWorkersScenario>());
     list.push_back(std::make_unique<TenantsScenario>());
     list.push_back(std::make_unique<ControlsScenario>());
+    list.push_back(std::make_unique<AccessScenario>());
     return list;
 }
 

@@ -1,5 +1,6 @@
 #include "outboxd/app/node.hpp"
 
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "outboxd/auth/credential_book.hpp"
+#include "outboxd/auth/jwt_grants.hpp"
 #include "outboxd/engine/engine_directory.hpp"
 #include "outboxd/http/server.hpp"
 #include "outboxd/sinks/http_push/http_push.hpp"
@@ -140,6 +142,30 @@ sinks::http_push::PushSettings push_settings(const config::Config& c) {
     return s;
 }
 
+// The verifier of bearer JWTs when OUTBOXD_JWT_KEYS_FILE is set; refused at start, naming the
+// setting, when its keys cannot be used.
+std::shared_ptr<const auth::BearerVerifier> jwt_verifier(const config::Config& c) {
+    if (!c.jwt_keys_file) return nullptr;
+    std::ifstream in{*c.jwt_keys_file};
+    if (!in) {
+        throw std::runtime_error("--jwt-keys-file (OUTBOXD_JWT_KEYS_FILE): cannot read '" +
+                                 *c.jwt_keys_file + "'");
+    }
+    auth::JwtSettings settings;
+    settings.keys_text.assign(std::istreambuf_iterator<char>{in}, {});
+    settings.issuer = c.jwt_issuer;
+    settings.audience = c.jwt_audience;
+    settings.clock_skew = c.jwt_clock_skew;
+    auto loaded = auth::JwtVerifier::load(settings);
+    if (auto* why = std::get_if<std::string>(&loaded)) {
+        throw std::runtime_error("--jwt-keys-file (OUTBOXD_JWT_KEYS_FILE): " + *why);
+    }
+    auto& verifier = std::get<auth::JwtVerifier>(loaded);
+    spdlog::info("event=jwt_keys_loaded keys={} issuer=\"{}\" audience=\"{}\"",
+                 verifier.key_count(), util::log_safe(c.jwt_issuer), util::log_safe(c.jwt_audience));
+    return std::make_shared<auth::JwtGrants>(std::move(verifier));
+}
+
 }  // namespace
 
 // Declaration order is destruction order reversed, and it matters: the io_context outlives
@@ -154,7 +180,8 @@ public:
           websockets(websocket_settings(config), engines, metrics,
                      [this] { return cluster_info(); }),
           http_push(push_settings(config)),
-          authenticator(auth::BootstrapTokens{config.admin_token, config.worker_token}, nullptr),
+          authenticator(auth::BootstrapTokens{config.admin_token, config.worker_token},
+                        jwt_verifier(config)),
           server(ioc, server_settings(config),
                  {engines, prometheus_registry, metrics,
                   [this] { return engines.ready() && authenticator.managed_loaded(); },

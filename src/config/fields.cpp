@@ -42,6 +42,22 @@ std::vector<Field> make_fields() {
         {kAdminToken, "TOKEN", "bearer token for the admin HTTP API; set but empty is refused",
          false, [](const Config&) -> std::string { return "unset: admin API is open"; },
          [](const std::string& text, Config& c) { c.admin_token = text; }},
+        {kJwtKeysFile, "PATH",
+         "PEM public keys (RSA, EC P-256) or a JWKS document that bearer JWTs are verified "
+         "against (RS256, ES256)",
+         false, [](const Config&) -> std::string { return "unset: JWTs are not accepted"; },
+         [](const std::string& text, Config& c) { c.jwt_keys_file = text; }},
+        {kJwtIssuer, "ISS", "the `iss` a JWT must carry", false,
+         [](const Config&) -> std::string { return "unset: not checked"; },
+         [](const std::string& text, Config& c) { c.jwt_issuer = text; }},
+        {kJwtAudience, "AUD", "an `aud` a JWT must carry", false,
+         [](const Config&) -> std::string { return "unset: not checked"; },
+         [](const std::string& text, Config& c) { c.jwt_audience = text; }},
+        {kJwtClockSkew, "MS", "how far a JWT's exp and nbf may be off the clock", false,
+         [](const Config& d) { return number_text(d.jwt_clock_skew.count()); },
+         [](const std::string& text, Config& c) {
+             c.jwt_clock_skew = milliseconds{to_integer(kJwtClockSkew, text)};
+         }},
         {kPollInterval, "MS", "poll backstop interval", false,
          [](const Config& d) { return number_text(d.poll_interval.count()); },
          [](const std::string& text, Config& c) {

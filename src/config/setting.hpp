@@ -30,6 +30,11 @@ inline constexpr Setting kNodeId{"node-id", "OUTBOXD_NODE_ID"};
 inline constexpr Setting kAdvertiseUrl{"advertise-url", "OUTBOXD_ADVERTISE_URL"};
 inline constexpr Setting kWorkerToken{"worker-token", "OUTBOXD_WORKER_TOKEN"};
 inline constexpr Setting kAdminToken{"admin-token", "OUTBOXD_ADMIN_TOKEN"};
+inline constexpr Setting kJwtKeysFile{"jwt-keys-file", "OUTBOXD_JWT_KEYS_FILE"};
+inline constexpr Setting kJwtIssuer{"jwt-issuer", "OUTBOXD_JWT_ISSUER"};
+inline constexpr Setting kJwtAudience{"jwt-audience", "OUTBOXD_JWT_AUDIENCE"};
+inline constexpr Setting kJwtClockSkew{"jwt-clock-skew-ms", "OUTBOXD_JWT_CLOCK_SKEW_MS", 0,
+                                       3'600'000};
 inline constexpr Setting kPollInterval{"poll-interval-ms", "OUTBOXD_POLL_INTERVAL_MS", 1, kHourMs};
 inline constexpr Setting kClaimLookback{"claim-lookback-ms", "OUTBOXD_CLAIM_LOOKBACK_MS", 0,
                                         kHourMs};

@@ -49,6 +49,7 @@ void check_ranges(const Config& config) {
     check_range(detail::kMaxResultBytes, config.max_result_bytes);
     check_range(detail::kDrainTimeout, config.drain_timeout.count());
     check_range(detail::kQuotaCacheTtl, config.quota_cache_ttl.count());
+    check_range(detail::kJwtClockSkew, config.jwt_clock_skew.count());
     check_range(detail::kMaxWriteQueue, config.max_write_queue);
     check_range(detail::kMaxWriteQueueBytes, config.max_write_queue_bytes);
     check_range(detail::kMaxConnections, config.max_connections);

@@ -44,22 +44,27 @@ Access ApiRouter::otherwise(const std::vector<std::string>& segments) {
 ApiRouter::Admitted ApiRouter::admit(const Access& access,
                                      const std::optional<std::string>& bearer) const {
     if (access.kind == Access::Kind::open) return std::make_shared<const auth::Grant>();
-    auto result = api_.services().auth.authenticate(bearer, auth::Area::api);
-    if (auto* why = std::get_if<std::string>(&result)) {
+    const auto unauthorized = [this](const std::string& why) {
         api_.services().metrics.protocol_errors_total.Add({{"code", "unauthorized"}}).Increment();
-        return error_response(401, "unauthorized", *why);
-    }
+        return error_response(401, "unauthorized", why);
+    };
+    auto result = api_.services().auth.authenticate(bearer, auth::Area::api);
+    if (auto* why = std::get_if<std::string>(&result)) return unauthorized(*why);
     auto grant = std::get<std::shared_ptr<const auth::Grant>>(std::move(result));
-    if (access.kind == Access::Kind::signed_in) return grant;
-    const bool allowed = access.everywhere
-                             ? grant->may_everywhere(access.role)
-                             : grant->may_somewhere(access.role) ||
-                                   (access.or_role && grant->may_somewhere(*access.or_role));
-    if (!allowed) {
-        api_.services().metrics.protocol_errors_total.Add({{"code", "forbidden"}}).Increment();
-        return forbidden(access.role, access.everywhere ? "every namespace" : "any namespace");
-    }
-    return grant;
+    // Without a credential, what a node leaves open: everything on an open node; on one
+    // with the admin token alone, what a worker may do. Anything else asks for a credential
+    // (a 401, as for a bad one: a client without one learns nothing more).
+    const bool anonymous = !bearer || bearer->empty();
+    const bool allowed =
+        access.kind == Access::Kind::signed_in
+            ? !anonymous || grant->may_everywhere(auth::Role::admin)
+        : access.everywhere ? grant->may_everywhere(access.role)
+                            : grant->may_somewhere(access.role) ||
+                                  (access.or_role && grant->may_somewhere(*access.or_role));
+    if (allowed) return grant;
+    if (anonymous) return unauthorized("a valid bearer token is required");
+    api_.services().metrics.protocol_errors_total.Add({{"code", "forbidden"}}).Increment();
+    return forbidden(access.role, access.everywhere ? "every namespace" : "any namespace");
 }
 
 std::optional<ApiResponse> ApiRouter::refusal(std::string_view method, std::string_view target,

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_cluster.hpp"
+#include "jwt_test_keys.hpp"
 
 using namespace outboxd;
 using namespace std::chrono_literals;
@@ -433,5 +434,56 @@ TEST_CASE("every change is audited; no secret reaches a log, an audit row, a met
         CHECK(table.find(secret) == std::string::npos);
         CHECK(metrics.find(secret) == std::string::npos);
         CHECK(log.find(secret) == std::string::npos);
+    }
+}
+
+TEST_CASE("a JWT's outboxd claim is its grant; a bad one is refused with a clear error",
+          "[e2e][access]") {
+    namespace keys = outboxd::auth::test;
+    E2eCluster cluster{"access_jwt"};
+    const auto keys_file = cluster.dir() + "/jwt-keys.pem";
+    std::ofstream{keys_file} << keys::public_pem(keys::test_keys().rsa.get());
+    auto& node = cluster.start_node("node-1", {{"OUTBOXD_JWT_KEYS_FILE", keys_file},
+                                               {"OUTBOXD_JWT_ISSUER", "https://idp.example"},
+                                               {"OUTBOXD_JWT_AUDIENCE", "outboxd"}});
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    const auto token = [&](json grants, std::int64_t exp_in, const std::string& iss) {
+        return keys::signed_token(keys::test_keys().rsa.get(), {{"alg", "RS256"}, {"typ", "JWT"}},
+                                  {{"sub", "alice"},
+                                   {"iss", iss},
+                                   {"aud", "outboxd"},
+                                   {"exp", now + exp_in},
+                                   {"outboxd", std::move(grants)}});
+    };
+    const auto reader = token({"billing:reader", "billing:worker"}, 300, "https://idp.example");
+    CHECK(http_call(node.port, "GET", "/v1/namespaces/billing", {}, reader).status == 200);
+    CHECK(http_call(node.port, "GET", "/v1/namespaces/orders", {}, reader).status == 403);
+    const auto whoami = json::parse(http_call(node.port, "GET", "/v1/whoami", {}, reader).body);
+    CHECK(whoami["credential_id"] == "jwt:alice");
+    {
+        test::WsClient socket(node.port, "/v1/workers", reader);
+        socket.send(R"({"type":"hello","worker_id":"w","namespaces":["billing"],"activity_types":["a"]})");
+        const auto welcome = socket.read();
+        REQUIRE(welcome);
+        CHECK(json::parse(*welcome)["type"] == "welcome");
+    }
+    // Without a credential, the node is closed (JWT keys guard it).
+    CHECK(http_call(node.port, "GET", "/v1/namespaces").status == 401);
+    for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+             {token({"*:admin"}, -300, "https://idp.example"), "expired"},
+             {token({"*:admin"}, 300, "https://evil.example"), "iss"},
+             {keys::signed_token(keys::test_keys().other_ec.get(), {{"alg", "ES256"}},
+                                 {{"exp", now + 300}, {"outboxd", {"*:admin"}}}),
+              ""},
+             {keys::hs256_token(keys::public_pem(keys::test_keys().rsa.get()),
+                                {{"alg", "HS256"}}, {{"exp", now + 300}, {"outboxd", {"*:admin"}}}),
+              "HS256"}}) {
+        const auto refused = http_call(node.port, "GET", "/v1/namespaces", {}, bad);
+        INFO(refused.body);
+        CHECK(refused.status == 401);
+        CHECK_THAT(error_of(refused)["message"].get<std::string>(),
+                   Catch::StartsWith("JWT refused: ") && Catch::Contains(why));
     }
 }

@@ -38,6 +38,10 @@ struct Config {
     std::string advertise_url;  // OUTBOXD_ADVERTISE_URL; default ws://<listen>/v1/workers
     std::optional<std::string> worker_token;                           // OUTBOXD_WORKER_TOKEN
     std::optional<std::string> admin_token;                            // OUTBOXD_ADMIN_TOKEN
+    std::optional<std::string> jwt_keys_file;                          // OUTBOXD_JWT_KEYS_FILE
+    std::string jwt_issuer;                                            // OUTBOXD_JWT_ISSUER
+    std::string jwt_audience;                                          // OUTBOXD_JWT_AUDIENCE
+    std::chrono::milliseconds jwt_clock_skew{60000};                   // OUTBOXD_JWT_CLOCK_SKEW_MS
     std::chrono::milliseconds poll_interval{defaults::kPollInterval};  // OUTBOXD_POLL_INTERVAL_MS
     std::chrono::milliseconds claim_lookback{
         defaults::kClaimLookback};                                   // OUTBOXD_CLAIM_LOOKBACK_MS
