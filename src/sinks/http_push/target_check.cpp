@@ -282,9 +282,9 @@ std::optional<std::string> HostPolicy::host_problem(const TargetUrl& url) const 
     if (const auto address = shorthand_ipv4(url.host)) return address_problem(url, *address);
     // Its addresses are checked again when it is resolved; refusing it now says so at once.
     if (loopback_name(url.host) && !name_allowed(url.host) && !holds_loopback()) {
-        return "host '" + url.host + "' is a loopback name (RFC 6761) for " +
+        return "host '" + url.host + "' names the loopback interface (RFC 6761: " +
                std::string{class_ranges(AddressClass::loopback)} +
-               ", allowed only when OUTBOXD_HTTP_ALLOWED_HOSTS lists a loopback address or a "
+               "), allowed only when OUTBOXD_HTTP_ALLOWED_HOSTS lists a loopback address or a "
                "CIDR block holding one (e.g. 127.0.0.1)";
     }
     if (empty()) return std::nullopt;
