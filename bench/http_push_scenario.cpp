@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,33 @@ constexpr std::chrono::seconds kReadyTimeout{30};
 constexpr double kTargetRatioToWebSocket = 0.4;
 constexpr double kTargetP50Ms = 5;
 constexpr double kTargetP99Ms = 20;
+
+// The settings with 127.0.0.1 added to the nodes' OUTBOXD_HTTP_ALLOWED_HOSTS: the receivers
+// listen there, a loopback address targets reach only when the allow-list holds it.
+BenchSettings with_loopback_allowed(BenchSettings settings) {
+    constexpr std::string_view kVariable = "OUTBOXD_HTTP_ALLOWED_HOSTS";
+    auto& env = settings.node_env;
+    const auto given = std::find_if(env.begin(), env.end(),
+                                    [&](const auto& entry) { return entry.first == kVariable; });
+    if (given == env.end()) {
+        env.emplace_back(kVariable, "127.0.0.1");
+    } else {
+        given->second += ",127.0.0.1";
+    }
+    return settings;
+}
+
+// A context like `base` whose nodes may push to 127.0.0.1; it holds the settings it refers to.
+struct LoopbackContext {
+    explicit LoopbackContext(const BenchContext& base)
+        : settings(with_loopback_allowed(base.settings)),
+          context{settings, base.databases, base.pg_cpu} {}
+    LoopbackContext(const LoopbackContext&) = delete;
+    LoopbackContext& operator=(const LoopbackContext&) = delete;
+
+    BenchSettings settings;
+    BenchContext context;
+};
 
 // Sets the target `bench` of namespace default (activity noop) to `url` on the first node,
 // and waits until that node serves it.
@@ -82,7 +110,9 @@ std::uint16_t await_listening(ChildProcess& receiver) {
     }
 }
 
-E2eResult run_http_push(const BenchContext& context, const std::string& tag) {
+E2eResult run_http_push(const BenchContext& base, const std::string& tag) {
+    const LoopbackContext loopback{base};
+    const auto& context = loopback.context;
     const auto& settings = context.settings;
     const auto database = "bench_" + tag;
     const auto url = context.databases.create_migrated(database);
@@ -110,7 +140,9 @@ E2eResult run_http_push(const BenchContext& context, const std::string& tag) {
     return result;
 }
 
-LatencyResult run_http_latency(const BenchContext& context) {
+LatencyResult run_http_latency(const BenchContext& base) {
+    const LoopbackContext loopback{base};
+    const auto& context = loopback.context;
     const auto& settings = context.settings;
     return measure_latency(
         context, "http_latency", [&settings](NodeFleet& fleet, const Arrival& arrived) {

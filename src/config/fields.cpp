@@ -190,8 +190,10 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) { c.tls_key_file = text; }},
         {kHttpAllowedHosts, "LIST",
          "hosts HTTP push targets may name: host names, '*.suffix', addresses and CIDR blocks, "
-         "comma-separated; link-local addresses only when a block holds them",
-         false, [](const Config&) -> std::string { return "unset: any host"; },
+         "comma-separated; loopback, private, link-local, carrier-grade NAT and cloud metadata "
+         "addresses only when an address or block holds them",
+         false,
+         [](const Config&) -> std::string { return "unset: any host with a public address"; },
          [](const std::string& text, Config& c) { c.http_allowed_hosts = text; }},
         {kHttpMaxResponseBytes, "BYTES",
          "the longest response body of an HTTP push target that is read", false,

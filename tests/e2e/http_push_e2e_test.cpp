@@ -27,12 +27,14 @@ using test::Receiver;
 
 namespace {
 
-// Quick retries and refreshes, so that a test sees several attempts in seconds.
+// Quick retries and refreshes, so that a test sees several attempts in seconds. The receivers
+// listen on 127.0.0.1, a loopback address targets reach only when the allow-list holds it.
 std::map<std::string, std::string> push_env(const std::map<std::string, std::string>& extra = {}) {
     std::map<std::string, std::string> env{{"OUTBOXD_BACKOFF_BASE_MS", "50"},
                                            {"OUTBOXD_BACKOFF_MAX_MS", "200"},
                                            {"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"},
-                                           {"OUTBOXD_POLL_INTERVAL_MS", "100"}};
+                                           {"OUTBOXD_POLL_INTERVAL_MS", "100"},
+                                           {"OUTBOXD_HTTP_ALLOWED_HOSTS", "127.0.0.1"}};
     for (const auto& [key, value] : extra) env[key] = value;
     return env;
 }

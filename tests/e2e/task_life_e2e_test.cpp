@@ -138,7 +138,9 @@ TEST_CASE("a namespace that keeps no results stores none; an echo worker's resul
 
 TEST_CASE("an HTTP target's 2xx JSON answer is the row's result", "[e2e][task_life]") {
     E2eCluster cluster{"http-result"};
-    auto& node = cluster.start_node("node-1", {{"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"}});
+    // The receiver listens on 127.0.0.1: loopback, reached only when the allow-list holds it.
+    auto& node = cluster.start_node("node-1", {{"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"},
+                                               {"OUTBOXD_HTTP_ALLOWED_HOSTS", "127.0.0.1"}});
     test::Receiver receiver{cluster.dir(), "receiver", {}};
     const json target = {{"namespace", "default"},     {"task_queue", "default"},
                          {"activity_types", {"hook"}}, {"url", receiver.url()},

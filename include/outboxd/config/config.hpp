@@ -82,7 +82,8 @@ struct Config {
     std::optional<std::string> tls_cert_file;
     std::optional<std::string> tls_key_file;
     // OUTBOXD_HTTP_ALLOWED_HOSTS: where HTTP push targets may point (README, "HTTP push");
-    // empty: anywhere but link-local addresses.
+    // empty: any public address (loopback, private, link-local, carrier-grade NAT and cloud
+    // metadata addresses only when an address entry holds them).
     std::string http_allowed_hosts;
     // OUTBOXD_HTTP_MAX_RESPONSE_BYTES: the longest response body of a target read.
     std::size_t http_max_response_bytes = defaults::kHttpMaxResponseBytes;

@@ -101,7 +101,7 @@ private:
         for (const auto& entry : results) {
             const auto address = entry.endpoint().address().to_string();
             if (auto why = policy_.address_problem(url_, address)) {
-                refused = *why;
+                if (refused.empty()) refused = std::move(*why);  // the resolver's first choice
                 continue;
             }
             allowed.push_back(entry.endpoint());

@@ -5,9 +5,13 @@
 #include <cctype>
 #include <set>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/url/parse.hpp>
 
+#include "outboxd/sinks/http_push/address_class.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::sinks::http_push {
@@ -29,31 +33,41 @@ std::string trim(std::string_view text) {
     return std::string{text.substr(first, last - first + 1)};
 }
 
-// The 16 bytes of an address (IPv4 as IPv4-mapped IPv6), or nothing.
-std::optional<std::array<std::uint8_t, 16>> address_bytes(std::string_view text, bool& v6) {
-    boost::system::error_code ec;
-    const auto address = ip::make_address(std::string{text}, ec);
-    if (ec) return std::nullopt;
-    v6 = address.is_v6();
-    if (address.is_v4()) return ip::make_address_v6(ip::v4_mapped, address.to_v4()).to_bytes();
-    return address.to_v6().to_bytes();
+// The bytes of a numeric address, and whether it is written as IPv6 (the prefix of an IPv4
+// CIDR block counts 32 bits), or nothing.
+std::optional<AddressBytes> written_address(std::string_view text, bool& v6) {
+    v6 = text.find(':') != std::string_view::npos;
+    return address_bytes(text);
 }
 
-bool prefix_matches(const std::array<std::uint8_t, 16>& a, const std::array<std::uint8_t, 16>& b,
-                    int prefix) {
-    for (int bit = 0; bit < prefix; ++bit) {
-        const auto mask = static_cast<std::uint8_t>(0x80U >> (bit % 8));
-        if ((a[bit / 8] & mask) != (b[bit / 8] & mask)) return false;
-    }
-    return true;
+// RFC 6761: "localhost" and the names under it are the host itself, whatever DNS says.
+bool loopback_name(std::string_view host) {
+    while (host.ends_with('.')) host.remove_suffix(1);  // "localhost." is the same name
+    return host == "localhost" || host.ends_with(".localhost");
 }
 
-// 169.254.0.0/16 (IPv4 and IPv4-mapped) and fe80::/10.
-bool link_local(const std::array<std::uint8_t, 16>& bytes) {
-    constexpr std::array<std::uint8_t, 16> kMapped169{0, 0, 0,    0,    0,   0,   0, 0,
-                                                      0, 0, 0xff, 0xff, 169, 254, 0, 0};
-    constexpr std::array<std::uint8_t, 16> kFe80{0xfe, 0x80};
-    return prefix_matches(bytes, kMapped169, 96 + 16) || prefix_matches(bytes, kFe80, 10);
+// The IPv4 address a host "name" spells in a shorthand the system resolver still takes as
+// numeric ("127.1", "2130706433", "0x7f.0.0.1"), as a dotted quad; or nothing.
+std::optional<std::string> shorthand_ipv4(const std::string& host) {
+    ::in_addr parsed{};
+    if (::inet_aton(host.c_str(), &parsed) == 0) return std::nullopt;
+    return ip::address_v4{ntohl(parsed.s_addr)}.to_string();
+}
+
+// Why `address` is refused by its class, and how to allow it.
+std::string class_problem(const TargetUrl& url, std::string_view address, AddressClass kind,
+                          bool name_listed) {
+    const auto name = std::string{class_name(kind)};
+    const auto described = (name.front() == 'u' ? "an " : "a ") + name + " address (" +
+                           std::string{class_ranges(kind)} + ")";
+    auto why = url.host_is_address ? "host " + std::string{address} + " is " + described
+                                   : "host '" + url.host + "' resolves to " + std::string{address} +
+                                         ", " + described;
+    why +=
+        ", allowed only when OUTBOXD_HTTP_ALLOWED_HOSTS lists that address or a CIDR block "
+        "holding it";
+    if (name_listed) why += " (listing the host name is not enough)";
+    return why;
 }
 
 bool is_token_char(unsigned char c) {
@@ -190,7 +204,7 @@ std::optional<std::string> HostPolicy::list_problem(std::string_view list) {
         if (found) return;
         if (const auto slash = entry.find('/'); slash != std::string::npos) {
             bool v6 = false;
-            const auto bytes = address_bytes(entry.substr(0, slash), v6);
+            const auto bytes = written_address(entry.substr(0, slash), v6);
             const auto bits = entry.substr(slash + 1);
             const bool digits =
                 !bits.empty() && bits.size() <= 3 &&
@@ -201,8 +215,7 @@ std::optional<std::string> HostPolicy::list_problem(std::string_view list) {
             return;
         }
         const auto name = entry.starts_with("*.") ? entry.substr(2) : entry;
-        bool v6 = false;
-        if (address_bytes(name, v6)) return;
+        if (address_bytes(name)) return;
         const bool host_chars = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
             return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.';
         });
@@ -220,7 +233,7 @@ HostPolicy HostPolicy::parse(std::string_view list) {
         const auto slash = entry.find('/');
         Block block;
         const auto address = slash == std::string::npos ? entry : entry.substr(0, slash);
-        if (const auto bytes = address_bytes(address, block.v6)) {
+        if (const auto bytes = written_address(address, block.v6)) {
             block.bytes = *bytes;
             const int full = 128;
             if (slash == std::string::npos) {
@@ -251,35 +264,46 @@ bool HostPolicy::name_allowed(std::string_view host) const {
     });
 }
 
-bool HostPolicy::in_blocks(std::string_view address) const {
-    bool v6 = false;
-    const auto bytes = address_bytes(address, v6);
-    if (!bytes) return false;
-    return std::any_of(blocks_.begin(), blocks_.end(), [&bytes](const Block& block) {
-        return prefix_matches(*bytes, block.bytes, block.prefix);
+bool HostPolicy::in_blocks(const AddressBytes& address) const {
+    return std::any_of(blocks_.begin(), blocks_.end(), [&address](const Block& block) {
+        return prefix_matches(address, block.bytes, block.prefix);
     });
+}
+
+bool HostPolicy::holds_loopback() const {
+    static const AddressBytes loopback_v4 = address_bytes("127.0.0.1").value();
+    static const AddressBytes loopback_v6 = address_bytes("::1").value();
+    return in_blocks(loopback_v4) || in_blocks(loopback_v6);
 }
 
 std::optional<std::string> HostPolicy::host_problem(const TargetUrl& url) const {
     if (url.host_is_address) return address_problem(url, url.host);
-    if (names_.empty() && blocks_.empty()) return std::nullopt;
+    // Checked as the address it is, so that the refusal comes now rather than at each try.
+    if (const auto address = shorthand_ipv4(url.host)) return address_problem(url, *address);
+    // Its addresses are checked again when it is resolved; refusing it now says so at once.
+    if (loopback_name(url.host) && !name_allowed(url.host) && !holds_loopback()) {
+        return "host '" + url.host + "' names the loopback interface (RFC 6761: " +
+               std::string{class_ranges(AddressClass::loopback)} +
+               "), allowed only when OUTBOXD_HTTP_ALLOWED_HOSTS lists a loopback address or a "
+               "CIDR block holding one (e.g. 127.0.0.1)";
+    }
+    if (empty()) return std::nullopt;
     if (name_allowed(url.host) || !blocks_.empty()) return std::nullopt;
     return "host '" + url.host + "' is not in OUTBOXD_HTTP_ALLOWED_HOSTS";
 }
 
 std::optional<std::string> HostPolicy::address_problem(const TargetUrl& url,
                                                        std::string_view address) const {
-    bool v6 = false;
-    const auto bytes = address_bytes(address, v6);
+    const auto bytes = address_bytes(address);
     if (!bytes) return "'" + util::sanitize_text(address, 80) + "' is not an address";
-    if (link_local(*bytes) && !in_blocks(address)) {
-        return "address " + std::string{address} +
-               " is link-local (cloud metadata lives there): allowed only when "
-               "OUTBOXD_HTTP_ALLOWED_HOSTS lists an address block holding it";
+    const bool held = in_blocks(*bytes);
+    const bool name_listed = !url.host_is_address && name_allowed(url.host);
+    // A name entry vouches for a name, not for where it resolves: DNS can be re-pointed at an
+    // internal address after the name was allowed.
+    if (const auto kind = classify(*bytes); kind != AddressClass::global && !held) {
+        return class_problem(url, address, kind, name_listed);
     }
-    if (names_.empty() && blocks_.empty()) return std::nullopt;
-    if (in_blocks(address)) return std::nullopt;
-    if (!url.host_is_address && name_allowed(url.host)) return std::nullopt;
+    if (empty() || held || name_listed) return std::nullopt;
     return "address " + std::string{address} + " of host '" + url.host +
            "' is not in OUTBOXD_HTTP_ALLOWED_HOSTS";
 }

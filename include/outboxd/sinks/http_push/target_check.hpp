@@ -5,13 +5,13 @@
 // when a node reads one (a row written by plain SQL gets no other check). Pure; nothing
 // here resolves a name or touches the network.
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "outboxd/sinks/http_push/address_class.hpp"
 #include "outboxd/store/http_target.hpp"
 
 namespace outboxd::sinks::http_push {
@@ -44,9 +44,11 @@ struct TargetUrl {
 
 // Where targets may point (OUTBOXD_HTTP_ALLOWED_HOSTS): a comma-separated list of host
 // names ("hooks.example.com"), name suffixes ("*.example.com"), addresses and CIDR blocks
-// ("10.0.0.0/8", "::1/128"). Empty: any host. Link-local addresses (169.254.0.0/16, where
-// cloud metadata services answer, and fe80::/10) are refused unless an address entry holds
-// them, whatever else the list says.
+// ("10.0.0.0/8", "::1/128"). Empty: any host with a public address. Whatever the list says,
+// an address of a class other than public (address_class.hpp: loopback, unspecified,
+// private, link-local, carrier-grade NAT, cloud metadata) is refused unless an address or
+// block of the list holds it; a name entry never vouches for such an address. "localhost"
+// and "*.localhost" count as loopback. Immutable once parsed; safe to share across threads.
 class HostPolicy {
 public:
     HostPolicy() = default;
@@ -55,9 +57,9 @@ public:
     // The policy of a valid list (call list_problem first; bad entries are skipped).
     [[nodiscard]] static HostPolicy parse(std::string_view list);
 
-    // Whether a target may name `url`'s host (before any name is resolved). A name that no
-    // name entry matches passes while the list has address entries: its addresses are
-    // checked when it is resolved.
+    // Whether a target may name `url`'s host (before any name is resolved): an address is
+    // checked as address_problem does. A name that no name entry matches passes while the
+    // list has address entries: its addresses are checked when it is resolved.
     [[nodiscard]] std::optional<std::string> host_problem(const TargetUrl& url) const;
     // Whether a connection may go to `address` (numeric, as resolved) for `url`.
     [[nodiscard]] std::optional<std::string> address_problem(const TargetUrl& url,
@@ -67,11 +69,12 @@ public:
 private:
     struct Block {
         bool v6 = false;
-        std::array<std::uint8_t, 16> bytes{};
+        AddressBytes bytes{};
         int prefix = 0;
     };
     [[nodiscard]] bool name_allowed(std::string_view host) const;
-    [[nodiscard]] bool in_blocks(std::string_view address) const;
+    [[nodiscard]] bool in_blocks(const AddressBytes& address) const;
+    [[nodiscard]] bool holds_loopback() const;
 
     std::vector<std::string> names_;  // lower case; "*.x" entries kept as ".x"
     std::vector<Block> blocks_;
