@@ -90,7 +90,7 @@ struct WorkerGroup {
     std::string task_queue = "default";
     int max_in_flight = 1024;
     std::size_t result_bytes = 0;  // each noop answers a JSON string result this long; 0: null
-    std::string token;             // the credential they present; empty: none
+    std::string token{};           // the credential they present; empty: none
 };
 
 // outboxd-worker processes running the `noop` activity, seeded with one node URL each
