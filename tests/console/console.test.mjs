@@ -1,11 +1,14 @@
 // Browser test of the web console (src/http/ui) against real outboxd nodes, under
 // tests/clients/with_cluster.py --nodes 2 --tokens. Drives Debian's Chromium headless with
-// puppeteer-core: the login, every view, and each action checked against the database (psql).
-// Screenshots go to $OUTBOXD_TEST_ARTIFACTS/console/. Exits non-zero at the first failed step.
+// puppeteer-core: the login, every view, and each action checked against the database (psql);
+// then scoped credentials (a reader and an operator of one namespace, made with the admin
+// token) see only their namespace and are offered only what they may do, and the admin reads
+// the audit log. Screenshots go to $OUTBOXD_TEST_ARTIFACTS/console/. Exits non-zero at the
+// first failed step.
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 
@@ -24,6 +27,10 @@ const SHOTS = path.join(env('OUTBOXD_TEST_ARTIFACTS'), 'console');
 const CHROMIUM = process.env.OUTBOXD_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const FUTURE = '2030-01-01T00:00:00Z';
 const XSS = '<img src=x onerror="window.__xss=1">';
+const GRANT_VECTORS = new URL('../vectors/grant_may.json', import.meta.url);
+// Every button that changes something; a reader is offered none of them.
+const ACTIONS = ['wf-pause', 'wf-resume', 'wf-cancel', 'dl-requeue', 'dl-bulk', 'ns-edit-button',
+  'ns-open', 'ns-save'];
 
 // ---- helpers -------------------------------------------------------------------------------
 
@@ -67,11 +74,11 @@ async function stage(rows) {
 }
 
 // The example worker, advertising `charge` (which it does not implement: every charge task
-// fails for good, a genuine dead letter) and `echo` (done at once), in namespace billing.
-function startWorker() {
+// fails for good, a genuine dead letter) and `echo` (done at once), in the namespaces given.
+function startWorker(namespaces = 'billing') {
   const urls = NODES.map((n) => `${n.replace(/^http/, 'ws')}/v1/workers`).join(',');
   const child = spawn(path.join(BIN, 'outboxd-worker'), ['--url', urls, '--token', WORKER_TOKEN,
-    '--namespaces', 'billing', '--activity-types', 'charge,echo', '--worker-id', 'console-test',
+    '--namespaces', namespaces, '--activity-types', 'charge,echo', '--worker-id', 'console-test',
     '--log-level', 'warn'], { stdio: ['ignore', 'inherit', 'inherit'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   return {
@@ -128,6 +135,37 @@ const visible = (selector) => page.evaluate((sel) => {
 
 const textOf = (selector) => page.evaluate((sel) => document.querySelector(sel)?.textContent ?? null, selector);
 
+// The action buttons (ACTIONS) rendered on the page.
+const actionsShown = () => page.evaluate((ids) => ids.filter((id) =>
+  [...document.querySelectorAll(`[data-testid="${id}"]`)].some((el) => el.checkVisibility())), ACTIONS);
+
+// Forgets the credential signed in, if any, and signs in with `token`.
+async function signInWith(token) {
+  if (await visible(tid('forget-token'))) await clickIn(tid('forget-token'));
+  await page.waitForSelector(tid('login'), { visible: true, timeout: 10000 });
+  await setValue(tid('login-token'), token);
+  await page.click(tid('login-submit'));
+  await waitFor('the login to close', async () => !(await visible(tid('login'))));
+}
+
+// The view's error line, once it says `pattern`; the login stays closed (a 403 is no 401).
+async function refusedWith(pattern) {
+  const text = await waitFor(`the view to say ${pattern}`, async () => {
+    const shown = (await visible(tid('view-error'))) && (await textOf(tid('view-error')));
+    return shown && pattern.test(shown) && shown;
+  });
+  assert.equal(await visible(tid('login')), false, 'a 403 asked for the login');
+  return text;
+}
+
+async function credential(name, roles) {
+  const { status, body } = await call('POST', '/v1/credentials', { name, namespaces: ['billing'], roles });
+  assert.equal(status, 201, JSON.stringify(body));
+  return body;
+}
+
+const deadLetterKeys = () => page.$$eval(tid('dl-row'), (rows) => rows.map((r) => r.dataset.key).sort());
+
 function namespaceRows() {
   return page.$$eval('[data-testid="ns-row"]', (rows) => Object.fromEntries(rows.map((r) => {
     const cell = (id) => Number(r.querySelector(`[data-testid="${id}"]`).textContent);
@@ -172,18 +210,19 @@ step('stage rows and produce genuine dead letters with outboxd-worker', async ()
     "unknown activity type 'charge'");
 });
 
-step('the page is served with its CSP and asks for the token', async () => {
+step('the page is served with its CSP and asks for a credential', async () => {
   phase = 'login';
   const response = await page.goto(`${BASE}/ui`, { waitUntil: 'load' });
   assert.equal(new URL(response.url()).pathname, '/ui/');
   assert.match(response.headers()['content-security-policy'] ?? '', /script-src 'self'/);
   await page.waitForSelector(tid('login'), { visible: true, timeout: 10000 });
+  assert.equal(await textOf(tid('login-reason')), 'This node asks for a credential.');
   assert.equal(await visible(tid('forget-token')), false);
   await shot('01-login');
 });
 
-step('a wrong token and the worker token are refused; the admin token signs in', async () => {
-  for (const wrong of ['not-the-token', WORKER_TOKEN]) {
+step('a wrong credential is refused; the worker token sees the cluster only; the admin token signs in', async () => {
+  for (const wrong of ['not-the-token', `${ADMIN_TOKEN}x`]) {
     await setValue(tid('login-token'), wrong);
     await page.click(tid('login-submit'));  // hides the previous refusal at once
     await waitFor('the refusal', async () => (await visible(tid('login-error')))
@@ -191,12 +230,40 @@ step('a wrong token and the worker token are refused; the admin token signs in',
       && !(await page.$eval(tid('login-submit'), (el) => el.disabled)));
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
   }
-  await setValue(tid('login-token'), ADMIN_TOKEN);
-  await page.click(tid('login-submit'));
-  await waitFor('the login to close', async () => !(await visible(tid('login'))));
-  assert.equal(await page.evaluate(() => sessionStorage.getItem('outboxd.admin_token')), ADMIN_TOKEN);
-  assert.equal(await visible(tid('forget-token')), true);
+  // Any valid credential signs in; what it may not read, the view says so.
+  phase = 'scoped';
+  await signInWith(WORKER_TOKEN);
+  assert.match(await textOf(tid('whoami')), /^bootstrap:worker · worker of every namespace$/);
+  await go('#/cluster');
+  await waitFor('both nodes', async () => (await page.$$(tid('cluster-node'))).length === 2);
+  await go('#/namespaces');
+  await refusedWith(/^This credential may not read namespaces: this credential is not reader of any namespace\.$/);
+  assert.deepEqual(await actionsShown(), []);
+  assert.equal(await visible(tid('nav-audit')), false);
   phase = 'signed in';
+  await signInWith(ADMIN_TOKEN);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('outboxd.credential')), ADMIN_TOKEN);
+  assert.equal(await visible(tid('forget-token')), true);
+  assert.equal(await visible(tid('nav-audit')), true);
+  assert.equal(await visible(tid('view-error')), false);
+});
+
+step('the console decides by the shared grant vectors (tests/vectors/grant_may.json)', async () => {
+  const { cases } = JSON.parse(readFileSync(GRANT_VECTORS, 'utf8'));
+  const failures = await page.evaluate(async (all) => {
+    const access = await import(new URL('access.js', location.href).href);
+    const wrong = [];
+    for (const c of all) {
+      const grant = { credential_id: 'vector', scopes: c.scopes };
+      for (const check of c.checks) {
+        const may = check.namespace === null ? access.grantMaySomewhere(grant, check.role)
+          : access.grantMay(grant, check.role, check.namespace);
+        if (may !== check.may) wrong.push(`${c.name}: ${JSON.stringify(check)}`);
+      }
+    }
+    return wrong;
+  }, cases);
+  assert.deepEqual(failures, []);
 });
 
 step('cluster view: both nodes, their shard ranges, live', async () => {
@@ -426,11 +493,168 @@ step('a hidden tab makes no API calls; shown again, it refreshes at once', async
     `the first call came ${calls.length ? calls[0] - shown : 'never'} ms after the tab was shown, not at once`);
 });
 
-step('forget token: the login again, also after a reload', async () => {
+// ---- scoped credentials and the audit log ---------------------------------------------------
+
+let reader;
+let operator;
+
+step('rows and dead letters in two namespaces; a reader and an operator of billing', async () => {
+  await stage([
+    { workflow_id: 'tenant-ops', ordinal: 0, activity_type: 'charge', namespace: 'ops', input: { ops: 'only' } },
+    { workflow_id: 'tenant-ops-later', ordinal: 0, activity_type: 'email', namespace: 'ops', visible_after: FUTURE },
+  ]);
+  // dl-a..c (billing, requeued above) fail again, and tenant-ops:0 in ops.
+  worker = startWorker('billing,ops');
+  await waitFor('dead letters in both namespaces', () => sql(`SELECT string_agg(namespace || '=' || n, ',' ORDER BY namespace)
+    FROM (SELECT namespace, count(*) n FROM outbox WHERE status = 'failed' GROUP BY namespace) f`) === 'billing=3,ops=1', 30000);
+  await worker.stop();
+  worker = null;
+  reader = await credential('console-reader', ['reader']);
+  operator = await credential('console-operator', ['operator']);
+});
+
+step('a reader of billing: its namespace only, payloads hidden, no action buttons', async () => {
+  phase = 'scoped';
+  await signInWith(reader.secret);
+  assert.equal(await textOf(tid('whoami')), `${reader.id} · reader of billing`);
+  assert.equal(await visible(tid('nav-audit')), false);
+
+  await go('#/namespaces');
+  await waitFor('billing alone, as the database counts it', async () => {
+    const shown = await namespaceRows();
+    return JSON.stringify(shown) === JSON.stringify({ billing: databaseNamespaces().billing });
+  });
+  assert.deepEqual(await actionsShown(), []);
+  await clickIn(`tr[data-namespace="billing"] ${tid('ns-view-button')}`);
+  await waitFor('its settings, read-only', async () => (await visible(tid('ns-edit-readonly')))
+    && (await page.$eval(tid('ns-f-weight'), (el) => el.value)) === '3');
+  assert.equal(await page.$eval(tid('ns-f-weight'), (el) => el.matches(':disabled')), true);
+  assert.deepEqual(await actionsShown(), []);
+  await go('#/namespaces/ops');
+  await refusedWith(/^This credential may not read namespaces: this credential is not reader of namespace 'ops'\.$/);
+
+  await go('#/dead-letters');
+  await waitFor('the dead letters of billing only', async () =>
+    JSON.stringify(await deadLetterKeys()) === JSON.stringify(['dl-a:0', 'dl-b:0', 'dl-c:0']));
+  assert.deepEqual(await actionsShown(), []);
+  await clickIn(`tr[data-key="dl-a:0"] ${tid('dl-inspect')}`);
+  await waitFor('its input, hidden', async () =>
+    (await textOf(`tr[data-key="dl-a:0"]${tid('dl-detail')} ${tid('dl-input')}`)) === 'hidden');
+  await shot('07-reader-dead-letters');
+  await go('#/dead-letters?namespace=ops');
+  await refusedWith(/^This credential may not read dead letters: this credential is not reader of namespace 'ops'\.$/);
+
+  await go('#/workflows/wf-mixed');
+  await waitFor('its rows', async () => (await page.$$(tid('wf-row'))).length === 2);
+  await clickIn(`tr[data-key="wf-mixed:0"] ${tid('wf-inspect')}`);
+  const detail = `tr[data-key="wf-mixed:0"]${tid('wf-detail')}`;
+  await waitFor('input and result, hidden', async () => (await textOf(`${detail} ${tid('wf-input')}`)) === 'hidden'
+    && (await textOf(`${detail} ${tid('wf-result')}`)) === 'hidden');
+  assert.deepEqual(await actionsShown(), []);
+  await go('#/workflows/tenant-ops');
+  await waitFor('a workflow of ops: no rows', async () =>
+    (await page.$eval(tid('wf-state'), (el) => el.dataset.state)) === 'no rows');
+  assert.equal((await page.$$(tid('wf-row'))).length, 0);
+  assert.deepEqual(await actionsShown(), []);
+
+  await go('#/audit');
+  await refusedWith(/^This credential may not read the audit log: this credential is not admin of every namespace\.$/);
+  assert.equal(await page.evaluate(() => document.body.innerText.includes('"only"')), false);
+});
+
+step('an operator of billing: its actions, on its namespace only', async () => {
+  await signInWith(operator.secret);
+  assert.equal(await textOf(tid('whoami')), `${operator.id} · operator of billing`);
+  assert.equal(await visible(tid('nav-audit')), false);
+
+  await go('#/namespaces');
+  await waitFor('billing alone', async () => JSON.stringify(Object.keys(await namespaceRows())) === '["billing"]');
+  await clickIn(`tr[data-namespace="billing"] ${tid('ns-edit-button')}`);
+  await waitFor('the edit form', async () => (await page.$eval(tid('ns-f-weight'), (el) => el.value)) === '3');
+  await setValue(tid('ns-f-weight'), '4');
+  await page.click(tid('ns-save'));
+  await waitFor('saved', () => visible(tid('ns-edit-saved')));
+  assert.equal(sql(`SELECT weight || '/' || max_in_flight FROM namespaces WHERE namespace = 'billing'`), '4/50');
+
+  await go('#/dead-letters');
+  await waitFor('the dead letters of billing, each with its requeue', async () =>
+    JSON.stringify(await deadLetterKeys()) === JSON.stringify(['dl-a:0', 'dl-b:0', 'dl-c:0'])
+    && (await page.$$(tid('dl-requeue'))).length === 3);
+  await clickIn(tid('dl-bulk'));
+  await waitFor('the question names its namespace', async () =>
+    /EVERY dead letter of “billing”\?/.test(await textOf(tid('dl-bulk-confirm-text'))));
+  await clickIn(tid('dl-bulk-confirm-no'));
+  await clickIn(`tr[data-key="dl-b:0"] ${tid('dl-requeue')}`);
+  await waitFor('the confirmation of the requeue', async () => /Requeued dl-b:0/.test(await textOf(tid('dl-flash'))));
+  assert.equal(sql(`SELECT status || '/' || attempt FROM outbox WHERE dispatch_key = 'dl-b:0'`), 'pending/0');
+  assert.equal(sql(`SELECT status FROM outbox WHERE dispatch_key = 'tenant-ops:0'`), 'failed');
+
+  await go('#/workflows/wf-mixed');
+  await clickIn(tid('wf-pause'));
+  await waitFor('paused in the database', () => sql(`SELECT count(*) FROM paused_workflows
+    WHERE workflow_id = 'wf-mixed'`) === '1');
+  await waitFor('paused on the page', async () =>
+    (await page.$eval(tid('wf-state'), (el) => el.dataset.state)) === 'paused');
+  await clickIn(tid('wf-resume'));
+  await waitFor('resumed in the database', () => sql(`SELECT count(*) FROM paused_workflows
+    WHERE workflow_id = 'wf-mixed'`) === '0');
+  await shot('08-operator-workflow');
+  await go('#/workflows/tenant-ops');
+  await waitFor('a workflow of ops: no rows', async () =>
+    (await page.$eval(tid('wf-state'), (el) => el.dataset.state)) === 'no rows');
+  assert.deepEqual(await actionsShown(), []);
+  await go('#/audit');
+  await refusedWith(/^This credential may not read the audit log: /);
+  phase = 'signed in';
+});
+
+step('an admin reads the audit log: the changes above, newest first, a page at a time', async () => {
+  // A change whose record holds markup: shown as text.
+  const marked = await call('POST', '/v1/dead-letters/requeue', { namespace: 'ops', error_contains: XSS, limit: 10 });
+  assert.equal(marked.status, 200, JSON.stringify(marked.body));
+  await signInWith(ADMIN_TOKEN);
+  await clickIn(tid('nav-audit'));
+  await waitFor('the audit view', async () => (await page.evaluate(() => location.hash)) === '#/audit'
+    && (await page.$$(tid('audit-row'))).length > 0);
+  const { body } = await call('GET', '/v1/audit?limit=50');
+  const [newest, resume, pause, requeue] = body.audit;
+  assert.equal(newest.credential_id, 'bootstrap:admin');
+  assert.equal(newest.route, '/v1/dead-letters/requeue');
+  assert.deepEqual([resume, pause, requeue].map((e) => `${e.credential_id} ${e.method} ${e.route}`), [
+    `${operator.id} POST /v1/workflows/{id}/resume`, `${operator.id} POST /v1/workflows/{id}/pause`,
+    `${operator.id} POST /v1/dead-letters/{key}/requeue`]);
+  const rowsShown = () => page.$$eval(tid('audit-row'), (trs) => trs.map((tr) => {
+    const cell = (id) => tr.querySelector(`[data-testid="${id}"]`).textContent;
+    return [Number(tr.dataset.id), tr.querySelector('[data-testid="audit-at"]').dataset.at,
+      cell('audit-credential'), cell('audit-method'), cell('audit-route'), cell('audit-namespace'),
+      cell('audit-change')];
+  }));
+  const expected = body.audit.map((e) => [e.id, e.at, e.credential_id, e.method, e.route,
+    e.namespace ?? '', JSON.stringify(e.change)]);
+  await waitFor('the page to show what the node records', async () =>
+    JSON.stringify(await rowsShown()) === JSON.stringify(expected));
+  assert.equal(newest.change.body.error_contains, XSS);
+  assert.equal(await page.$$eval('main img', (imgs) => imgs.length), 0, 'an audit change was parsed as HTML');
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  await shot('09-audit');
+
+  // Two a page: the cursor leads on and back.
+  await go('#/audit?limit=2');
+  const ids = () => page.$$eval(tid('audit-row'), (trs) => trs.map((tr) => Number(tr.dataset.id)));
+  await waitFor('page 1', async () => JSON.stringify(await ids()) === JSON.stringify(expected.slice(0, 2).map((e) => e[0])));
+  await clickIn(tid('audit-next'));
+  await waitFor('page 2', async () => JSON.stringify(await ids()) === JSON.stringify(expected.slice(2, 4).map((e) => e[0]))
+    && (await textOf(tid('audit-page'))).startsWith('page 2'));
+  await clickIn(tid('audit-prev'));
+  await waitFor('page 1 again', async () => JSON.stringify(await ids()) === JSON.stringify(expected.slice(0, 2).map((e) => e[0])));
+});
+
+step('forget the credential: the login again, also after a reload', async () => {
   phase = 'login';
   await clickIn(tid('forget-token'));
   await page.waitForSelector(tid('login'), { visible: true, timeout: 5000 });
-  assert.equal(await page.evaluate(() => sessionStorage.getItem('outboxd.admin_token')), null);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('outboxd.credential')), null);
+  assert.equal(await visible(tid('nav-audit')), false);
   await page.reload({ waitUntil: 'load' });
   await page.waitForSelector(tid('login'), { visible: true, timeout: 10000 });
 });
@@ -440,11 +664,13 @@ step('no console errors and no CSP violations', async () => {
   assert.deepEqual(consoleProblems, []);
 });
 
-// Failed loads the test provokes: 401s before the login, the bad edit's 400, offline.
+// Failed loads the test provokes: 401s before the login, 403s of scoped credentials, the bad
+// edit's 400, offline.
 function expected(message, where) {
   const text = message.text();
   const url = message.location()?.url ?? '';
   if (where === 'login' && /status of 401/.test(text) && new URL(url, BASE).pathname.startsWith('/v1/')) return true;
+  if (where === 'scoped' && /status of 403/.test(text) && new URL(url, BASE).pathname.startsWith('/v1/')) return true;
   if (where === 'bad edit' && /status of 400/.test(text) && url === `${BASE}/v1/namespaces/billing`) return true;
   if (where === 'offline' && /net::ERR_INTERNET_DISCONNECTED/.test(text)) return true;
   return false;

@@ -1,7 +1,7 @@
-// The node's admin API, as this page calls it: the admin token from sessionStorage on every
-// request, a timeout, and errors sorted into three kinds the views handle differently.
+// The node's API, as this page calls it: the credential from sessionStorage on every request,
+// a timeout, and errors sorted into the kinds the views handle differently.
 
-const TOKEN_KEY = 'outboxd.admin_token';
+const TOKEN_KEY = 'outboxd.credential';
 const TIMEOUT_MS = 8000;
 
 // The node answered with an error ({"error":{"code","message"}}).
@@ -16,8 +16,11 @@ export class ApiError extends Error {
 // The node did not answer (refused, reset, offline, or no answer within TIMEOUT_MS).
 export class Unreachable extends Error {}
 
-// The node wants a (valid admin) token.
+// The node wants a (valid) credential: none was sent, or it is unknown, expired or revoked.
 export class Unauthorized extends ApiError {}
+
+// The credential is valid but lacks the role the call needs (the message names it).
+export class Forbidden extends ApiError {}
 
 export function storedToken() {
   return sessionStorage.getItem(TOKEN_KEY);
@@ -65,7 +68,8 @@ export function query(params) {
 }
 
 // Calls the API; resolves with the parsed JSON body, or throws ApiError / Unauthorized /
-// Unreachable. Every 5xx but the database's own refusals counts as the node in trouble.
+// Forbidden / Unreachable. Every 5xx but the database's own refusals counts as the node in
+// trouble.
 export async function api(method, path, body) {
   const headers = { Accept: 'application/json' };
   const token = storedToken();
@@ -103,5 +107,6 @@ export async function api(method, path, body) {
   if (response.status >= 500) report(true, message);
   else report(true);
   if (response.status === 401) throw new Unauthorized(401, code, message);
+  if (response.status === 403) throw new Forbidden(403, code, message);
   throw new ApiError(response.status, code, message);
 }

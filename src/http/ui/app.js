@@ -1,17 +1,21 @@
-// The outboxd console: hash routes, the 2-second poll while the tab is visible, the admin
-// token login and the node's reachability in the header. Each view lives in view_*.js and
-// exports create(params, ctx) → {el, refresh()}; refresh() fetches and redraws what changes.
+// The outboxd console: hash routes, the 2-second poll while the tab is visible, the login
+// with any credential (what it reaches comes from GET /v1/whoami, see access.js) and the
+// node's reachability in the header. Each view lives in view_*.js and exports
+// create(params, ctx) → {title, reads, el, refresh()}; refresh() fetches and redraws what
+// changes; `reads` names what it reads, for "this credential may not read …".
 
-import { api, ApiError, forgetToken, onLinkChange, storedToken, storeToken, Unauthorized,
-  Unreachable } from './api.js';
+import { describe, grant, grantMaySomewhere, mayEverywhere, setGrant } from './access.js';
+import { api, ApiError, Forbidden, forgetToken, onLinkChange, storedToken, storeToken,
+  Unauthorized, Unreachable } from './api.js';
 import { clock, fill } from './dom.js';
+import * as audit from './view_audit.js';
 import * as cluster from './view_cluster.js';
 import * as namespaces from './view_namespaces.js';
 import * as deadLetters from './view_dead_letters.js';
 import * as workflows from './view_workflow.js';
 
 const POLL_MS = 2000;
-const ROUTES = { cluster, namespaces, 'dead-letters': deadLetters, workflows };
+const ROUTES = { cluster, namespaces, 'dead-letters': deadLetters, workflows, audit };
 
 const $ = (testid) => document.querySelector(`[data-testid="${testid}"]`);
 
@@ -39,10 +43,16 @@ function navigate(hash) {
 }
 
 function route() {
+  render();
+  poller.kick();
+}
+
+// Builds the view the address names; the views read the grant as they are built.
+function render() {
   const { name, path, params } = parseHash();
   if (!ROUTES[name]) {
     history.replaceState(null, '', '#/cluster');
-    return route();
+    return render();
   }
   for (const link of document.querySelectorAll('nav a')) {
     const active = link.dataset.route === name;
@@ -55,7 +65,7 @@ function route() {
   document.title = `${view.title} · outboxd`;
   fill(document.getElementById('view'), view.el);
   showViewError(null);
-  poller.kick();
+  return view;
 }
 
 // ---- what views may ask of the app ---------------------------------------------------------
@@ -64,10 +74,10 @@ const context = {
   navigate,
   refresh: () => poller.kick(),
   // An action failed (a button's request): the login on 401, else the message, for the view
-  // to show beside the action.
+  // to show beside the action (a 403's names the role the credential lacks).
   explain(error) {
     if (error instanceof Unauthorized) {
-      showLogin('The node asks for the admin token.');
+      signedOut('The node refused the credential.');
       return 'Sign in first.';
     }
     if (error instanceof Unreachable) return `The node did not answer: ${error.message}.`;
@@ -102,8 +112,12 @@ const poller = {
   async run() {
     if (document.visibilityState !== 'visible' || loginShown || !current) return;
     this.busy = true;
-    const view = current.view;
+    let view = current.view;
     try {
+      if (!grant()) {
+        await loadGrant();
+        view = render();
+      }
       await view.refresh();
       if (view === current.view) {
         lastSuccess = new Date();
@@ -111,9 +125,11 @@ const poller = {
         showViewError(null);
       }
     } catch (error) {
-      if (error instanceof Unauthorized) showLogin(storedToken()
-        ? 'The node refused the stored token.' : 'This node asks for the admin token.');
-      else if (!(error instanceof Unreachable) && view === current.view) {
+      if (error instanceof Unauthorized) signedOut(storedToken()
+        ? 'The node refused the stored credential.' : 'This node asks for a credential.');
+      else if (error instanceof Forbidden && view === current.view) {
+        showViewError(`This credential may not read ${view.reads}: ${error.message}.`);
+      } else if (!(error instanceof Unreachable) && view === current.view) {
         showViewError(context.explain(error));
       }
     } finally {
@@ -161,7 +177,34 @@ onLinkChange(({ reachable, since, problem }) => {
   }
 });
 
-// ---- the admin token -----------------------------------------------------------------------
+// ---- the credential ------------------------------------------------------------------------
+
+// Asks the node what the stored credential reaches (none stored: what it grants anyone) and
+// keeps it. Without a credential, a node that lets anyone do no more than a worker (only
+// OUTBOXD_ADMIN_TOKEN set) asks for one. Throws like api().
+async function loadGrant() {
+  const reached = await api('GET', '/v1/whoami');
+  if (!storedToken() && !grantMaySomewhere(reached, 'reader')) {
+    throw new Unauthorized(401, 'unauthorized', 'a credential is required');
+  }
+  setGrant(reached);
+  showGrant();
+}
+
+function showGrant() {
+  const reached = grant();
+  $('whoami').textContent = describe(reached);
+  $('whoami').title = describe(reached);
+  $('whoami').hidden = !reached;
+  $('nav-audit').hidden = !mayEverywhere('admin');
+}
+
+// The credential was refused, or forgotten: nothing is shown as allowed until the next one.
+function signedOut(reason) {
+  setGrant(null);
+  showGrant();
+  showLogin(reason);
+}
 
 function showLogin(reason) {
   loginShown = true;
@@ -192,20 +235,20 @@ async function signIn(event) {
   error.hidden = true;
   if (!token) {
     error.hidden = false;
-    error.textContent = 'Enter the admin token.';
+    error.textContent = 'Enter a credential.';
     return;
   }
   storeToken(token);
   $('login-submit').disabled = true;
   try {
-    await api('GET', '/v1/namespaces');  // an admin route: the worker token is not enough
+    await loadGrant();
     hideLogin();
-    poller.kick();
+    route();
   } catch (failure) {
     forgetToken();
     error.hidden = false;
     error.textContent = failure instanceof Unauthorized
-      ? 'The node refused this token (it needs the admin token).'
+      ? 'The node refused this credential (unknown, expired or revoked).'
       : context.explain(failure);
   } finally {
     $('login-submit').disabled = false;
@@ -214,7 +257,7 @@ async function signIn(event) {
 
 function forget() {
   forgetToken();
-  showLogin('Token forgotten. Sign in again to continue.');
+  signedOut('Credential forgotten. Sign in again to continue.');
 }
 
 // ---- start ---------------------------------------------------------------------------------

@@ -88,3 +88,11 @@ export function confirmIn(holder, question, yesText, testid) {
       h('button', { testid: `${testid}-no`, onclick: () => done(false) }, 'Cancel')));
   });
 }
+
+// A payload (input, result, progress) the credential may not read: the node sent null and
+// "payloads_hidden": true.
+export function withheld(testid) {
+  return h('pre', { class: 'withheld', testid, 'data-withheld': 'true',
+    title: 'This credential may not read payloads here (it is not read_payloads of this namespace).' },
+  'hidden');
+}

@@ -45,7 +45,7 @@ export function create(_route, _ctx) {
     fill(body, rows.map(({ node, lastSeen }) => nodeRow(node, live.has(node.node_id), lastSeen)));
   }
 
-  return { title: 'Cluster', el, refresh };
+  return { title: 'Cluster', reads: 'the cluster', el, refresh };
 }
 
 function nodeRow(node, live, lastSeen) {

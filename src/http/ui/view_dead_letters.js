@@ -1,9 +1,13 @@
 // Dead letters: listed newest first with the filters of GET /v1/dead-letters, paged with its
 // cursor; a row opens to its input and last error (GET /v1/outbox/{key}); requeue one, or
 // every letter the filter matches (POST /v1/dead-letters/requeue, after a confirmation).
+// Requeue is offered for a letter of a namespace the credential operates; the bulk requeue
+// for the filter's namespace, or with none, when it operates some (the node then keeps the
+// bulk to those).
 
+import { may, mayEverywhere, maySomewhere, namespacesFor } from './access.js';
 import { api, query, seg } from './api.js';
-import { ago, confirmIn, field, fill, h, pretty, time } from './dom.js';
+import { ago, confirmIn, field, fill, h, pretty, time, withheld } from './dom.js';
 
 const PAGE_SIZES = [20, 50, 100, 500];
 const BULK_LIMIT = 1000;   // letters per bulk call; repeated until one answers 0
@@ -47,8 +51,9 @@ export function create({ params }, ctx) {
 
   const flash = h('p', { class: 'flash', role: 'status', testid: 'dl-flash', hidden: true });
   const confirmBox = h('div', { hidden: true });
-  const bulkButton = h('button', { type: 'button', class: 'danger', testid: 'dl-bulk', onclick: bulk },
-    'Requeue all matching…');
+  const bulkButton = (filter.namespace ? may('operator', filter.namespace) : maySomewhere('operator'))
+    ? h('button', { type: 'button', class: 'danger', testid: 'dl-bulk', onclick: bulk }, 'Requeue all matching…')
+    : null;
   const body = h('tbody');
   const table = h('table', { class: 'grid', testid: 'dl-table' },
     h('thead', {}, h('tr', {},
@@ -117,15 +122,18 @@ export function create({ params }, ctx) {
       h('td', { class: 'nowrap' },
         h('button', { type: 'button', class: 'quiet', testid: 'dl-inspect', 'aria-expanded': String(open),
           onclick: () => inspect(key) }, open ? 'Close' : 'Inspect'),
-        h('button', { type: 'button', testid: 'dl-requeue', onclick: (e) => requeue(key, e.currentTarget) },
-          'Requeue')));
+        may('operator', letter.namespace)
+          ? h('button', { type: 'button', testid: 'dl-requeue', onclick: (e) => requeue(key, e.currentTarget) },
+            'Requeue')
+          : null));
   }
 
   function detailRow(letter, row) {
     const content = row === null ? h('p', { class: 'muted' }, 'Loading…')
       : h('div', { class: 'detail-grid' },
         h('div', {},
-          h('h3', {}, 'Input'), h('pre', { testid: 'dl-input' }, pretty(row.input)),
+          h('h3', {}, 'Input'),
+          row.payloads_hidden ? withheld('dl-input') : h('pre', { testid: 'dl-input' }, pretty(row.input)),
           row.progress !== null && row.progress !== undefined
             ? [h('h3', {}, 'Last progress'), h('pre', {}, pretty(row.progress))] : null),
         h('div', {},
@@ -176,9 +184,12 @@ export function create({ params }, ctx) {
 
   async function bulk() {
     const what = describe(filter);
+    // Without a namespace in the filter, the node keeps the bulk to the credential's own.
+    const own = filter.namespace || mayEverywhere('operator') ? null
+      : namespacesFor('operator').map((ns) => `“${ns}”`).join(', ');
     const question = what
-      ? `Requeue every dead letter matching ${what}? They become pending again with attempt 0.`
-      : 'No filter is applied: requeue EVERY dead letter of every namespace? They become pending again with attempt 0.';
+      ? `Requeue every dead letter matching ${what}${own ? ` in ${own}` : ''}? They become pending again with attempt 0.`
+      : `No filter is applied: requeue EVERY dead letter of ${own ?? 'every namespace'}? They become pending again with attempt 0.`;
     bulkButton.disabled = true;
     const yes = await confirmIn(confirmBox, question, 'Requeue them', 'dl-bulk-confirm');
     if (!yes) {
@@ -211,7 +222,7 @@ export function create({ params }, ctx) {
     go(0);
   }
 
-  return { title: 'Dead letters', el, refresh };
+  return { title: 'Dead letters', reads: 'dead letters', el, refresh };
 }
 
 function describe(filter) {

@@ -1,7 +1,9 @@
-// Namespaces: every namespace's live rows, dead letters and last minute's outcomes
-// (GET /v1/namespaces), and a form that replaces one namespace's settings
-// (PUT /v1/namespaces/{ns}; the node's 400 message is shown as it is).
+// Namespaces: the live rows, dead letters and last minute's outcomes of every namespace the
+// credential reads (GET /v1/namespaces), and a form that replaces one namespace's settings
+// (PUT /v1/namespaces/{ns}; the node's 400 message is shown as it is) — read-only where the
+// credential is not its operator.
 
+import { may, maySomewhere } from './access.js';
 import { api, seg } from './api.js';
 import { clock, field, fill, h, pretty } from './dom.js';
 
@@ -25,11 +27,11 @@ export function create({ path }, ctx) {
 
   const openName = h('input', { type: 'text', placeholder: 'namespace', testid: 'ns-open-name',
     spellcheck: 'false' });
-  const opener = h('form', { class: 'inline', novalidate: true, onsubmit: (e) => {
+  const opener = maySomewhere('operator') ? h('form', { class: 'inline', novalidate: true, onsubmit: (e) => {
     e.preventDefault();
     const name = openName.value.trim();
     if (name) ctx.navigate(`#/namespaces/${seg(name)}`);
-  } }, openName, h('button', { type: 'submit', testid: 'ns-open' }, 'Edit settings'));
+  } }, openName, h('button', { type: 'submit', testid: 'ns-open' }, 'Edit settings')) : null;
 
   const editor = editing ? editForm(editing, ctx) : null;
   const el = h('section', { class: 'view', testid: 'view-namespaces' },
@@ -44,7 +46,7 @@ export function create({ path }, ctx) {
     fill(foot, totals(list));
   }
 
-  return { title: 'Namespaces', el, refresh: async () => {
+  return { title: 'Namespaces', reads: 'namespaces', el, refresh: async () => {
     await Promise.all([refresh(), editor?.load()]);
   } };
 }
@@ -75,8 +77,11 @@ function row(ns, selected, ctx) {
     cell('ns-failed-rate', done.failed ?? 0),
     cell('ns-cancelled-rate', done.cancelled ?? 0),
     h('td', { testid: 'ns-settings', class: 'small' }, summary(s)),
-    h('td', {}, h('button', { type: 'button', class: 'quiet', testid: 'ns-edit-button',
-      onclick: () => ctx.navigate(`#/namespaces/${seg(name)}`) }, 'Edit')));
+    h('td', {}, may('operator', name)
+      ? h('button', { type: 'button', class: 'quiet', testid: 'ns-edit-button',
+        onclick: () => ctx.navigate(`#/namespaces/${seg(name)}`) }, 'Edit')
+      : h('button', { type: 'button', class: 'quiet', testid: 'ns-view-button',
+        onclick: () => ctx.navigate(`#/namespaces/${seg(name)}`) }, 'Settings')));
 }
 
 function totals(list) {
@@ -119,6 +124,7 @@ function summary(s) {
 // ---- the edit form -------------------------------------------------------------------------
 
 function editForm(name, ctx) {
+  const editable = may('operator', name);
   const text = (testid, placeholder = '') => h('input', { type: 'text', inputmode: 'decimal',
     testid, placeholder, spellcheck: 'false' });
   const select = (testid, options) => h('select', { testid },
@@ -138,23 +144,26 @@ function editForm(name, ctx) {
   };
   const error = h('p', { class: 'error', role: 'alert', testid: 'ns-edit-error', hidden: true });
   const saved = h('p', { class: 'ok', testid: 'ns-edit-saved', hidden: true });
-  const save = h('button', { type: 'submit', class: 'primary', testid: 'ns-save' }, 'Save settings');
+  const save = editable ? h('button', { type: 'submit', class: 'primary', testid: 'ns-save' }, 'Save settings') : null;
   const form = h('form', { class: 'edit', novalidate: true, testid: 'ns-edit', onsubmit: submit },
     h('h2', {}, 'Settings of ', h('span', { class: 'mono', testid: 'ns-edit-name' }, name)),
-    h('p', { class: 'muted small' }, 'Saving replaces the namespace’s settings whole; ' +
-      'every node applies them within its quota cache TTL.'),
-    h('div', { class: 'form-grid' },
-      field('Max in flight', inputs.max_in_flight, 'claimed rows, cluster-wide; empty: the node default'),
-      field('Weight', inputs.weight, '1..1000, share of each claim round'),
-      field('Ordering', inputs.ordering),
-      field('On dead letter', inputs.on_dead_letter, 'for ordered namespaces'),
-      field('Rate limit (rows/s)', inputs.rate, 'empty: none'),
-      field('Burst', inputs.burst),
-      field('Placement', inputs.placement),
-      field('Placement nodes', inputs.nodes, 'comma-separated node labels'),
-      h('label', { class: 'field check' }, inputs.keep_results, h('span', {}, 'Keep results'))),
-    field('Activity policies (JSON)', inputs.activities,
-      'per activity type, e.g. {"charge": {"max_in_flight": 5}, "email": {"rate_limit": {"per_second": 20}}}'),
+    editable
+      ? h('p', { class: 'muted small' }, 'Saving replaces the namespace’s settings whole; ' +
+        'every node applies them within its quota cache TTL.')
+      : h('p', { class: 'muted small', testid: 'ns-edit-readonly' }, 'This credential may read these ' +
+        `settings but not change them: it is not operator of “${name}”.`),
+    h('fieldset', { class: 'plain', disabled: !editable }, h('div', { class: 'form-grid' },
+        field('Max in flight', inputs.max_in_flight, 'claimed rows, cluster-wide; empty: the node default'),
+        field('Weight', inputs.weight, '1..1000, share of each claim round'),
+        field('Ordering', inputs.ordering),
+        field('On dead letter', inputs.on_dead_letter, 'for ordered namespaces'),
+        field('Rate limit (rows/s)', inputs.rate, 'empty: none'),
+        field('Burst', inputs.burst),
+        field('Placement', inputs.placement),
+        field('Placement nodes', inputs.nodes, 'comma-separated node labels'),
+        h('label', { class: 'field check' }, inputs.keep_results, h('span', {}, 'Keep results'))),
+      field('Activity policies (JSON)', inputs.activities,
+        'per activity type, e.g. {"charge": {"max_in_flight": 5}, "email": {"rate_limit": {"per_second": 20}}}')),
     error, saved,
     h('div', { class: 'actions' }, save,
       h('button', { type: 'button', testid: 'ns-edit-close',
@@ -177,6 +186,7 @@ function editForm(name, ctx) {
 
   async function submit(event) {
     event.preventDefault();
+    if (!editable) return;
     error.hidden = true;
     saved.hidden = true;
     let body;

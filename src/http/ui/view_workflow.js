@@ -1,8 +1,10 @@
 // Workflow: one workflow's rows in every state (GET /v1/workflows/{id}?all=true), whether it
-// is paused, cancelled or blocked, and its pause, resume and cancel buttons.
+// is paused, cancelled or blocked, and its pause, resume and cancel buttons — offered to an
+// operator of every namespace its rows (those the credential sees) are in.
 
+import { mayEach, maySomewhere } from './access.js';
 import { api, seg } from './api.js';
-import { ago, badge, confirmIn, fill, h, pretty, time } from './dom.js';
+import { ago, badge, confirmIn, fill, h, pretty, time, withheld } from './dom.js';
 
 const RECENT_KEY = 'outboxd.recent_workflows';
 const RECENT_MAX = 8;
@@ -25,8 +27,10 @@ export function create({ path }, ctx) {
       h('div', { class: 'heading' }, h('h1', {}, 'Workflows'), opener),
       recent.length ? [h('h2', {}, 'Opened recently'), h('ul', { class: 'recent' },
         recent.map((r) => h('li', {}, h('a', { class: 'mono', href: `#/workflows/${seg(r)}` }, r))))]
-        : h('p', { class: 'muted' }, 'Enter a workflow id to see its rows and pause, resume or cancel it.'));
-    return { title: 'Workflows', el, refresh: async () => {} };
+        : h('p', { class: 'muted' }, maySomewhere('operator')
+          ? 'Enter a workflow id to see its rows and pause, resume or cancel it.'
+          : 'Enter a workflow id to see its rows.'));
+    return { title: 'Workflows', reads: 'workflows', el, refresh: async () => {} };
   }
   remember(id);
 
@@ -35,9 +39,10 @@ export function create({ path }, ctx) {
   const summary = h('p', { class: 'summary', testid: 'wf-summary' });
   const flash = h('p', { class: 'flash', role: 'status', testid: 'wf-flash', hidden: true });
   const confirmBox = h('div', { hidden: true });
-  const pause = h('button', { type: 'button', testid: 'wf-pause', onclick: () => act('pause') }, 'Pause');
-  const resume = h('button', { type: 'button', testid: 'wf-resume', onclick: () => act('resume') }, 'Resume');
-  const cancel = h('button', { type: 'button', class: 'danger', testid: 'wf-cancel', onclick: cancelAll }, 'Cancel…');
+  // Hidden until the rows say whether the credential may change the workflow.
+  const pause = h('button', { type: 'button', testid: 'wf-pause', hidden: true, onclick: () => act('pause') }, 'Pause');
+  const resume = h('button', { type: 'button', testid: 'wf-resume', hidden: true, onclick: () => act('resume') }, 'Resume');
+  const cancel = h('button', { type: 'button', class: 'danger', testid: 'wf-cancel', hidden: true, onclick: cancelAll }, 'Cancel…');
   const body = h('tbody');
   const expanded = new Set();
   const table = h('table', { class: 'grid', testid: 'wf-rows' },
@@ -75,6 +80,8 @@ export function create({ path }, ctx) {
     fill(blocked, current.blocked_by
       ? ['blocked by the dead letter ', h('a', { class: 'mono', href: `#/dead-letters?namespace=${encodeURIComponent(rows.find((r) => r.dispatch_key === current.blocked_by)?.namespace ?? '')}` }, current.blocked_by)]
       : '');
+    const operable = mayEach('operator', [...new Set(rows.map((r) => r.namespace))]);
+    for (const button of [pause, resume, cancel]) button.hidden = !operable;
     pause.disabled = current.paused || current.cancelled;
     resume.disabled = !current.paused;
     cancel.disabled = current.cancelled || !live;
@@ -109,10 +116,12 @@ export function create({ path }, ctx) {
   function detail(r) {
     const block = (title, value, testid, raw = false) => (value === null || value === undefined ? null
       : h('div', {}, h('h3', {}, title), h('pre', { testid }, raw ? value : pretty(value))));
+    const payload = (title, value, testid) => (r.payloads_hidden
+      ? h('div', {}, h('h3', {}, title), withheld(testid)) : block(title, value, testid));
     return h('tr', { class: 'detail', testid: 'wf-detail', 'data-key': r.dispatch_key },
       h('td', { colspan: 11 }, h('div', { class: 'detail-grid' },
-        block('Input', r.input, 'wf-input'), block('Result', r.result, 'wf-result'),
-        block('Progress', r.progress, 'wf-progress'), block('Last error', r.last_error, 'wf-last-error', true),
+        payload('Input', r.input, 'wf-input'), payload('Result', r.result, 'wf-result'),
+        payload('Progress', r.progress, 'wf-progress'), block('Last error', r.last_error, 'wf-last-error', true),
         h('dl', {},
           h('dt', {}, 'Created'), h('dd', {}, time(r.created_at)),
           h('dt', {}, 'Due'), h('dd', {}, time(r.visible_after)),
@@ -161,7 +170,7 @@ export function create({ path }, ctx) {
     ctx.refresh();
   }
 
-  return { title: `Workflow ${id}`, el, refresh };
+  return { title: `Workflow ${id}`, reads: 'this workflow', el, refresh };
 }
 
 function recentIds() {
