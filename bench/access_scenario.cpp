@@ -43,7 +43,8 @@ void add_credentials(const std::string& url) {
         "INSERT INTO credentials (id, name, secret_sha256, namespaces, roles, created_by)"
         " SELECT 'cred_bench' || g, 'bench-' || g, md5(g::text) || md5('x' || g::text),"
         "        ARRAY['tenant-' || g], ARRAY['worker', 'reader'], 'bench'"
-        " FROM generate_series(1, " + std::to_string(kCredentials - 1) + ") g");
+        " FROM generate_series(1, " +
+        std::to_string(kCredentials - 1) + ") g");
     tx.exec_params0(
         "INSERT INTO credentials (id, name, secret_sha256, namespaces, roles, created_by)"
         " VALUES ('cred_bench_worker', 'bench-worker', $1, $2::text[], ARRAY['worker'], 'bench')",
@@ -90,9 +91,9 @@ void AccessScenario::repeat(const Turn& turn) {
     // Turned order each repetition: drift hits both alike.
     const bool managed_first = turn.repetition % 2 == 0;
     for (const bool managed : {managed_first, !managed_first}) {
-        auto result = run(turn.context, managed,
-                          std::string{managed ? "access_managed" : "access_bootstrap"} +
-                              turn.suffix());
+        auto result =
+            run(turn.context, managed,
+                std::string{managed ? "access_managed" : "access_bootstrap"} + turn.suffix());
         (managed ? managed_ : bootstrap_).push_back(std::move(result));
     }
 }
@@ -114,8 +115,10 @@ void AccessScenario::add_json(const ScenarioRegistry& /*registry*/, nlohmann::js
     if (const auto ratio = managed_ratio(bootstrap_, managed_)) {
         out["access_managed_ratio"] = json_fine(*ratio);
     }
-    for (const auto& run : bootstrap_) out["access_bootstrap_rows_per_s"].push_back(json_rate(run.rows_per_s()));
-    for (const auto& run : managed_) out["access_managed_rows_per_s"].push_back(json_rate(run.rows_per_s()));
+    for (const auto& run : bootstrap_)
+        out["access_bootstrap_rows_per_s"].push_back(json_rate(run.rows_per_s()));
+    for (const auto& run : managed_)
+        out["access_managed_rows_per_s"].push_back(json_rate(run.rows_per_s()));
 }
 
 double AccessScenario::max_foreign_cpu() const {

@@ -247,9 +247,9 @@ void route(http::ApiRouter& router, const http::ApiRequest& request, std::string
     const bool gate = response->status == 401 || response->status == 403;
     require(refused.has_value() == gate && (!refused || refused->status == response->status),
             "refusal() stops a request before its body exactly when handle() refuses it",
-            request.method + " " + request.target + " refused=" +
-                (refused ? std::to_string(refused->status) : std::string{"no"}) + " -> " +
-                std::to_string(response->status));
+            request.method + " " + request.target +
+                " refused=" + (refused ? std::to_string(refused->status) : std::string{"no"}) +
+                " -> " + std::to_string(response->status));
 }
 
 }  // namespace

@@ -113,7 +113,8 @@ http::ServerSettings server_settings(const config::Config& c) {
     // ws://host:port/v1/workers
     const auto scheme = c.advertise_url.find("://");
     if (scheme != std::string::npos) {
-        const auto authority = c.advertise_url.substr(scheme + 3, c.advertise_url.find('/', scheme + 3) - scheme - 3);
+        const auto authority =
+            c.advertise_url.substr(scheme + 3, c.advertise_url.find('/', scheme + 3) - scheme - 3);
         s.node_hosts.push_back(http::host_of(authority));
     }
     return s;
@@ -162,7 +163,8 @@ std::shared_ptr<const auth::BearerVerifier> jwt_verifier(const config::Config& c
     }
     auto& verifier = std::get<auth::JwtVerifier>(loaded);
     spdlog::info("event=jwt_keys_loaded keys={} issuer=\"{}\" audience=\"{}\"",
-                 verifier.key_count(), util::log_safe(c.jwt_issuer), util::log_safe(c.jwt_audience));
+                 verifier.key_count(), util::log_safe(c.jwt_issuer),
+                 util::log_safe(c.jwt_audience));
     return std::make_shared<auth::JwtGrants>(std::move(verifier));
 }
 

@@ -138,7 +138,8 @@ Authenticator::Result Authenticator::authenticate(const std::optional<std::strin
     }
     const auto found = by_hash_.find(hash);
     if (found == by_hash_.end()) return std::string{"the bearer token is not a known credential"};
-    if (found->second->expired(now())) return std::string{"the bearer token's credential has expired"};
+    if (found->second->expired(now()))
+        return std::string{"the bearer token's credential has expired"};
     return found->second;
 }
 
@@ -149,7 +150,7 @@ bool Authenticator::still_valid(const Grant& grant) const {
 }
 
 void Authenticator::replace_managed(const std::vector<store::CredentialRecord>& credentials,
-                                   std::chrono::system_clock::time_point database_now) {
+                                    std::chrono::system_clock::time_point database_now) {
     clock_offset_ = database_now - clock_();
     by_hash_.clear();
     by_id_.clear();

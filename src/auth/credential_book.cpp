@@ -12,8 +12,8 @@ CredentialBook::CredentialBook(const boost::asio::any_io_executor& loop, store::
     : loop_(loop),
       lane_(lane),
       authenticator_(authenticator),
-      periodic_(loop, std::max(ttl, std::chrono::milliseconds{50}), [this] { read_now(); },
-                faults) {}
+      periodic_(
+          loop, std::max(ttl, std::chrono::milliseconds{50}), [this] { read_now(); }, faults) {}
 
 void CredentialBook::start() {
     read_now();

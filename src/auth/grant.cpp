@@ -104,8 +104,9 @@ std::optional<std::string> parse_claim_grants(const std::vector<std::string>& cl
         if (!valid_grant_namespace(ns)) {
             return "grant '" + util::log_safe(claim, 80) + "' names no valid namespace";
         }
-        const auto same = std::find_if(scopes.begin(), scopes.end(),
-                                       [&](const Scope& scope) { return scope.namespace_name == ns; });
+        const auto same = std::find_if(scopes.begin(), scopes.end(), [&](const Scope& scope) {
+            return scope.namespace_name == ns;
+        });
         if (same != scopes.end()) {
             same->roles.add(*role);
         } else {

@@ -4,8 +4,8 @@
 
 namespace outboxd::auth {
 
-std::variant<Grant, std::string> JwtGrants::verify(std::string_view bearer,
-                                                   std::chrono::system_clock::time_point now) const {
+std::variant<Grant, std::string> JwtGrants::verify(
+    std::string_view bearer, std::chrono::system_clock::time_point now) const {
     auto verified = verifier_.verify(bearer, now);
     if (auto* refused = std::get_if<JwtRefusal>(&verified)) return std::move(refused->message);
     const auto& claims = std::get<JwtClaims>(verified);

@@ -305,7 +305,8 @@ void list_audit(const Context& ctx, const std::optional<std::int32_t>& limit,
                 const std::optional<std::string>& after) {
     std::string query;
     if (limit) query += "?limit=" + std::to_string(*limit);
-    if (after) query += (query.empty() ? "?" : "&") + std::string{"after="} + encode_component(*after);
+    if (after)
+        query += (query.empty() ? "?" : "&") + std::string{"after="} + encode_component(*after);
     const auto answer = ctx.call("GET", "/v1/audit" + query);
     if (ctx.printed_json(answer)) return;
     Table table{{"AT", "CREDENTIAL", "METHOD", "ROUTE", "NAMESPACE", "CHANGE"}};

@@ -100,8 +100,8 @@ void ApiContext::change(const RouteRequest& r, std::optional<std::string> ns, Jo
     entry.namespace_name = std::move(ns);
     auto* faults = &services_.metrics.faults_total;
     on_lane(
-        [job = std::move(job), entry = std::move(entry), params = r.params,
-         body = r.request.body, faults](store::AdminStores& db) mutable {
+        [job = std::move(job), entry = std::move(entry), params = r.params, body = r.request.body,
+         faults](store::AdminStores& db) mutable {
             auto response = job(db);
             if (response.status >= 300) return response;
             try {
@@ -110,9 +110,10 @@ void ApiContext::change(const RouteRequest& r, std::optional<std::string> ns, Jo
             } catch (const std::exception& error) {
                 // The change is made; what is lost is its record, which the log keeps.
                 faults->Add({{"where", "audit"}}).Increment();
-                spdlog::error("event=audit_record_failed credential={} route=\"{} {}\" error=\"{}\"",
-                              util::log_safe(entry.credential_id), entry.method,
-                              util::log_safe(entry.route), util::log_safe(error.what()));
+                spdlog::error(
+                    "event=audit_record_failed credential={} route=\"{} {}\" error=\"{}\"",
+                    util::log_safe(entry.credential_id), entry.method, util::log_safe(entry.route),
+                    util::log_safe(error.what()));
             }
             return response;
         },

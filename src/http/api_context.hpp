@@ -11,8 +11,8 @@
 
 #include "api_types.hpp"
 #include "outboxd/http/server.hpp"
-#include "route_table.hpp"
 #include "outboxd/util/lifetime.hpp"
+#include "route_table.hpp"
 
 namespace outboxd::http {
 

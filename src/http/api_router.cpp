@@ -55,12 +55,12 @@ ApiRouter::Admitted ApiRouter::admit(const Access& access,
     // with the admin token alone, what a worker may do. Anything else asks for a credential
     // (a 401, as for a bad one: a client without one learns nothing more).
     const bool anonymous = !bearer || bearer->empty();
-    const bool allowed =
-        access.kind == Access::Kind::signed_in
-            ? !anonymous || grant->may_everywhere(auth::Role::admin)
-        : access.everywhere ? grant->may_everywhere(access.role)
-                            : grant->may_somewhere(access.role) ||
-                                  (access.or_role && grant->may_somewhere(*access.or_role));
+    const bool allowed = access.kind == Access::Kind::signed_in
+                             ? !anonymous || grant->may_everywhere(auth::Role::admin)
+                         : access.everywhere
+                             ? grant->may_everywhere(access.role)
+                             : grant->may_somewhere(access.role) ||
+                                   (access.or_role && grant->may_somewhere(*access.or_role));
     if (allowed) return grant;
     if (anonymous) return unauthorized("a valid bearer token is required");
     api_.services().metrics.protocol_errors_total.Add({{"code", "forbidden"}}).Increment();
@@ -106,7 +106,10 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
     }
     const std::string_view path{request.target.data(),
                                 std::min(request.target.find('?'), request.target.size())};
-    const RouteRequest route{request, target, std::move(found.params), path.ends_with('/'),
+    const RouteRequest route{request,
+                             target,
+                             std::move(found.params),
+                             path.ends_with('/'),
                              std::get<std::shared_ptr<const auth::Grant>>(std::move(admitted)),
                              found.route->pattern};
     found.route->handler(route, std::move(respond));

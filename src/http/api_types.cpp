@@ -110,5 +110,4 @@ std::variant<ParsedTarget, TargetError> parse_target(std::string_view target) {
     return parsed;
 }
 
-
 }  // namespace outboxd::http

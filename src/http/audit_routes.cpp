@@ -32,8 +32,8 @@ void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
     auto after = parse_after(r.target.query);
     if (auto* bad = std::get_if<ApiResponse>(&after)) return respond(std::move(*bad));
     api.on_lane(
-        [limit = *limit, before = std::get<std::optional<std::int64_t>>(after)](
-            store::AdminStores& db) {
+        [limit = *limit,
+         before = std::get<std::optional<std::int64_t>>(after)](store::AdminStores& db) {
             const auto entries = db.access.audit(limit, before);
             std::string text = R"({"audit":[)";
             for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -61,8 +61,9 @@ void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
 }  // namespace
 
 void add_audit_routes(RouteTable& table, const ApiContext& api) {
-    table.add({"GET", "/v1/audit", Access::needs_everywhere(auth::Role::admin),
-               [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
+    table.add(
+        {"GET", "/v1/audit", Access::needs_everywhere(auth::Role::admin),
+         [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
 }
 
 }  // namespace outboxd::http

@@ -98,8 +98,8 @@ std::variant<CredentialRequest, CredentialBodyError> parse_credential_request(
         }
         if (const auto expires = request.find("expires_at");
             expires != request.end() && !expires->is_null()) {
-            const auto at = expires->is_string() ? parse_rfc3339(expires->get<std::string>())
-                                                 : std::nullopt;
+            const auto at =
+                expires->is_string() ? parse_rfc3339(expires->get<std::string>()) : std::nullopt;
             if (!at) throw Bad{"expires_at", "'expires_at' must be an RFC 3339 time"};
             if (*at <= now) throw Bad{"expires_at", "'expires_at' is not in the future"};
             out.expires_at = at;

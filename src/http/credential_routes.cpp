@@ -30,9 +30,7 @@ store::TimePoint now_of(const ApiContext& api) {
     return std::chrono::time_point_cast<std::chrono::microseconds>(api.services().auth.now());
 }
 
-ApiResponse missing(const std::string& id) {
-    return not_found("no credential '" + id + "'");
-}
+ApiResponse missing(const std::string& id) { return not_found("no credential '" + id + "'"); }
 
 void create(const ApiContext& api, const RouteRequest& r, Respond respond) {
     // On an open node every caller is admin: a credential would scope nothing, and the first
@@ -128,14 +126,17 @@ void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
 
 void add_credential_routes(RouteTable& table, const ApiContext& api) {
     const auto admin = Access::needs_everywhere(auth::Role::admin);
-    table.add({"POST", "/v1/credentials", admin,
-               [&api](const RouteRequest& r, Respond respond) { create(api, r, std::move(respond)); }});
+    table.add({"POST", "/v1/credentials", admin, [&api](const RouteRequest& r, Respond respond) {
+                   create(api, r, std::move(respond));
+               }});
     table.add({"GET", "/v1/credentials", admin,
                [&api](const RouteRequest&, Respond respond) { list(api, std::move(respond)); }});
-    table.add({"GET", "/v1/credentials/{id}", admin,
-               [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
-    table.add({"DELETE", "/v1/credentials/{id}", admin,
-               [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); }});
+    table.add(
+        {"GET", "/v1/credentials/{id}", admin,
+         [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
+    table.add(
+        {"DELETE", "/v1/credentials/{id}", admin,
+         [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); }});
 }
 
 }  // namespace outboxd::http

@@ -97,7 +97,8 @@ void add_dead_letter_routes(RouteTable& table, const ApiContext& api) {
     table.add(
         {"GET", "/v1/dead-letters", Access::needs(Role::reader),
          [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
-    table.add({"POST", "/v1/dead-letters/requeue", Access::needs(Role::operator_), bulk(api, true)});
+    table.add(
+        {"POST", "/v1/dead-letters/requeue", Access::needs(Role::operator_), bulk(api, true)});
     table.add({"POST", "/v1/dead-letters/purge", Access::needs(Role::operator_), bulk(api, false)});
     table.add({"POST", "/v1/dead-letters/{key}/requeue", Access::needs(Role::operator_),
                [&api](const RouteRequest& r, Respond respond) {

@@ -7,15 +7,17 @@
 namespace outboxd::http {
 
 void add_node_routes(RouteTable& table, const ApiContext& api) {
-    table.add({"GET", "/healthz", Access::anyone(), [](const RouteRequest&, const Respond& respond) {
-                   respond(json_response({{"status", "ok"}}));
-               }});
-    table.add({"GET", "/readyz", Access::anyone(), [&api](const RouteRequest&, const Respond& respond) {
-                   const bool ready = api.services().ready();
-                   respond(json_response(
-                       {{"ready", ready}, {"registered", api.engine().member().registered()}},
-                       ready ? 200 : 503));
-               }});
+    table.add(
+        {"GET", "/healthz", Access::anyone(), [](const RouteRequest&, const Respond& respond) {
+             respond(json_response({{"status", "ok"}}));
+         }});
+    table.add(
+        {"GET", "/readyz", Access::anyone(), [&api](const RouteRequest&, const Respond& respond) {
+             const bool ready = api.services().ready();
+             respond(json_response(
+                 {{"ready", ready}, {"registered", api.engine().member().registered()}},
+                 ready ? 200 : 503));
+         }});
     // Its labels name namespaces and targets: private on request.
     const auto metrics_access = api.settings().metrics_private
                                     ? Access::needs_everywhere(auth::Role::reader)
@@ -31,10 +33,10 @@ void add_node_routes(RouteTable& table, const ApiContext& api) {
                    respond(json_response(grant_json(*r.grant)));
                }});
     // Workers discover the cluster here: a worker or a reader may see it.
-    table.add(
-        {"GET", "/v1/cluster", Access::needs(auth::Role::worker, auth::Role::reader), [&api](const RouteRequest&, const Respond& respond) {
-             respond(text_response(cluster_json(api.engine().member())));
-         }});
+    table.add({"GET", "/v1/cluster", Access::needs(auth::Role::worker, auth::Role::reader),
+               [&api](const RouteRequest&, const Respond& respond) {
+                   respond(text_response(cluster_json(api.engine().member())));
+               }});
 }
 
 }  // namespace outboxd::http

@@ -29,8 +29,8 @@ bool names_node(const std::string& host, const std::vector<std::string>& node_ho
 std::string host_of(std::string_view authority) {
     if (authority.starts_with('[')) {
         const auto close = authority.find(']');
-        return lower(authority.substr(1, close == std::string_view::npos ? authority.size() - 1
-                                                                         : close - 1));
+        return lower(authority.substr(
+            1, close == std::string_view::npos ? authority.size() - 1 : close - 1));
     }
     const auto colon = authority.rfind(':');
     return lower(colon == std::string_view::npos ? authority : authority.substr(0, colon));

@@ -25,7 +25,7 @@ struct BrowserMarks {
 
 // Why a browser request to an open node is refused, or nothing. `node_hosts`: names the
 // node goes by besides addresses and localhost (its advertised host).
-[[nodiscard]] std::optional<std::string> browser_refusal(const BrowserMarks& marks,
-                                                         const std::vector<std::string>& node_hosts);
+[[nodiscard]] std::optional<std::string> browser_refusal(
+    const BrowserMarks& marks, const std::vector<std::string>& node_hosts);
 
 }  // namespace outboxd::http

@@ -50,8 +50,9 @@ void stage(const ApiContext& api, const RouteRequest& r, Respond respond) {
 }  // namespace
 
 void add_outbox_routes(RouteTable& table, const ApiContext& api) {
-    table.add({"POST", "/v1/outbox", Access::needs(auth::Role::producer),
-               [&api](const RouteRequest& r, Respond respond) { stage(api, r, std::move(respond)); }});
+    table.add(
+        {"POST", "/v1/outbox", Access::needs(auth::Role::producer),
+         [&api](const RouteRequest& r, Respond respond) { stage(api, r, std::move(respond)); }});
     table.add({"GET", "/v1/outbox/{key}", Access::needs(auth::Role::reader),
                [&api](const RouteRequest& r, Respond respond) {
                    api.on_lane(

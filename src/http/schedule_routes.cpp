@@ -148,7 +148,8 @@ void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
             if (!grant->may_everywhere(auth::Role::operator_)) {
                 const auto record = db.schedules.get(id);
                 if (!record) return missing(id);
-                if (auto refused = change_refusal(*grant, record->spec.namespace_name, missing(id))) {
+                if (auto refused =
+                        change_refusal(*grant, record->spec.namespace_name, missing(id))) {
                     return *refused;
                 }
             }
@@ -174,8 +175,8 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
         [spec = std::move(spec), grant = r.grant](store::AdminStores& db) {
             if (const auto before = db.schedules.get(spec.id)) {
                 const auto& was = before->spec.namespace_name;
-                if (auto refused = change_refusal(*grant, was,
-                                                  forbidden_in(auth::Role::operator_, was))) {
+                if (auto refused =
+                        change_refusal(*grant, was, forbidden_in(auth::Role::operator_, was))) {
                     return *refused;
                 }
             }

@@ -110,9 +110,9 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
         [target = std::move(target), states = states_of(api), node_id = node_id_of(api),
          grant = r.grant](store::AdminStores& db) {
             if (const auto before = db.targets.get(target.name)) {
-                if (auto refused = change_refusal(*grant, before->settings.namespace_name,
-                                                  forbidden_in(auth::Role::operator_,
-                                                               before->settings.namespace_name))) {
+                if (auto refused = change_refusal(
+                        *grant, before->settings.namespace_name,
+                        forbidden_in(auth::Role::operator_, before->settings.namespace_name))) {
                     return *refused;
                 }
             }

@@ -65,10 +65,10 @@ ApiResponse ui_response(std::span<const std::string> rest, bool trailing_slash) 
 }
 
 void add_ui_routes(RouteTable& table) {
-    table.add(
-        {"GET", "/ui/{file...}", Access::anyone(), [](const RouteRequest& r, const Respond& respond) {
-             respond(ui_response(r.params, r.trailing_slash));
-         }});
+    table.add({"GET", "/ui/{file...}", Access::anyone(),
+               [](const RouteRequest& r, const Respond& respond) {
+                   respond(ui_response(r.params, r.trailing_slash));
+               }});
 }
 
 }  // namespace outboxd::http

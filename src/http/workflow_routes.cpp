@@ -70,8 +70,8 @@ void rows(const ApiContext& api, const RouteRequest& r, Respond respond) {
             // A workflow none of whose rows it sees is, to a scoped reader, one never staged.
             const auto flags = everywhere || !found.empty() ? db.admin.workflow_flags(workflow)
                                                             : store::WorkflowFlags{};
-            return text_response(workflow_json(
-                workflow, found, flags, held_by, [&grant](const std::string& ns) {
+            return text_response(
+                workflow_json(workflow, found, flags, held_by, [&grant](const std::string& ns) {
                     return grant->may(auth::Role::read_payloads, ns);
                 }));
         },
@@ -89,10 +89,12 @@ std::optional<ApiResponse> workflow_refusal(const auth::Grant& grant, store::Adm
     const auto visible = std::count_if(namespaces.begin(), namespaces.end(), [&](const auto& ns) {
         return grant.may(auth::Role::reader, ns);
     });
-    if (visible == 0) return not_found("no workflow '" + workflow + "' in this credential's namespaces");
+    if (visible == 0)
+        return not_found("no workflow '" + workflow + "' in this credential's namespaces");
     for (const auto& ns : namespaces) {
         if (!grant.may(auth::Role::operator_, ns)) {
-            return forbidden(auth::Role::operator_, "every namespace of workflow '" + workflow + "'");
+            return forbidden(auth::Role::operator_,
+                             "every namespace of workflow '" + workflow + "'");
         }
     }
     return std::nullopt;

@@ -18,8 +18,8 @@ MaintenanceStores::MaintenanceStores(const LaneConnection& c)
 }
 
 AdminStores::AdminStores(const LaneConnection& c)
-    : session(c.database_url, Uses::admin | Uses::targets | Uses::schedules | Uses::access, c.commits,
-              c.statement_timeout) {}
+    : session(c.database_url, Uses::admin | Uses::targets | Uses::schedules | Uses::access,
+              c.commits, c.statement_timeout) {}
 
 bool LaneThread::push(Task task) {
     {

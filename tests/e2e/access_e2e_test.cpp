@@ -50,7 +50,7 @@ void stage_tenants(std::uint16_t port) {
          "visible_after":"2099-01-01T00:00:00Z"},
         {"workflow_id":"orders-dead","ordinal":0,"activity_type":"ship","namespace":"orders",
          "visible_after":"2099-01-01T00:00:00Z"}]})",
-                                    std::string{kAdmin});
+                                  std::string{kAdmin});
     REQUIRE(staged.status == 200);
 }
 
@@ -65,13 +65,15 @@ TEST_CASE("each role reaches its routes and namespaces, and nothing else", "[e2e
         "UPDATE outbox SET status = 'failed', finished_at = now(), last_error = 'boom' "
         "WHERE workflow_id IN ('billing-dead', 'orders-dead')");
 
-    const auto worker = create(port, {{"name", "bw"}, {"namespaces", {"billing"}}, {"roles", {"worker"}}});
+    const auto worker =
+        create(port, {{"name", "bw"}, {"namespaces", {"billing"}}, {"roles", {"worker"}}});
     const auto producer =
         create(port, {{"name", "bp"}, {"namespaces", {"billing"}}, {"roles", {"producer"}}});
     const auto reader =
         create(port, {{"name", "br"}, {"namespaces", {"billing"}}, {"roles", {"reader"}}});
     const auto payloads = create(
-        port, {{"name", "brp"}, {"namespaces", {"billing"}}, {"roles", {"reader", "read_payloads"}}});
+        port,
+        {{"name", "brp"}, {"namespaces", {"billing"}}, {"roles", {"reader", "read_payloads"}}});
     const auto op =
         create(port, {{"name", "bo"}, {"namespaces", {"billing"}}, {"roles", {"operator"}}});
     const auto admin = create(port, {{"name", "all"}, {"namespaces", {"*"}}, {"roles", {"admin"}}});
@@ -88,49 +90,78 @@ TEST_CASE("each role reaches its routes and namespaces, and nothing else", "[e2e
     const std::string orders_row =
         R"({"rows":[{"workflow_id":"q","ordinal":0,"activity_type":"a","namespace":"orders"}]})";
     const std::vector<Case> cases = {
-        {"GET", "/v1/cluster", "", {{"worker", 200}, {"reader", 200}, {"payloads", 200},
-                                    {"operator", 200}, {"admin", 200}}},
-        {"GET", "/v1/whoami", "", {{"worker", 200}, {"producer", 200}, {"reader", 200},
-                                   {"payloads", 200}, {"operator", 200}, {"admin", 200}}},
+        {"GET",
+         "/v1/cluster",
+         "",
+         {{"worker", 200}, {"reader", 200}, {"payloads", 200}, {"operator", 200}, {"admin", 200}}},
+        {"GET",
+         "/v1/whoami",
+         "",
+         {{"worker", 200},
+          {"producer", 200},
+          {"reader", 200},
+          {"payloads", 200},
+          {"operator", 200},
+          {"admin", 200}}},
         {"POST", "/v1/outbox", billing_row, {{"producer", 200}, {"admin", 200}}},
         {"POST", "/v1/outbox", orders_row, {{"admin", 200}}},
-        {"GET", "/v1/outbox/billing-wf:0", "", {{"reader", 200}, {"payloads", 200},
-                                               {"operator", 200}, {"admin", 200}}},
+        {"GET",
+         "/v1/outbox/billing-wf:0",
+         "",
+         {{"reader", 200}, {"payloads", 200}, {"operator", 200}, {"admin", 200}}},
         // Another tenant's row: as missing as one that never was.
-        {"GET", "/v1/outbox/orders-wf:0", "", {{"reader", 404}, {"payloads", 404},
-                                              {"operator", 404}, {"admin", 200}}},
-        {"GET", "/v1/outbox/never-staged", "", {{"reader", 404}, {"payloads", 404},
-                                               {"operator", 404}, {"admin", 404}}},
-        {"GET", "/v1/workflows/billing-wf", "", {{"reader", 200}, {"payloads", 200},
-                                                {"operator", 200}, {"admin", 200}}},
-        {"GET", "/v1/dead-letters", "", {{"reader", 200}, {"payloads", 200}, {"operator", 200},
-                                         {"admin", 200}}},
+        {"GET",
+         "/v1/outbox/orders-wf:0",
+         "",
+         {{"reader", 404}, {"payloads", 404}, {"operator", 404}, {"admin", 200}}},
+        {"GET",
+         "/v1/outbox/never-staged",
+         "",
+         {{"reader", 404}, {"payloads", 404}, {"operator", 404}, {"admin", 404}}},
+        {"GET",
+         "/v1/workflows/billing-wf",
+         "",
+         {{"reader", 200}, {"payloads", 200}, {"operator", 200}, {"admin", 200}}},
+        {"GET",
+         "/v1/dead-letters",
+         "",
+         {{"reader", 200}, {"payloads", 200}, {"operator", 200}, {"admin", 200}}},
         {"GET", "/v1/dead-letters?namespace=orders", "", {{"admin", 200}}},
         {"POST", "/v1/dead-letters/orders-dead:0/requeue", "", {{"operator", 404}, {"admin", 200}}},
         {"POST", "/v1/dead-letters/purge", R"({"namespace":"orders"})", {{"admin", 200}}},
         {"POST", "/v1/workflows/billing-wf/pause", "", {{"operator", 200}, {"admin", 200}}},
         {"POST", "/v1/workflows/orders-wf/pause", "", {{"operator", 404}, {"admin", 200}}},
-        {"GET", "/v1/namespaces", "", {{"reader", 200}, {"payloads", 200}, {"operator", 200},
-                                       {"admin", 200}}},
-        {"GET", "/v1/namespaces/billing", "", {{"reader", 200}, {"payloads", 200},
-                                              {"operator", 200}, {"admin", 200}}},
+        {"GET",
+         "/v1/namespaces",
+         "",
+         {{"reader", 200}, {"payloads", 200}, {"operator", 200}, {"admin", 200}}},
+        {"GET",
+         "/v1/namespaces/billing",
+         "",
+         {{"reader", 200}, {"payloads", 200}, {"operator", 200}, {"admin", 200}}},
         {"PUT", "/v1/namespaces/billing", R"({"weight":2})", {{"operator", 200}, {"admin", 200}}},
         {"PUT", "/v1/namespaces/orders", R"({"weight":2})", {{"admin", 200}}},
-        {"PUT", "/v1/schedules/tick", R"({"cron":"0 0 1 1 *","namespace":"billing","activity_type":"tick"})",
+        {"PUT",
+         "/v1/schedules/tick",
+         R"({"cron":"0 0 1 1 *","namespace":"billing","activity_type":"tick"})",
          {{"operator", 200}, {"admin", 200}}},
-        {"PUT", "/v1/schedules/other-tick",
-         R"({"cron":"0 0 1 1 *","namespace":"orders","activity_type":"tick"})", {{"admin", 200}}},
-        {"GET", "/v1/schedules/other-tick", "", {{"reader", 404}, {"payloads", 404},
-                                                {"operator", 404}, {"admin", 200}}},
+        {"PUT",
+         "/v1/schedules/other-tick",
+         R"({"cron":"0 0 1 1 *","namespace":"orders","activity_type":"tick"})",
+         {{"admin", 200}}},
+        {"GET",
+         "/v1/schedules/other-tick",
+         "",
+         {{"reader", 404}, {"payloads", 404}, {"operator", 404}, {"admin", 200}}},
         {"DELETE", "/v1/schedules/other-tick", "", {{"operator", 404}, {"admin", 200}}},
         {"GET", "/v1/credentials", "", {{"admin", 200}}},
         {"GET", "/v1/audit", "", {{"admin", 200}}},
     };
     const std::map<std::string, std::optional<std::string>> callers = {
-        {"none", std::nullopt},          {"bad", std::string{"obx_not-a-credential"}},
-        {"worker", worker.secret},       {"producer", producer.secret},
-        {"reader", reader.secret},       {"payloads", payloads.secret},
-        {"operator", op.secret},         {"admin", admin.secret}};
+        {"none", std::nullopt},    {"bad", std::string{"obx_not-a-credential"}},
+        {"worker", worker.secret}, {"producer", producer.secret},
+        {"reader", reader.secret}, {"payloads", payloads.secret},
+        {"operator", op.secret},   {"admin", admin.secret}};
     for (const auto& c : cases) {
         for (const auto& [who, bearer] : callers) {
             const auto expected = who == "none" || who == "bad"
@@ -156,8 +187,8 @@ TEST_CASE("each role reaches its routes and namespaces, and nothing else", "[e2e
             json::parse(http_call(port, "GET", "/v1/outbox/billing-wf:0", {}, reader.secret).body);
         CHECK(hidden["input"].is_null());
         CHECK(hidden["payloads_hidden"] == true);
-        const auto shown =
-            json::parse(http_call(port, "GET", "/v1/outbox/billing-wf:0", {}, payloads.secret).body);
+        const auto shown = json::parse(
+            http_call(port, "GET", "/v1/outbox/billing-wf:0", {}, payloads.secret).body);
         CHECK(shown["input"] == json{{"card", "4111-billing"}});
         const auto listed =
             json::parse(http_call(port, "GET", "/v1/namespaces", {}, reader.secret).body);
@@ -182,12 +213,13 @@ TEST_CASE("each role reaches its routes and namespaces, and nothing else", "[e2e
     }
 
     SECTION("an expired or deleted credential is refused") {
-        const auto deleted = http_call(port, "DELETE", "/v1/credentials/" + reader.id, {},
-                                       std::string{kAdmin});
+        const auto deleted =
+            http_call(port, "DELETE", "/v1/credentials/" + reader.id, {}, std::string{kAdmin});
         REQUIRE(deleted.status == 200);
         CHECK(http_call(port, "GET", "/v1/namespaces", {}, reader.secret).status == 401);
-        cluster.db.exec("UPDATE credentials SET expires_at = now() - interval '1 second' WHERE id = '" +
-                        op.id + "'");
+        cluster.db.exec(
+            "UPDATE credentials SET expires_at = now() - interval '1 second' WHERE id = '" + op.id +
+            "'");
         CHECK(E2eCluster::await(
             [&] { return http_call(port, "GET", "/v1/namespaces", {}, op.secret).status == 401; },
             10s));
@@ -206,15 +238,17 @@ TEST_CASE("credentials: bad bodies are named, secrets are shown once, an open no
     CHECK(error_of(on_open)["code"] == "node_open");
 
     auto& node = cluster.start_node("node-1", {{"OUTBOXD_ADMIN_TOKEN", kAdmin}});
-    for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
-             {R"({"namespaces":["a"],"roles":["worker"]})", "name"},
-             {R"({"name":"has space","namespaces":["a"],"roles":["worker"]})", "name"},
-             {R"({"name":"x","namespaces":[],"roles":["worker"]})", "namespaces"},
-             {R"({"name":"x","namespaces":["a"],"roles":["root"]})", "roles"},
-             {R"({"name":"x","namespaces":["a"],"roles":["worker"],"expires_at":"2001-01-01T00:00:00Z"})",
-              "expires_at"},
-             {R"({"name":"x","namespaces":["a"],"roles":["worker"],"color":"red"})", "color"}}) {
-        const auto refused = http_call(node.port, "POST", "/v1/credentials", body, std::string{kAdmin});
+    for (
+        const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+            {R"({"namespaces":["a"],"roles":["worker"]})", "name"},
+            {R"({"name":"has space","namespaces":["a"],"roles":["worker"]})", "name"},
+            {R"({"name":"x","namespaces":[],"roles":["worker"]})", "namespaces"},
+            {R"({"name":"x","namespaces":["a"],"roles":["root"]})", "roles"},
+            {R"({"name":"x","namespaces":["a"],"roles":["worker"],"expires_at":"2001-01-01T00:00:00Z"})",
+             "expires_at"},
+            {R"({"name":"x","namespaces":["a"],"roles":["worker"],"color":"red"})", "color"}}) {
+        const auto refused =
+            http_call(node.port, "POST", "/v1/credentials", body, std::string{kAdmin});
         INFO(body << " -> " << refused.body);
         CHECK(refused.status == 400);
         CHECK(error_of(refused)["field"] == field);
@@ -226,22 +260,24 @@ TEST_CASE("credentials: bad bodies are named, secrets are shown once, an open no
                                          {"roles", {"worker"}},
                                          {"expires_at", "2099-01-01T00:00:00Z"}});
     CHECK(made.secret.starts_with("obx_"));
-    const auto shown = http_call(node.port, "GET", "/v1/credentials/" + made.id, {}, std::string{kAdmin});
+    const auto shown =
+        http_call(node.port, "GET", "/v1/credentials/" + made.id, {}, std::string{kAdmin});
     REQUIRE(shown.status == 200);
     CHECK(shown.body.find(made.secret) == std::string::npos);
     CHECK(json::parse(shown.body)["roles"] == json{"worker"});
-    const auto stored = cluster.db.exec("SELECT secret_sha256 FROM credentials")[0][0].as<std::string>();
+    const auto stored =
+        cluster.db.exec("SELECT secret_sha256 FROM credentials")[0][0].as<std::string>();
     CHECK(stored.size() == 64);
     CHECK(stored.find(made.secret) == std::string::npos);
-    CHECK(http_call(node.port, "GET", "/v1/credentials/cred_missing", {}, std::string{kAdmin}).status ==
-          404);
+    CHECK(http_call(node.port, "GET", "/v1/credentials/cred_missing", {}, std::string{kAdmin})
+              .status == 404);
 }
 
 TEST_CASE("the worker socket: hello only for the credential's namespaces; revocation closes it",
           "[e2e][access]") {
     E2eCluster cluster{"access_socket"};
-    auto& node = cluster.start_node("node-1", {{"OUTBOXD_ADMIN_TOKEN", kAdmin},
-                                               {"OUTBOXD_QUOTA_CACHE_TTL_MS", "300"}});
+    auto& node = cluster.start_node(
+        "node-1", {{"OUTBOXD_ADMIN_TOKEN", kAdmin}, {"OUTBOXD_QUOTA_CACHE_TTL_MS", "300"}});
     const auto worker =
         create(node.port, {{"name", "bw"}, {"namespaces", {"billing"}}, {"roles", {"worker"}}});
     const auto reader =
@@ -286,10 +322,9 @@ TEST_CASE("the worker socket: hello only for the credential's namespaces; revoca
     REQUIRE(welcome);
     CHECK(json::parse(*welcome)["type"] == "welcome");
     const auto log = node.process->log();
-    CHECK_THAT(log, Catch::Contains("event=worker_joined") &&
-                        Catch::Contains("credential=" + worker.id) &&
-                        Catch::Contains("peer=127.0.0.1:") &&
-                        Catch::Contains("namespaces=\"billing\""));
+    CHECK_THAT(
+        log, Catch::Contains("event=worker_joined") && Catch::Contains("credential=" + worker.id) &&
+                 Catch::Contains("peer=127.0.0.1:") && Catch::Contains("namespaces=\"billing\""));
 
     // Deleted by plain SQL (as another node's API would): closed within the refresh TTL.
     cluster.db.exec("DELETE FROM credentials WHERE id = '" + worker.id + "'");
@@ -319,15 +354,16 @@ TEST_CASE("five tenants' workers under a mixed load each get their own tasks onl
     json rows = json::array();
     for (int i = 0; i < kRowsEach; ++i) {
         for (int t = 0; t < kTenants; ++t) {
-            rows.push_back({{"workflow_id", "tenant-" + std::to_string(t) + "-wf-" + std::to_string(i)},
-                            {"ordinal", 0},
-                            {"activity_type", "echo"},
-                            {"namespace", "tenant-" + std::to_string(t)}});
+            rows.push_back(
+                {{"workflow_id", "tenant-" + std::to_string(t) + "-wf-" + std::to_string(i)},
+                 {"ordinal", 0},
+                 {"activity_type", "echo"},
+                 {"namespace", "tenant-" + std::to_string(t)}});
         }
     }
-    REQUIRE(http_call(node.port, "POST", "/v1/outbox", json{{"rows", rows}}.dump(),
-                      std::string{kAdmin})
-                .status == 200);
+    REQUIRE(
+        http_call(node.port, "POST", "/v1/outbox", json{{"rows", rows}}.dump(), std::string{kAdmin})
+            .status == 200);
     REQUIRE(E2eCluster::await(
         [&] { return cluster.count("status = 'done'") == kTenants * kRowsEach; }, 60s));
     for (int t = 0; t < kTenants; ++t) {
@@ -351,8 +387,9 @@ TEST_CASE("every change is audited; no secret reaches a log, an audit row, a met
     const auto op =
         create(port, {{"name", "ops"}, {"namespaces", {"billing"}}, {"roles", {"operator"}}});
     stage_tenants(port);
-    cluster.db.exec("UPDATE outbox SET status = 'failed', finished_at = now() "
-                    "WHERE workflow_id = 'billing-dead'");
+    cluster.db.exec(
+        "UPDATE outbox SET status = 'failed', finished_at = now() "
+        "WHERE workflow_id = 'billing-dead'");
 
     const auto as_op = [&](const std::string& method, const std::string& target,
                            const std::string& body = {}) {
@@ -382,11 +419,11 @@ TEST_CASE("every change is audited; no secret reaches a log, an audit row, a met
     answers.push_back(as_op("DELETE", "/v1/schedules/tick").body);
     answers.push_back(as_op("DELETE", "/v1/http-targets/hook").body);
     answers.push_back(as_op("POST", "/v1/workflows/billing-wf/cancel").body);
-    const auto removed = http_call(port, "DELETE", "/v1/credentials/" + op.id, {}, std::string{kAdmin});
+    const auto removed =
+        http_call(port, "DELETE", "/v1/credentials/" + op.id, {}, std::string{kAdmin});
     REQUIRE(removed.status == 200);
 
-    const auto audit =
-        http_call(port, "GET", "/v1/audit?limit=100", {}, std::string{kAdmin});
+    const auto audit = http_call(port, "GET", "/v1/audit?limit=100", {}, std::string{kAdmin});
     REQUIRE(audit.status == 200);
     answers.push_back(audit.body);
     const auto entries = json::parse(audit.body)["audit"];
@@ -416,16 +453,16 @@ TEST_CASE("every change is audited; no secret reaches a log, an audit row, a met
         json::parse(http_call(port, "GET", "/v1/audit?limit=2", {}, std::string{kAdmin}).body);
     CHECK(paged["audit"].size() == 2);
     REQUIRE(paged["next"].is_string());
-    const auto next = json::parse(http_call(port, "GET",
-                                            "/v1/audit?limit=2&after=" +
-                                                paged["next"].get<std::string>(),
-                                            {}, std::string{kAdmin})
-                                      .body);
+    const auto next = json::parse(
+        http_call(port, "GET", "/v1/audit?limit=2&after=" + paged["next"].get<std::string>(), {},
+                  std::string{kAdmin})
+            .body);
     CHECK(next["audit"][0]["id"].get<std::int64_t>() < paged["audit"][1]["id"].get<std::int64_t>());
 
     // Nowhere: not the answers, the audit table, the metrics or the node's log.
-    const auto table = cluster.db.exec("SELECT coalesce(string_agg(change::text, ' '), '') FROM audit_log")[0][0]
-                           .as<std::string>();
+    const auto table =
+        cluster.db.exec("SELECT coalesce(string_agg(change::text, ' '), '') FROM audit_log")[0][0]
+            .as<std::string>();
     const auto metrics = http_call(port, "GET", "/metrics").body;
     const auto log = node.process->log();
     for (const auto& secret : {target_secret, header_secret, op.secret, std::string{kAdmin}}) {
@@ -464,7 +501,8 @@ TEST_CASE("a JWT's outboxd claim is its grant; a bad one is refused with a clear
     CHECK(whoami["credential_id"] == "jwt:alice");
     {
         test::WsClient socket(node.port, "/v1/workers", reader);
-        socket.send(R"({"type":"hello","worker_id":"w","namespaces":["billing"],"activity_types":["a"]})");
+        socket.send(
+            R"({"type":"hello","worker_id":"w","namespaces":["billing"],"activity_types":["a"]})");
         const auto welcome = socket.read();
         REQUIRE(welcome);
         CHECK(json::parse(*welcome)["type"] == "welcome");
@@ -477,8 +515,8 @@ TEST_CASE("a JWT's outboxd claim is its grant; a bad one is refused with a clear
              {keys::signed_token(keys::test_keys().other_ec.get(), {{"alg", "ES256"}},
                                  {{"exp", now + 300}, {"outboxd", {"*:admin"}}}),
               ""},
-             {keys::hs256_token(keys::public_pem(keys::test_keys().rsa.get()),
-                                {{"alg", "HS256"}}, {{"exp", now + 300}, {"outboxd", {"*:admin"}}}),
+             {keys::hs256_token(keys::public_pem(keys::test_keys().rsa.get()), {{"alg", "HS256"}},
+                                {{"exp", now + 300}, {"outboxd", {"*:admin"}}}),
               "HS256"}}) {
         const auto refused = http_call(node.port, "GET", "/v1/namespaces", {}, bad);
         INFO(refused.body);

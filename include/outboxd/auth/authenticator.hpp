@@ -69,8 +69,9 @@ public:
     using Clock = std::function<std::chrono::system_clock::time_point()>;
     using Result = std::variant<std::shared_ptr<const Grant>, std::string>;
 
-    Authenticator(BootstrapTokens tokens, std::shared_ptr<const BearerVerifier> jwt,
-                  Clock clock = [] { return std::chrono::system_clock::now(); });
+    Authenticator(
+        BootstrapTokens tokens, std::shared_ptr<const BearerVerifier> jwt,
+        Clock clock = [] { return std::chrono::system_clock::now(); });
 
     // The grant `bearer` carries in `area`, or why it is refused (a 401's message). No
     // bearer on an open area is the anonymous grant.

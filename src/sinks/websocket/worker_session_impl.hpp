@@ -179,8 +179,7 @@ std::optional<std::string> WorkerSession<Stream>::hello_refusal(
     const protocol::Hello& hello) const {
     for (const auto& ns : hello.namespaces) {
         if (!grant_->may(auth::Role::worker, ns)) {
-            return "this credential is not a worker of namespace '" + util::log_safe(ns, 128) +
-                   "'";
+            return "this credential is not a worker of namespace '" + util::log_safe(ns, 128) + "'";
         }
     }
     if (!grant_->may_use_node(hello.node)) {
@@ -219,9 +218,8 @@ void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
     spdlog::info(
         "event=worker_joined session={} worker=\"{}\" credential={} peer={} namespaces=\"{}\" "
         "task_queue=\"{}\" max_in_flight={}",
-        session_id_, util::log_safe(hello.worker_id), util::log_safe(grant_->credential_id),
-        peer(), util::log_safe(namespaces, 400), util::log_safe(hello.task_queue),
-        hello.max_in_flight);
+        session_id_, util::log_safe(hello.worker_id), util::log_safe(grant_->credential_id), peer(),
+        util::log_safe(namespaces, 400), util::log_safe(hello.task_queue), hello.max_in_flight);
     const auto cluster = hub_.cluster();
     protocol::Welcome welcome;
     welcome.node_id = cluster.node_id;

@@ -79,8 +79,8 @@ TEST_CASE("roles imply what they say: admin everything, operator reads, payloads
 
 TEST_CASE("a JWT's grants are namespace:role pairs; a bad one is named", "[unit][auth]") {
     std::vector<auth::Scope> scopes;
-    REQUIRE_FALSE(auth::parse_claim_grants({"billing:worker", "billing:reader", "a:b:c:admin"},
-                                           scopes));
+    REQUIRE_FALSE(
+        auth::parse_claim_grants({"billing:worker", "billing:reader", "a:b:c:admin"}, scopes));
     Grant grant;
     grant.scopes = scopes;
     CHECK(grant.may(Role::worker, "billing"));
@@ -99,7 +99,8 @@ TEST_CASE("a node with no credential is open; each bootstrap token closes its ow
           "[unit][auth]") {
     auth::Authenticator open{{}, nullptr};
     // Until the managed credentials were read, one may exist: closed.
-    CHECK(refusal(open.authenticate(std::nullopt, Area::api)) == "a valid bearer token is required");
+    CHECK(refusal(open.authenticate(std::nullopt, Area::api)) ==
+          "a valid bearer token is required");
     open.replace_managed({}, Clock::now());
     CHECK_FALSE(open.guarded());
     CHECK(granted(open.authenticate(std::nullopt, Area::api))->may_everywhere(Role::admin));
