@@ -94,7 +94,7 @@ void AccessScenario::repeat(const Turn& turn) {
         auto result =
             run(turn.context, managed,
                 std::string{managed ? "access_managed" : "access_bootstrap"} + turn.suffix());
-        (managed ? managed_ : bootstrap_).push_back(std::move(result));
+        (managed ? managed_ : bootstrap_).push_back(result);
     }
 }
 

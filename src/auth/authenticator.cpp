@@ -51,7 +51,7 @@ std::string sha256_hex(std::string_view text) {
     }
     std::string hex(static_cast<std::size_t>(length) * 2, '0');
     constexpr std::string_view kDigits = "0123456789abcdef";
-    for (unsigned int i = 0; i < length; ++i) {
+    for (std::size_t i = 0; i < length; ++i) {
         hex[2 * i] = kDigits[digest[i] >> 4U];
         hex[2 * i + 1] = kDigits[digest[i] & 0xFU];
     }

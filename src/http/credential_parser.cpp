@@ -36,8 +36,9 @@ std::vector<std::string> names(const json& body, const std::string& field, std::
         if (!entry.is_string() || !valid(entry.get<std::string>())) {
             const auto shown = entry.is_string() ? util::sanitize_text(entry.get<std::string>(), 80)
                                                  : entry.dump();
-            throw Bad{field, "'" + field + "' holds '" + util::sanitize_text(shown, 80) +
-                                 "', which is not " + what};
+            std::string message = "'" + field + "' holds '";
+            message.append(util::sanitize_text(shown, 80)).append("', which is not ").append(what);
+            throw Bad{field, message};
         }
         if (std::find(out.begin(), out.end(), entry.get<std::string>()) == out.end()) {
             out.push_back(entry.get<std::string>());

@@ -365,7 +365,10 @@ TEST_CASE("five tenants' workers under a mixed load each get their own tasks onl
         http_call(node.port, "POST", "/v1/outbox", json{{"rows", rows}}.dump(), std::string{kAdmin})
             .status == 200);
     REQUIRE(E2eCluster::await(
-        [&] { return cluster.count("status = 'done'") == kTenants * kRowsEach; }, 60s));
+        [&] {
+            return cluster.count("status = 'done'") == std::int64_t{kTenants} * kRowsEach;
+        },
+        60s));
     for (int t = 0; t < kTenants; ++t) {
         const auto got = test::received(logs[static_cast<std::size_t>(t)]);
         CHECK(got.size() >= static_cast<std::size_t>(kRowsEach));
@@ -393,7 +396,7 @@ TEST_CASE("every change is audited; no secret reaches a log, an audit row, a met
 
     const auto as_op = [&](const std::string& method, const std::string& target,
                            const std::string& body = {}) {
-        const auto result = http_call(port, method, target, body, op.secret);
+        auto result = http_call(port, method, target, body, op.secret);
         INFO(method << " " << target << " -> " << result.body);
         CHECK(result.status == 200);
         return result;
@@ -524,4 +527,44 @@ TEST_CASE("a JWT's outboxd claim is its grant; a bad one is refused with a clear
         CHECK_THAT(error_of(refused)["message"].get<std::string>(),
                    Catch::StartsWith("JWT refused: ") && Catch::Contains(why));
     }
+}
+
+TEST_CASE("a node without credentials answers browsers only at its own origin and address",
+          "[e2e][access]") {
+    E2eCluster cluster{"access_open"};
+    auto& open = cluster.start_node("open-node");
+    const auto port = std::to_string(open.port);
+    const auto status = [&](const std::string& headers) {
+        const auto answer = test::raw_http(
+            open.port, "GET /v1/namespaces HTTP/1.1\r\n" + headers + "Connection: close\r\n\r\n");
+        return answer.size() > 12 ? std::stoi(answer.substr(9, 3)) : 0;
+    };
+    // curl, workers, SDKs: no browser marks.
+    CHECK(status("Host: anything.example\r\n") == 200);
+    // The console the node serves itself.
+    CHECK(status("Host: 127.0.0.1:" + port + "\r\nOrigin: http://127.0.0.1:" + port +
+                 "\r\nSec-Fetch-Site: same-origin\r\n") == 200);
+    // Another site's page, and DNS rebinding (its own name now pointing at the node).
+    CHECK(status("Host: 127.0.0.1:" + port + "\r\nOrigin: http://evil.example\r\n") == 403);
+    CHECK(status("Host: evil.example:" + port + "\r\nOrigin: http://evil.example:" + port +
+                 "\r\n") == 403);
+    CHECK(status("Host: evil.example:" + port + "\r\nSec-Fetch-Mode: cors\r\n") == 403);
+    // The worker socket alike.
+    const auto upgrade = test::raw_http(
+        open.port,
+        "GET /v1/workers HTTP/1.1\r\nHost: 127.0.0.1:" + port +
+            "\r\nOrigin: http://evil.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    CHECK(upgrade.rfind("HTTP/1.1 403", 0) == 0);
+    CHECK_THAT(open.process->log(), Catch::Contains("event=node_open"));
+
+    // A guarded node leaves browsers to its credentials; its metrics may be private.
+    auto& guarded = cluster.start_node("guarded", {{"OUTBOXD_ADMIN_TOKEN", kAdmin},
+                                                   {"OUTBOXD_METRICS_PRIVATE", "true"}});
+    CHECK(http_call(guarded.port, "GET", "/metrics").status == 401);
+    CHECK(http_call(guarded.port, "GET", "/metrics", {}, std::string{kAdmin}).status == 200);
+    const auto reader =
+        create(guarded.port, {{"name", "r"}, {"namespaces", {"billing"}}, {"roles", {"reader"}}});
+    CHECK(http_call(guarded.port, "GET", "/metrics", {}, reader.secret).status == 403);
+    CHECK(http_call(guarded.port, "GET", "/healthz").status == 200);
 }
