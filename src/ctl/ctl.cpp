@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api_client.hpp"
+#include "outboxd/util/secret_file.hpp"
 #include "table.hpp"
 
 namespace outboxd::ctl {
@@ -32,10 +33,33 @@ std::optional<std::string> env(const char* name) {
     return std::string{value};
 }
 
+// A setting that cannot be used (exit status 2, like bad usage).
+struct BadSetting {
+    std::string message;
+};
+
+// The admin token: OUTBOXD_ADMIN_TOKEN, or the content of the file OUTBOXD_ADMIN_TOKEN_FILE
+// names (so that it need not sit in the environment); not both.
+std::optional<std::string> admin_token() {
+    const auto direct = env("OUTBOXD_ADMIN_TOKEN");
+    const auto file = env("OUTBOXD_ADMIN_TOKEN_FILE");
+    if (!file) return direct;
+    if (direct) {
+        throw BadSetting{
+            "OUTBOXD_ADMIN_TOKEN and OUTBOXD_ADMIN_TOKEN_FILE are both set; set only one"};
+    }
+    try {
+        return util::read_secret_file(*file);
+    } catch (const std::runtime_error& error) {
+        throw BadSetting{std::string{"OUTBOXD_ADMIN_TOKEN_FILE: "} + error.what()};
+    }
+}
+
 // What every command shares: the node, the output mode and the streams.
 struct Context {
     std::string url = env("OUTBOXD_URL").value_or("http://127.0.0.1:8080");
     std::optional<std::string> ca_file;
+    std::optional<std::string> token;  // admin_token(), read before the command runs
     bool json_out = false;
     std::ostream* out = nullptr;
 
@@ -43,7 +67,7 @@ struct Context {
     // cannot be reached or its answer is not JSON.
     json call(std::string_view method, const std::string& target,
               const json& body = nullptr) const {
-        const ApiClient client{parse_endpoint(url), {env("OUTBOXD_ADMIN_TOKEN"), ca_file}};
+        const ApiClient client{parse_endpoint(url), {token, ca_file}};
         const auto reply =
             client.call(method, target, body.is_null() ? std::string{} : body.dump());
         json answer;
@@ -270,7 +294,8 @@ void show_fields(const Context& ctx, const std::string& target) {
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
     CLI::App app{
         "outboxd ctl: operate a cluster over a node's HTTP API. The admin token, when "
-        "the cluster has one, comes from OUTBOXD_ADMIN_TOKEN.",
+        "the cluster has one, comes from OUTBOXD_ADMIN_TOKEN, or from the file "
+        "OUTBOXD_ADMIN_TOKEN_FILE names.",
         "outboxd ctl"};
     Context ctx;
     ctx.out = &out;
@@ -363,8 +388,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 
     try {
         app.parse(argc, argv);
+        ctx.token = admin_token();
         if (action) action();
         return 0;
+    } catch (const BadSetting& bad) {
+        err << "outboxd ctl: " << bad.message << '\n';
+        return kUsage;
     } catch (const CLI::ParseError& error) {
         // --help and --version are "errors" that succeed.
         const int code = app.exit(error, out, err);

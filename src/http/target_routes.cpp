@@ -1,6 +1,6 @@
 // The HTTP push target routes of the API (README, "HTTP push"): PUT, GET and DELETE
 // /v1/http-targets/{name} and GET /v1/http-targets. The signing secret is never returned,
-// nor header values (they often carry credentials).
+// nor header values, nor the URL's query (they often carry credentials).
 
 #include <nlohmann/json.hpp>
 
@@ -84,10 +84,10 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
         return respond({400, "application/json", json_text(body)});
     }
     api.on_lane(
-        [target = std::get<store::HttpTargetSettings>(std::move(parsed)), states = states_of(api),
+        [request = std::get<TargetRequest>(std::move(parsed)), states = states_of(api),
          node_id = node_id_of(api)](store::AdminStores& db) {
-            db.targets.put(target);
-            const auto record = db.targets.get(target.name);
+            db.targets.put(request.target, request.signing_secret);
+            const auto record = db.targets.get(request.target.name);
             if (!record) return error_response(503, "conflict", "the target vanished; try again");
             return json_response(target_json(*record, states, node_id));
         },

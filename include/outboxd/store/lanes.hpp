@@ -44,7 +44,7 @@ struct AdminStores {
     explicit AdminStores(const LaneConnection& connection);
     OutboxSession session;
     AdminStore admin{session};
-    TargetStore targets{session};
+    TargetStore targets;
     ScheduleStore schedules{session};
 };
 
