@@ -568,3 +568,43 @@ TEST_CASE("a node with a bad secrets key refuses to start, naming the setting, n
     CHECK(log.find("--secrets-key (OUTBOXD_SECRETS_KEY)") != std::string::npos);
     CHECK(log.find("c2hvcnQta2V5") == std::string::npos);
 }
+
+TEST_CASE("outboxd reseal-secrets encrypts stored secrets under the first key",
+          "[e2e][push][secrets]") {
+    E2eCluster cluster{"push-reseal"};
+    // A target from before any key: its secret and header value in clear.
+    cluster.db.exec(
+        "INSERT INTO http_targets (name, namespace, task_queue, activity_types, url, "
+        "max_in_flight, timeout_ms, signing_secret, headers) VALUES ('old', 'default', "
+        "'default', '{charge}', 'http://127.0.0.1:9/x', 4, 1000, 'clear-s3cret', "
+        "'{\"Authorization\": \"Bearer clear-t0ken\"}')");
+    const auto reseal = [&](const std::string& keys) {
+        test::Process run{
+            {test::bin_dir() + "/outboxd", "reseal-secrets"},
+            {{"OUTBOXD_DATABASE_URL", cluster.db.url()}, {"OUTBOXD_SECRETS_KEY", keys}},
+            cluster.dir() + "/reseal.log"};
+        const auto status = run.wait(30s);
+        REQUIRE(status);
+        return *status;
+    };
+    const auto stored = [&] {
+        return cluster.db
+            .exec("SELECT signing_secret || ' ' || headers::text FROM http_targets")[0][0]
+            .as<std::string>();
+    };
+    const std::string k1 = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    const std::string k2 = "k2:ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=";
+    CHECK(reseal(k1) == 0);
+    auto text = stored();
+    CHECK(text.starts_with("enc:v1:k1:"));
+    CHECK(text.find("s3cret") == std::string::npos);
+    CHECK(text.find("t0ken") == std::string::npos);
+    // Rotation: the new key first, the old one after it.
+    CHECK(reseal(k2 + "," + k1) == 0);
+    text = stored();
+    CHECK(text.starts_with("enc:v1:k2:"));
+    CHECK(text.find("enc:v1:k1:") == std::string::npos);
+    // Without the key the values name, nothing changes and the run says so.
+    CHECK(reseal(k1) == 1);
+    CHECK(stored() == text);
+}

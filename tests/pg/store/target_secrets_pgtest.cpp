@@ -228,3 +228,5 @@ TEST_CASE("reseal encrypts values in clear and under older keys with the first k
 
     CHECK_THROWS_AS(keyless.targets.reseal(), store::StoreError);
 }
+
+}  // namespace outboxd
