@@ -41,7 +41,7 @@ struct BadSetting {
 // The admin token: OUTBOXD_ADMIN_TOKEN, or the content of the file OUTBOXD_ADMIN_TOKEN_FILE
 // names (so that it need not sit in the environment); not both.
 std::optional<std::string> admin_token() {
-    const auto direct = env("OUTBOXD_ADMIN_TOKEN");
+    auto direct = env("OUTBOXD_ADMIN_TOKEN");
     const auto file = env("OUTBOXD_ADMIN_TOKEN_FILE");
     if (!file) return direct;
     if (direct) {

@@ -440,7 +440,7 @@ TEST_CASE(
     "[e2e][push][secrets]") {
     E2eCluster cluster{"push-secrets"};
     const auto file = [&](const std::string& name, const std::string& content) {
-        const auto path = cluster.dir() + "/" + name;
+        auto path = cluster.dir() + "/" + name;
         std::ofstream{path} << content << '\n';
         return path;
     };

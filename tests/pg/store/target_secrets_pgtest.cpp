@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
@@ -29,7 +30,8 @@ std::shared_ptr<const util::SecretBox> keys(const std::string& list) {
 // A node's view of the targets: its own session, with its keys (or none).
 struct Node {
     Node(const test::TestDatabase& db, std::shared_ptr<const util::SecretBox> secrets)
-        : session(db.url(), store::OutboxSession::Uses::targets), targets(session, secrets) {}
+        : session(db.url(), store::OutboxSession::Uses::targets),
+          targets(session, std::move(secrets)) {}
     store::OutboxSession session;
     store::TargetStore targets;
 };

@@ -146,7 +146,7 @@ public:
     [[nodiscard]] const std::string& path() const { return path_; }
     // Writes `content` to the file `name` in the directory; returns its path.
     [[nodiscard]] std::string file(const std::string& name, const std::string& content) const {
-        const auto file = path_ + "/" + name;
+        auto file = path_ + "/" + name;
         std::ofstream{file, std::ios::binary} << content;
         return file;
     }
