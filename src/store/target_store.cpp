@@ -15,8 +15,11 @@ using namespace codec;
 namespace {
 
 constexpr std::string_view kSigningSecretField = "signing_secret";
+constexpr std::string_view kHeaderField = "header:";  // + the header's name
 
-std::string header_field(std::string_view header) { return "header:" + std::string{header}; }
+std::string header_field(std::string_view header) {
+    return std::string{kHeaderField} + std::string{header};
+}
 
 // What a target's secret is bound to when encrypted: the target and the field, so that a value
 // moved to another target, or from one header to another, does not decrypt.
@@ -25,8 +28,8 @@ std::string secret_context(std::string_view target, std::string_view field) {
 }
 
 std::string describe(std::string_view field) {
-    if (field.starts_with("header:")) {
-        return "the value of header '" + std::string{field.substr(7)} + "'";
+    if (field.starts_with(kHeaderField)) {
+        return "the value of header '" + std::string{field.substr(kHeaderField.size())} + "'";
     }
     return std::string{field};
 }
