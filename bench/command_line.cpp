@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "outboxd/util/secret_file.hpp"
 #include "report_format.hpp"
 
 namespace outboxd::bench {
@@ -34,9 +36,14 @@ std::optional<int> parse_command_line(int argc, char** argv, const ScenarioRegis
     // ones a run requires may be left out.
     const bool binaries_only =
         std::find(argv + 1, argv + argc, std::string_view{"--binaries"}) != argv + argc;
-    app.add_option("--database-url", s.database_url,
-                   "postgresql:// URI of a superuser on the bench cluster")
-        ->required(!binaries_only);
+    // One of the two is required (checked after parsing): a URL may hold a password.
+    auto* database_url = app.add_option("--database-url", s.database_url,
+                                        "postgresql:// URI of a superuser on the bench cluster");
+    std::string database_url_file;
+    auto* database_url_from_file =
+        app.add_option("--database-url-file", database_url_file,
+                       "read --database-url from this file (trailing line breaks trimmed)")
+            ->excludes(database_url);
     app.add_option("--pg-data", s.pg_data_dir, "the cluster's data directory (for its CPU time)");
     app.add_option("--bin-dir", s.bin_dir,
                    "directory holding the binaries the scenarios start (--binaries)")
@@ -145,6 +152,18 @@ std::optional<int> parse_command_line(int argc, char** argv, const ScenarioRegis
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
         return app.exit(error);
+    }
+    if (*database_url_from_file) {
+        try {
+            s.database_url = util::read_secret_file(database_url_file);
+        } catch (const std::runtime_error& error) {
+            std::cerr << "outboxd-bench: --database-url-file: " << error.what() << '\n';
+            return 2;
+        }
+    }
+    if (!binaries_only && s.database_url.empty()) {
+        std::cerr << "outboxd-bench: --database-url or --database-url-file is required\n";
+        return 2;
     }
     if (s.smoke) s.quick = true;
     if (s.quick) {

@@ -166,6 +166,7 @@ std::vector<std::string> as_flags(const config::Config& c) {
     add_number("max-connections", c.max_connections);
     add_number("http-idle-timeout-ms", c.http_idle_timeout.count());
     add_number("api-statement-timeout-ms", c.api_statement_timeout.count());
+    if (c.secrets_key) add("secrets-key", *c.secrets_key);
     return flags;
 }
 

@@ -21,6 +21,7 @@
 #include "outboxd/sinks/websocket/websocket_sinks.hpp"
 #include "outboxd/store/migrator.hpp"
 #include "outboxd/store/store_error.hpp"
+#include "outboxd/util/secret_box.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::app {
@@ -75,9 +76,24 @@ std::size_t connection_cap(std::size_t configured) {
     return room;
 }
 
+// The keys of HTTP targets' secrets at rest (checked with the configuration). Without any,
+// the operator is told plainly at every start that those secrets are stored in clear.
+std::shared_ptr<const util::SecretBox> secret_box(const config::Config& c) {
+    if (!c.secrets_key) {
+        spdlog::warn(
+            "event=target_secrets_in_clear reason=\"OUTBOXD_SECRETS_KEY is not set: HTTP push "
+            "targets' signing secrets and header values are stored in clear in the database\"");
+        return nullptr;
+    }
+    auto box = std::make_shared<const util::SecretBox>(util::SecretBox::parse(*c.secrets_key));
+    spdlog::info("event=target_secrets_encrypted key_id={}", box->sealing_key_id());
+    return box;
+}
+
 engine::EngineSettings engine_settings(const config::Config& c, std::string task_id_suffix) {
     engine::EngineSettings s;
     s.database_url = c.database_url;
+    s.secrets = secret_box(c);
     auto& d = s.dispatch;
     d.poll_interval = c.poll_interval;
     d.claim_lookback = c.claim_lookback;

@@ -1,7 +1,9 @@
-// outboxd: `serve` (the default) runs a node; `migrate` applies migrations and exits; `ctl`
+// outboxd: `serve` (the default) runs a node; `migrate` applies migrations and exits;
+// `reseal-secrets` encrypts HTTP targets' secrets under the first secrets key and exits; `ctl`
 // operates a cluster over its HTTP API.
 
 #include <iostream>
+#include <memory>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -13,12 +15,36 @@
 #include "outboxd/ctl/ctl.hpp"
 #include "outboxd/store/migrator.hpp"
 #include "outboxd/store/store_error.hpp"
+#include "outboxd/store/target_store.hpp"
 
 namespace {
 
 void set_log_level(const std::string& level) {
     spdlog::set_level(spdlog::level::from_str(level == "warn" ? "warning" : level));
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+}
+
+// Every target's secrets encrypted under the first key (README, "Secrets at rest"): values in
+// clear and values under older keys. 1 when some target could not be read.
+int reseal_secrets(const outboxd::config::Config& config) {
+    namespace store = outboxd::store;
+    if (!config.secrets_key) {
+        std::cerr << "outboxd: reseal-secrets needs the keys: set --secrets-key "
+                     "(OUTBOXD_SECRETS_KEY) or --secrets-key-file (OUTBOXD_SECRETS_KEY_FILE)\n";
+        return 2;
+    }
+    auto box = std::make_shared<const outboxd::util::SecretBox>(
+        outboxd::util::SecretBox::parse(*config.secrets_key));
+    const auto key_id = box->sealing_key_id();
+    store::OutboxSession session{config.database_url, store::OutboxSession::Uses::targets};
+    store::TargetStore targets{session, std::move(box)};
+    const auto report = targets.reseal();
+    spdlog::info("event=secrets_resealed key_id={} targets={} values={} unreadable={}", key_id,
+                 report.targets, report.values, report.unreadable.size());
+    for (const auto& [name, why] : report.unreadable) {
+        spdlog::error("event=secrets_unreadable target=\"{}\" reason=\"{}\"", name, why);
+    }
+    return report.unreadable.empty() ? 0 : 1;
 }
 
 int run(int argc, char** argv) {
@@ -32,6 +58,9 @@ int run(int argc, char** argv) {
     options.bind(app);
     auto* serve = app.add_subcommand("serve", "Run a node (the default)");
     auto* migrate = app.add_subcommand("migrate", "Apply migrations and exit");
+    auto* reseal = app.add_subcommand(
+        "reseal-secrets",
+        "Encrypt every HTTP target's secrets under the first key of --secrets-key and exit");
     auto* ctl =
         app.add_subcommand("ctl", "Operate a cluster over its HTTP API (outboxd ctl --help)");
     ctl->allow_extras();
@@ -39,6 +68,7 @@ int run(int argc, char** argv) {
     // Settings may follow the subcommand too: `outboxd migrate --database-url …`.
     serve->fallthrough();
     migrate->fallthrough();
+    reseal->fallthrough();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -69,6 +99,7 @@ int run(int argc, char** argv) {
                      report.applied.size());
         return 0;
     }
+    if (reseal->parsed()) return reseal_secrets(config);
     outboxd::app::Node node{config};
     return node.run();
 }

@@ -1,7 +1,7 @@
 // outboxd-receiver: an HTTP endpoint for HTTP push targets (README, "HTTP push"), for trying
 // HTTP push out and for the tests and the benchmark, which need a real receiver process. It
 // answers every POST 200 by default and can be told to be slow, to fail, to verify
-// signatures and to log each request; GET /stats reports what it saw, as JSON.
+// signatures and headers and to log each request; GET /stats reports what it saw, as JSON.
 
 #include <atomic>
 #include <chrono>
@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -28,6 +29,7 @@
 #include <openssl/crypto.h>
 
 #include "outboxd/sinks/http_push/delivery.hpp"
+#include "outboxd/util/secret_file.hpp"
 
 namespace {
 
@@ -39,6 +41,8 @@ using tcp = net::ip::tcp;
 struct Options {
     std::string listen = "127.0.0.1:8091";
     std::optional<std::string> secret;
+    std::optional<std::string> secret_file;
+    std::vector<std::string> required_headers;  // "Name: value"
     int signature_tolerance_s = 300;
     int delay_ms = 0;
     int delay_jitter_ms = 0;
@@ -60,6 +64,7 @@ struct Stats {
     std::int64_t ok = 0;
     std::int64_t failed = 0;
     std::int64_t bad_signatures = 0;
+    std::int64_t bad_headers = 0;
     std::int64_t concurrent = 0;
     std::int64_t max_concurrent = 0;
     std::set<std::string> keys;
@@ -88,6 +93,10 @@ public:
             ++stats_.bad_signatures;
             status = 401;
             body = "bad signature";
+        } else if (const auto missing = missing_header(request)) {
+            ++stats_.bad_headers;
+            status = 401;
+            body = "missing header " + *missing;
         } else if (options_.always_status) {
             status = *options_.always_status;
             body = "receiver: always " + std::to_string(status);
@@ -135,6 +144,7 @@ public:
                               {"ok", stats_.ok},
                               {"failed", stats_.failed},
                               {"bad_signatures", stats_.bad_signatures},
+                              {"bad_headers", stats_.bad_headers},
                               {"concurrent", stats_.concurrent},
                               {"max_concurrent", stats_.max_concurrent},
                               {"distinct_keys", stats_.keys.size()},
@@ -166,6 +176,20 @@ private:
             outboxd::sinks::http_push::signature(*options_.secret, t, request.body());
         return expected.size() == header.size() &&
                CRYPTO_memcmp(expected.data(), header.data(), header.size()) == 0;
+    }
+
+    // The name of the first --require-header the request lacks (or carries another value of).
+    std::optional<std::string> missing_header(
+        const http::request<http::string_body>& request) const {
+        for (const auto& required : options_.required_headers) {
+            const auto colon = required.find(':');
+            const auto name = required.substr(0, colon);
+            const auto value_at = required.find_first_not_of(' ', colon + 1);
+            const auto value = value_at == std::string::npos ? "" : required.substr(value_at);
+            const auto given = request.find(name);
+            if (given == request.end() || given->value() != value) return name;
+        }
+        return std::nullopt;
     }
 
     Options options_;
@@ -282,8 +306,18 @@ int run(int argc, char** argv) {
     CLI::App app{"outboxd-receiver: an HTTP endpoint for outboxd's HTTP push"};
     app.add_option("--listen", options.listen, "HOST:PORT to listen on (port 0: any free port)")
         ->capture_default_str();
-    app.add_option("--secret", options.secret,
-                   "verify Outboxd-Signature with this secret; a bad one is answered 401");
+    auto* secret =
+        app.add_option("--secret", options.secret,
+                       "verify Outboxd-Signature with this secret; a bad one is answered 401");
+    app.add_option("--secret-file", options.secret_file,
+                   "read --secret from this file (trailing line breaks trimmed)")
+        ->excludes(secret);
+    app.add_option("--require-header", options.required_headers,
+                   "'Name: value' a POST must carry, else it is answered 401 (repeatable)")
+        ->check([](const std::string& header) {
+            return header.find(':') == std::string::npos ? std::string{"must be 'Name: value'"}
+                                                         : std::string{};
+        });
     app.add_option("--signature-tolerance-s", options.signature_tolerance_s,
                    "how old a signature's timestamp may be")
         ->capture_default_str();
@@ -306,6 +340,13 @@ int run(int argc, char** argv) {
     app.add_option("--tls-key", options.tls_key, "and this PEM private key");
     CLI11_PARSE(app, argc, argv);
     try {
+        if (options.secret_file) {
+            try {
+                options.secret = outboxd::util::read_secret_file(*options.secret_file);
+            } catch (const std::runtime_error& error) {
+                throw std::runtime_error(std::string{"--secret-file: "} + error.what());
+            }
+        }
         const auto colon = options.listen.rfind(':');
         if (colon == std::string::npos) throw std::runtime_error("--listen must be HOST:PORT");
         net::io_context ioc{1};

@@ -35,11 +35,13 @@
 #include <spdlog/spdlog.h>
 
 #include "outboxd/sdk/worker_client.hpp"
+#include "outboxd/util/secret_file.hpp"
 
 namespace {
 
 namespace net = boost::asio;
 namespace protocol = outboxd::worker::protocol;
+namespace util = outboxd::util;
 using outboxd::sdk::Responder;
 using outboxd::sdk::WorkerClient;
 using outboxd::sdk::WorkerOptions;
@@ -123,6 +125,13 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
         ->capture_default_str();
     auto* token_option =
         app.add_option("--token", token, "worker bearer token")->envname("OUTBOXD_WORKER_TOKEN");
+    std::string token_file;
+    auto* token_file_option =
+        app.add_option("--token-file", token_file,
+                       "read the worker bearer token from this file (trailing line breaks "
+                       "trimmed) instead of --token")
+            ->envname("OUTBOXD_WORKER_TOKEN_FILE")
+            ->excludes(token_option);
     auto* ca_option = app.add_option("--ca-file", ca_file,
                                      "PEM CA certificates for wss:// nodes (default: the system's)")
                           ->envname("OUTBOXD_WORKER_CA_FILE")
@@ -166,6 +175,14 @@ std::optional<int> parse_command_line(int argc, char** argv, WorkerSettings& set
         if (token.empty())
             throw InvalidSetting{"--token (OUTBOXD_WORKER_TOKEN): must not be empty"};
         client.token = token;
+    }
+    if (*token_file_option) {
+        try {
+            client.token = util::read_secret_file(token_file);
+        } catch (const std::runtime_error& error) {
+            throw InvalidSetting{std::string{"--token-file (OUTBOXD_WORKER_TOKEN_FILE): "} +
+                                 error.what()};
+        }
     }
     if (*ca_option) client.ca_file = ca_file;
     if (!*seed_option) settings.seed = std::random_device{}();

@@ -5,6 +5,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <stdexcept>
+
+#include "outboxd/util/secret_file.hpp"
 
 namespace outboxd::config::detail {
 namespace {
@@ -71,6 +74,14 @@ std::string to_log_level(const Setting& setting, const std::string& text) {
         refuse(setting, "must be debug, info, warn or error, got '" + text + "'");
     }
     return level;
+}
+
+std::string read_setting_file(const Setting& file, const std::string& path) {
+    try {
+        return util::read_secret_file(path);
+    } catch (const std::runtime_error& error) {
+        refuse(file, error.what());
+    }
 }
 
 }  // namespace outboxd::config::detail

@@ -28,6 +28,11 @@ namespace outboxd::config::detail {
 
 [[nodiscard]] bool is_log_level(std::string_view level);
 
+// The content of the file at `path`, named by `file` (a secret's file twin), as
+// util::read_secret_file reads it. Refuses a file that cannot be read, is empty or too
+// large, naming the setting and the path, never the content.
+[[nodiscard]] std::string read_setting_file(const Setting& file, const std::string& path);
+
 // Refuses a typed value outside [setting.min, setting.max].
 template <typename Integer>
 void check_range(const Setting& setting, Integer value) {

@@ -22,7 +22,7 @@ std::vector<Field> make_fields() {
     return {
         {kDatabaseUrl, "URL", "libpq connection string or URI", true,
          [](const Config&) -> std::string { return "empty: demo mode, an embedded PostgreSQL"; },
-         [](const std::string& text, Config& c) { c.database_url = text; }},
+         [](const std::string& text, Config& c) { c.database_url = text; }, kDatabaseUrlFile},
         {kListen, "HOST:PORT",
          "HTTP and WebSocket address: host:port, [ipv6]:port or :port "
          "(all interfaces); port 0 picks a free port",
@@ -38,10 +38,10 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) { c.advertise_url = text; }},
         {kWorkerToken, "TOKEN", "bearer token workers must present; set but empty is refused",
          false, [](const Config&) -> std::string { return "unset: workers need no token"; },
-         [](const std::string& text, Config& c) { c.worker_token = text; }},
+         [](const std::string& text, Config& c) { c.worker_token = text; }, kWorkerTokenFile},
         {kAdminToken, "TOKEN", "bearer token for the admin HTTP API; set but empty is refused",
          false, [](const Config&) -> std::string { return "unset: admin API is open"; },
-         [](const std::string& text, Config& c) { c.admin_token = text; }},
+         [](const std::string& text, Config& c) { c.admin_token = text; }, kAdminTokenFile},
         {kJwtKeysFile, "PATH",
          "PEM public keys (RSA, EC P-256) or a JWKS document that bearer JWTs are verified "
          "against (RS256, ES256)",
@@ -208,6 +208,12 @@ std::vector<Field> make_fields() {
          [](const std::string& text, Config& c) {
              c.api_statement_timeout = milliseconds{to_integer(kApiStatementTimeout, text)};
          }},
+        {kSecretsKey, "KEYS",
+         "keys that encrypt HTTP push targets' secrets in the database: <key id>:<base64 of 32 "
+         "bytes>, comma-separated; the first encrypts, every one decrypts",
+         false,
+         [](const Config&) -> std::string { return "unset: target secrets are stored in clear"; },
+         [](const std::string& text, Config& c) { c.secrets_key = text; }, kSecretsKeyFile},
     };
 }
 

@@ -22,6 +22,8 @@ struct Field {
     bool empty_means_default = false;
     std::string (*show_default)(const Config& defaults) = nullptr;
     void (*apply)(const std::string& text, Config& config) = nullptr;  // throws ConfigError
+    // A secret's file twin (--x-file, X_FILE), whose file holds the value; empty key: none.
+    Setting file{};
 };
 
 // Every setting, in --help order.

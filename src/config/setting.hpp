@@ -75,5 +75,13 @@ inline constexpr Setting kHttpMaxResponseBytes{
     "http-max-response-bytes", "OUTBOXD_HTTP_MAX_RESPONSE_BYTES", 1'024, 16'777'216};
 inline constexpr Setting kApiStatementTimeout{"api-statement-timeout-ms",
                                               "OUTBOXD_API_STATEMENT_TIMEOUT_MS", 0, kHourMs};
+inline constexpr Setting kSecretsKey{"secrets-key", "OUTBOXD_SECRETS_KEY"};
+
+// The file twins of the secret settings: the setting's value is the content of the file
+// named, so that it need not sit in the environment or on a command line.
+inline constexpr Setting kDatabaseUrlFile{"database-url-file", "OUTBOXD_DATABASE_URL_FILE"};
+inline constexpr Setting kWorkerTokenFile{"worker-token-file", "OUTBOXD_WORKER_TOKEN_FILE"};
+inline constexpr Setting kAdminTokenFile{"admin-token-file", "OUTBOXD_ADMIN_TOKEN_FILE"};
+inline constexpr Setting kSecretsKeyFile{"secrets-key-file", "OUTBOXD_SECRETS_KEY_FILE"};
 
 }  // namespace outboxd::config::detail

@@ -5,6 +5,7 @@
 #include "convert.hpp"
 #include "host_identity.hpp"
 #include "outboxd/config/config.hpp"
+#include "outboxd/util/secret_box.hpp"
 
 namespace outboxd::config {
 namespace {
@@ -92,12 +93,23 @@ void check_tls(const Config& config) {
     }
 }
 
+// The key list is checked here, so that a bad one stops the node before it touches a target;
+// SecretBox's complaints never quote key material.
+void check_secrets_key(const Config& config) {
+    if (!config.secrets_key) return;
+    check_token(detail::kSecretsKey, config.secrets_key);
+    if (const auto problem = util::SecretBox::keys_problem(*config.secrets_key)) {
+        refuse(detail::kSecretsKey, *problem);
+    }
+}
+
 }  // namespace
 
 void validate(const Config& config) {
     check_identity(config);
     check_ranges(config);
     check_tls(config);
+    check_secrets_key(config);
     // Cross-field rules come last so that each side is already known to be in range.
     if (config.backoff_max < config.backoff_base) {
         refuse(detail::kBackoffMax, "must be at least --backoff-base-ms, which is " +

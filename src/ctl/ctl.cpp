@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api_client.hpp"
+#include "outboxd/util/secret_file.hpp"
 #include "table.hpp"
 
 namespace outboxd::ctl {
@@ -32,10 +33,38 @@ std::optional<std::string> env(const char* name) {
     return std::string{value};
 }
 
+// A setting that cannot be used (exit status 2, like bad usage).
+struct BadSetting {
+    std::string message;
+};
+
+// The token in `name`, or the content of the file `name`_FILE names (so that it need not
+// sit in the environment); not both.
+std::optional<std::string> token_from(const std::string& name) {
+    auto direct = env(name.c_str());
+    const auto file_setting = name + "_FILE";
+    const auto file = env(file_setting.c_str());
+    if (!file) return direct;
+    if (direct) throw BadSetting{name + " and " + file_setting + " are both set; set only one"};
+    try {
+        return util::read_secret_file(*file);
+    } catch (const std::runtime_error& error) {
+        throw BadSetting{file_setting + ": " + error.what()};
+    }
+}
+
+// The credential: OUTBOXD_TOKEN (any credential: a scoped one sees and may do what it
+// grants), else the bootstrap OUTBOXD_ADMIN_TOKEN; each may come from its _FILE.
+std::optional<std::string> credential() {
+    if (auto token = token_from("OUTBOXD_TOKEN")) return token;
+    return token_from("OUTBOXD_ADMIN_TOKEN");
+}
+
 // What every command shares: the node, the output mode and the streams.
 struct Context {
     std::string url = env("OUTBOXD_URL").value_or("http://127.0.0.1:8080");
     std::optional<std::string> ca_file;
+    std::optional<std::string> token;  // credential(), read before the command runs
     bool json_out = false;
     std::ostream* out = nullptr;
 
@@ -43,10 +72,6 @@ struct Context {
     // cannot be reached or its answer is not JSON.
     json call(std::string_view method, const std::string& target,
               const json& body = nullptr) const {
-        // OUTBOXD_TOKEN: any credential (a scoped one sees and may do what it grants);
-        // else the bootstrap admin token.
-        auto token = env("OUTBOXD_TOKEN");
-        if (!token) token = env("OUTBOXD_ADMIN_TOKEN");
         const ApiClient client{parse_endpoint(url), {token, ca_file}};
         const auto reply =
             client.call(method, target, body.is_null() ? std::string{} : body.dump());
@@ -326,7 +351,7 @@ void list_audit(const Context& ctx, const std::optional<std::int32_t>& limit,
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
     CLI::App app{
         "outboxd ctl: operate a cluster over a node's HTTP API. The credential comes from "
-        "OUTBOXD_TOKEN, else OUTBOXD_ADMIN_TOKEN.",
+        "OUTBOXD_TOKEN, else OUTBOXD_ADMIN_TOKEN, or from the file their _FILE form names.",
         "outboxd ctl"};
     Context ctx;
     ctx.out = &out;
@@ -458,8 +483,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 
     try {
         app.parse(argc, argv);
+        ctx.token = credential();
         if (action) action();
         return 0;
+    } catch (const BadSetting& bad) {
+        err << "outboxd ctl: " << bad.message << '\n';
+        return kUsage;
     } catch (const CLI::ParseError& error) {
         // --help and --version are "errors" that succeed.
         const int code = app.exit(error, out, err);

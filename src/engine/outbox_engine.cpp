@@ -29,9 +29,11 @@ store::LaneSettings claims_lane(std::string name, metrics::NodeMetrics& metrics)
 }
 
 // A request must not hold its lane (and every request queued behind it) for minutes.
-store::LaneSettings api_lane(metrics::NodeMetrics& metrics, std::chrono::milliseconds timeout) {
+// The API lane's stores also serve HTTP push targets, and so hold the keys of their secrets.
+store::LaneSettings api_lane(metrics::NodeMetrics& metrics, const EngineSettings& settings) {
     auto s = lane("api", metrics, kApiLaneCapacity);
-    s.statement_timeout = timeout;
+    s.statement_timeout = settings.api_statement_timeout;
+    s.secrets = settings.secrets;
     return s;
 }
 
@@ -42,7 +44,7 @@ OutboxEngine::Lanes::Lanes(const EngineSettings& settings, metrics::NodeMetrics&
       claims_apart(claims_lane("claims_apart", metrics), settings.database_url),
       outcomes(lane("outcomes", metrics), settings.database_url),
       maintenance(lane("maintenance", metrics), settings.database_url),
-      api(api_lane(metrics, settings.api_statement_timeout), settings.database_url),
+      api(api_lane(metrics, settings), settings.database_url),
       cluster(lane("cluster", metrics), settings.database_url) {}
 
 OutboxEngine::OutboxEngine(EngineContext context, EngineSettings settings)

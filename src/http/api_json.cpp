@@ -4,6 +4,7 @@
 
 #include "outboxd/cluster/cluster_member.hpp"
 #include "outboxd/schedule/firings.hpp"
+#include "target_parser.hpp"
 #include "time_format.hpp"
 
 namespace outboxd::http {
@@ -187,16 +188,21 @@ json target_json(const store::HttpTargetRecord& record,
                  const sinks::http_push::TargetStates& states, const std::string& node_id) {
     const auto& t = record.settings;
     json headers = json::object();
-    for (const auto& [name, value] : t.headers) headers[name] = "<redacted>";
+    for (const auto& [name, value] : t.headers) headers[name] = kRedactedValue;
+    const auto& at_rest = record.secrets;
     json out = {{"name", t.name},
                 {"namespace", t.namespace_name},
                 {"task_queue", t.task_queue},
                 {"activity_types", t.activity_types},
-                {"url", t.url},
+                {"url", sinks::http_push::url_without_query(t.url)},
                 {"max_in_flight", t.max_in_flight},
                 {"timeout_ms", t.timeout_ms},
                 {"signing_secret_set", t.signing_secret.has_value()},
                 {"headers", headers},
+                {"secrets_at_rest",
+                 {{"encrypted", at_rest.encrypted},
+                  {"clear", at_rest.clear},
+                  {"key_ids", at_rest.key_ids}}},
                 {"ca_file", optional_json(t.ca_file)},
                 {"created_at", format_rfc3339(record.created_at)},
                 {"updated_at", format_rfc3339(record.updated_at)},

@@ -41,7 +41,7 @@ std::int32_t integer(const json& body, const char* field, std::int32_t fallback,
 
 }  // namespace
 
-std::variant<store::HttpTargetSettings, TargetBodyError> parse_target_request(
+std::variant<TargetRequest, TargetBodyError> parse_target_request(
     const std::string& name, const std::string& body, const http_push::HostPolicy& policy) {
     if (util::json_nesting_depth(body, worker::protocol::kMaxNesting) >
         worker::protocol::kMaxNesting) {
@@ -54,7 +54,8 @@ std::variant<store::HttpTargetSettings, TargetBodyError> parse_target_request(
     if (!request.is_object()) {
         return TargetBodyError{"invalid_request", "", "request body must be an object"};
     }
-    store::HttpTargetSettings target;
+    TargetRequest parsed;
+    auto& target = parsed.target;
     target.name = name;
     try {
         static const std::set<std::string> known{
@@ -89,8 +90,11 @@ std::variant<store::HttpTargetSettings, TargetBodyError> parse_target_request(
         target.url = text(request, "url", true);
         target.max_in_flight = integer(request, "max_in_flight", 64, http_push::kMaxTargetInFlight);
         target.timeout_ms = integer(request, "timeout_ms", 30000, http_push::kMaxTargetTimeoutMs);
-        if (const auto secret = request.find("signing_secret");
-            secret != request.end() && !secret->is_null()) {
+        // Left out, the stored secret stays: GET never shows it, so a client that writes back
+        // what it read must not erase it. null clears it.
+        if (const auto secret = request.find("signing_secret"); secret == request.end()) {
+            parsed.signing_secret = store::SecretUpdate::keep;
+        } else if (!secret->is_null()) {
             if (!secret->is_string()) {
                 throw Bad{"signing_secret", "'signing_secret' must be a string"};
             }
@@ -106,6 +110,13 @@ std::variant<store::HttpTargetSettings, TargetBodyError> parse_target_request(
                     throw Bad{"headers", "the value of header '" + util::sanitize_text(header, 80) +
                                              "' must be a string"};
                 }
+                // What GET shows in place of a value, written back: storing it would send it.
+                if (value.get<std::string>() == kRedactedValue) {
+                    throw Bad{"headers", "the value of header '" + util::sanitize_text(header, 80) +
+                                             "' is '" + std::string{kRedactedValue} +
+                                             "', which GET shows in place of values: send the "
+                                             "value itself"};
+                }
                 target.headers.emplace_back(header, value.get<std::string>());
             }
         }
@@ -119,7 +130,7 @@ std::variant<store::HttpTargetSettings, TargetBodyError> parse_target_request(
     if (auto problem = http_push::check_target(target, policy)) {
         return TargetBodyError{"invalid_request", problem->field, problem->message};
     }
-    return target;
+    return parsed;
 }
 
 }  // namespace outboxd::http

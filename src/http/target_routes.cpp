@@ -1,6 +1,6 @@
 // The HTTP push target routes of the API (README, "HTTP push"): PUT, GET and DELETE
 // /v1/http-targets/{name} and GET /v1/http-targets. The signing secret is never returned,
-// nor header values (they often carry credentials).
+// nor header values, nor the URL's query (they often carry credentials).
 
 #include <nlohmann/json.hpp>
 
@@ -97,7 +97,8 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
         if (!error->field.empty()) body["error"]["field"] = error->field;
         return respond({400, "application/json", json_text(body)});
     }
-    auto target = std::get<store::HttpTargetSettings>(std::move(parsed));
+    auto request = std::get<TargetRequest>(std::move(parsed));
+    const auto& target = request.target;
     // A change needs operator over the namespace the target serves, and over the one it
     // served before (taking over another tenant's target by its name is no change of one's
     // own).
@@ -107,17 +108,18 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
     auto ns = target.namespace_name;
     api.change(
         r, std::move(ns),
-        [target = std::move(target), states = states_of(api), node_id = node_id_of(api),
+        [request = std::move(request), states = states_of(api), node_id = node_id_of(api),
          grant = r.grant](store::AdminStores& db) {
-            if (const auto before = db.targets.get(target.name)) {
+            const auto& name = request.target.name;
+            if (const auto before = db.targets.get(name)) {
                 if (auto refused = change_refusal(
                         *grant, before->settings.namespace_name,
                         forbidden_in(auth::Role::operator_, before->settings.namespace_name))) {
                     return *refused;
                 }
             }
-            db.targets.put(target);
-            const auto record = db.targets.get(target.name);
+            db.targets.put(request.target, request.signing_secret);
+            const auto record = db.targets.get(name);
             if (!record) return error_response(503, "conflict", "the target vanished; try again");
             return json_response(target_json(*record, states, node_id));
         },

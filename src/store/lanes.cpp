@@ -19,7 +19,8 @@ MaintenanceStores::MaintenanceStores(const LaneConnection& c)
 
 AdminStores::AdminStores(const LaneConnection& c)
     : session(c.database_url, Uses::admin | Uses::targets | Uses::schedules | Uses::access,
-              c.commits, c.statement_timeout) {}
+              c.commits, c.statement_timeout),
+      targets(session, c.secrets) {}
 
 bool LaneThread::push(Task task) {
     {

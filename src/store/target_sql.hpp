@@ -13,7 +13,8 @@ namespace outboxd::store::sql {
 // clang-format off
 
 // HTTP push targets. Headers travel as two text arrays (names, values) and are kept as one
-// jsonb object; they read back ordered by name.
+// jsonb object; they read back ordered by name. The signing secret and header values arrive
+// encrypted when the node has keys (TargetStore): SQL sees only text.
 inline constexpr Statement kPutHttpTarget{"http_target_put", R"SQL(
 INSERT INTO http_targets (name, namespace, task_queue, activity_types, url, max_in_flight,
                           timeout_ms, signing_secret, headers, ca_file)
@@ -43,6 +44,22 @@ inline constexpr Statement kGetHttpTarget{"http_target_get",
 inline constexpr Statement kListHttpTargets{"http_target_list",
     "SELECT " OUTBOXD_HTTP_TARGET_COLUMNS " FROM http_targets ORDER BY name"};
 
+// The stored signing secret of a PUT that keeps it, locked until the PUT commits.
+inline constexpr Statement kLockHttpTargetSecret{"http_target_lock_secret",
+    "SELECT signing_secret FROM http_targets WHERE name = $1 FOR UPDATE"};
+
+// Every target's secrets as stored, locked for reseal (a handful of rows: no index needed).
+inline constexpr Statement kLockHttpTargetSecrets{"http_target_lock_secrets", R"SQL(
+SELECT name, signing_secret,
+       (SELECT coalesce(array_agg(key ORDER BY key), '{}')::text FROM jsonb_each_text(headers)),
+       (SELECT coalesce(array_agg(value ORDER BY key), '{}')::text FROM jsonb_each_text(headers))
+FROM http_targets ORDER BY name FOR UPDATE)SQL"};
+
+// One target's secrets encrypted anew; its settings are the same, so updated_at stays.
+inline constexpr Statement kResealHttpTarget{"http_target_reseal", R"SQL(
+UPDATE http_targets SET signing_secret = $2, headers = jsonb_object($3::text[], $4::text[])
+WHERE name = $1)SQL"};
+
 inline constexpr Statement kDeleteHttpTarget{"http_target_delete",
     "DELETE FROM http_targets WHERE name = $1 RETURNING name"};
 
@@ -57,8 +74,9 @@ FROM unnest($1::text[], $2::text[], $3::boolean[]) AS u(name, error, succeeded)
 WHERE t.name = u.name)SQL"};
 
 // Every statement TargetStore runs.
-inline constexpr std::array kTargetStatements{kPutHttpTarget, kGetHttpTarget, kListHttpTargets,
-                                              kDeleteHttpTarget, kReportHttpTargets};
+inline constexpr std::array kTargetStatements{
+    kPutHttpTarget, kGetHttpTarget, kListHttpTargets, kLockHttpTargetSecret,
+    kLockHttpTargetSecrets, kResealHttpTarget, kDeleteHttpTarget, kReportHttpTargets};
 
 // clang-format on
 

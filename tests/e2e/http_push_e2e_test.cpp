@@ -435,3 +435,178 @@ TEST_CASE("a slow target holds back only its own route", "[e2e][push]") {
     CHECK(cluster.count("status = 'claimed' AND namespace = 'webhooks'") <= 2);
     CHECK(slow.stats()["max_concurrent"].get<int>() <= 2);
 }
+
+TEST_CASE(
+    "target secrets are encrypted at rest, kept by a PUT that leaves them out, never shown, "
+    "and still sign and authorize every request",
+    "[e2e][push][secrets]") {
+    E2eCluster cluster{"push-secrets"};
+    const auto file = [&](const std::string& name, const std::string& content) {
+        auto path = cluster.dir() + "/" + name;
+        std::ofstream{path} << content << '\n';
+        return path;
+    };
+    const std::string key = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    Receiver receiver{cluster.dir(),
+                      "receiver",
+                      {"--secret-file", file("receiver-secret", "sig-s3cret"), "--require-header",
+                       "Authorization: Bearer hdr-t0ken"}};
+    // Secrets from files, and the receiver's address allowed explicitly.
+    const auto env = push_env({{"OUTBOXD_SECRETS_KEY_FILE", file("keys", key)},
+                               {"OUTBOXD_ADMIN_TOKEN_FILE", file("admin-token", "adm")},
+                               {"OUTBOXD_HTTP_ALLOWED_HOSTS", "127.0.0.1"},
+                               {"OUTBOXD_MAX_ATTEMPTS", "2"}});
+    auto& node = cluster.start_node("node-1", env);
+    const auto call = [&](const std::string& method, const std::string& path,
+                          const std::string& body = "") {
+        return http_call(node.port, method, path, body, "adm");
+    };
+    REQUIRE(http_call(node.port, "GET", "/v1/http-targets").status == 401);  // the token holds
+
+    auto body = target_body(
+        receiver.url() + "?token=q-s3cret",
+        {{"signing_secret", "sig-s3cret"}, {"headers", {{"Authorization", "Bearer hdr-t0ken"}}}});
+    const auto put = call("PUT", "/v1/http-targets/hook", body.dump());
+    INFO(put.body);
+    REQUIRE(put.status == 200);
+
+    // In the database: ciphertext only, under key k1.
+    const auto stored = cluster.db.exec(
+        "SELECT signing_secret || ' ' || headers::text, url "
+        "FROM http_targets WHERE name = 'hook'");
+    const auto columns = stored[0][0].as<std::string>();
+    INFO(columns);
+    CHECK(columns.starts_with("enc:v1:k1:"));
+    CHECK(columns.find("sig-s3cret") == std::string::npos);
+    CHECK(columns.find("hdr-t0ken") == std::string::npos);
+    CHECK(stored[0][1].as<std::string>().ends_with("?token=q-s3cret"));  // the node needs it
+
+    // Shown: that a secret is set and how it is kept, never a secret, a header value or the
+    // URL's query.
+    const auto shown = [&] {
+        const auto one = call("GET", "/v1/http-targets/hook").body;
+        for (const auto& text : {one, call("GET", "/v1/http-targets").body}) {
+            CHECK(text.find("sig-s3cret") == std::string::npos);
+            CHECK(text.find("hdr-t0ken") == std::string::npos);
+            CHECK(text.find("q-s3cret") == std::string::npos);
+        }
+        return json::parse(one);
+    };
+    auto got = shown();
+    CHECK(got["url"] == receiver.url() + "?…");
+    CHECK(got["signing_secret_set"] == true);
+    CHECK(got["headers"]["Authorization"] == "<redacted>");
+    CHECK(got["secrets_at_rest"]["encrypted"] == 2);
+    CHECK(got["secrets_at_rest"]["clear"] == 0);
+    CHECK(got["secrets_at_rest"]["key_ids"] == json::array({"k1"}));
+    CHECK(put.body.find("q-s3cret") == std::string::npos);
+
+    // A PUT that leaves the secret out keeps it (and GET's redacted values are not taken back).
+    body.erase("signing_secret");
+    body["max_in_flight"] = 8;
+    REQUIRE(call("PUT", "/v1/http-targets/hook", body.dump()).status == 200);
+    got = shown();
+    CHECK(got["signing_secret_set"] == true);
+    CHECK(got["max_in_flight"] == 8);
+    auto redacted = body;
+    redacted["headers"]["Authorization"] = "<redacted>";
+    CHECK(call("PUT", "/v1/http-targets/hook", redacted.dump()).status == 400);
+    REQUIRE(E2eCluster::await(
+        [&] { return shown()["node"]["share"].get<int>() > 0 && shown()["max_in_flight"] == 8; },
+        10s));
+
+    // Decrypted for every request: signed with the kept secret, authorized by the header.
+    stage(cluster, 20);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 20; }, 30s));
+    CHECK(receiver.stats()["bad_signatures"] == 0);
+    CHECK(receiver.stats()["bad_headers"] == 0);
+
+    // null clears it: requests go unsigned, and this receiver refuses them.
+    body["signing_secret"] = nullptr;
+    REQUIRE(call("PUT", "/v1/http-targets/hook", body.dump()).status == 200);
+    CHECK(shown()["signing_secret_set"] == false);
+    CHECK(shown()["secrets_at_rest"]["encrypted"] == 1);
+    stage(cluster, 1, "charge", "unsigned");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 1; }, 30s));
+    CHECK(cluster.count("last_error = 'HTTP 401: bad signature'") == 1);
+
+    // A node without the key cannot use the target and says why; the node itself runs on.
+    auto keyless_env = env;
+    keyless_env.erase("OUTBOXD_SECRETS_KEY_FILE");
+    auto& keyless = cluster.start_node("node-2", keyless_env);
+    REQUIRE(E2eCluster::await(
+        [&] {
+            const auto seen = json::parse(
+                http_call(keyless.port, "GET", "/v1/http-targets/hook", "", "adm").body);
+            return seen["node"]["refused"].is_string() &&
+                   seen["node"]["refused"].get<std::string>().find("key id 'k1'") !=
+                       std::string::npos;
+        },
+        10s));
+    CHECK(http_call(keyless.port, "GET", "/readyz").status == 200);
+    REQUIRE(E2eCluster::await(
+        [&] {
+            const auto last = shown()["last_error"];
+            return last.is_string() &&
+                   last.get<std::string>().find("node cannot use the target") != std::string::npos;
+        },
+        10s));
+}
+
+TEST_CASE("a node with a bad secrets key refuses to start, naming the setting, not the key",
+          "[e2e][push][secrets]") {
+    E2eCluster cluster{"push-bad-key"};
+    const std::string key = "k1:c2hvcnQta2V5LWJ5dGVz";  // 15 bytes, not 32
+    test::Process node{{test::bin_dir() + "/outboxd"},
+                       {{"OUTBOXD_DATABASE_URL", cluster.db.url()},
+                        {"OUTBOXD_LISTEN", "127.0.0.1:0"},
+                        {"OUTBOXD_SECRETS_KEY", key}},
+                       cluster.dir() + "/node.log"};
+    const auto status = node.wait(20s);
+    REQUIRE(status);
+    CHECK(*status == 2);
+    const auto log = node.log();
+    INFO(log);
+    CHECK(log.find("--secrets-key (OUTBOXD_SECRETS_KEY)") != std::string::npos);
+    CHECK(log.find("c2hvcnQta2V5") == std::string::npos);
+}
+
+TEST_CASE("outboxd reseal-secrets encrypts stored secrets under the first key",
+          "[e2e][push][secrets]") {
+    E2eCluster cluster{"push-reseal"};
+    // A target from before any key: its secret and header value in clear.
+    cluster.db.exec(
+        "INSERT INTO http_targets (name, namespace, task_queue, activity_types, url, "
+        "max_in_flight, timeout_ms, signing_secret, headers) VALUES ('old', 'default', "
+        "'default', '{charge}', 'http://127.0.0.1:9/x', 4, 1000, 'clear-s3cret', "
+        "'{\"Authorization\": \"Bearer clear-t0ken\"}')");
+    const auto reseal = [&](const std::string& keys) {
+        test::Process run{
+            {test::bin_dir() + "/outboxd", "reseal-secrets"},
+            {{"OUTBOXD_DATABASE_URL", cluster.db.url()}, {"OUTBOXD_SECRETS_KEY", keys}},
+            cluster.dir() + "/reseal.log"};
+        const auto status = run.wait(30s);
+        REQUIRE(status);
+        return *status;
+    };
+    const auto stored = [&] {
+        return cluster.db
+            .exec("SELECT signing_secret || ' ' || headers::text FROM http_targets")[0][0]
+            .as<std::string>();
+    };
+    const std::string k1 = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    const std::string k2 = "k2:ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=";
+    CHECK(reseal(k1) == 0);
+    auto text = stored();
+    CHECK(text.starts_with("enc:v1:k1:"));
+    CHECK(text.find("s3cret") == std::string::npos);
+    CHECK(text.find("t0ken") == std::string::npos);
+    // Rotation: the new key first, the old one after it.
+    CHECK(reseal(k2 + "," + k1) == 0);
+    text = stored();
+    CHECK(text.starts_with("enc:v1:k2:"));
+    CHECK(text.find("enc:v1:k1:") == std::string::npos);
+    // Without the key the values name, nothing changes and the run says so.
+    CHECK(reseal(k1) == 1);
+    CHECK(stored() == text);
+}

@@ -1,8 +1,9 @@
 #pragma once
 
 // Node configuration (README, "Configuration"; a public contract): every setting has an OUTBOXD_*
-// environment variable and a --flag twin; flags win. Invalid values are refused at start
-// with a message naming the setting.
+// environment variable and a --flag twin; flags win. A secret (the database URL, the tokens,
+// the secrets key) may instead be read from a file: X_FILE / --x-file names it. Invalid
+// values are refused at start with a message naming the setting.
 
 #include <chrono>
 #include <cstdint>
@@ -87,6 +88,9 @@ struct Config {
     std::string http_allowed_hosts;
     // OUTBOXD_HTTP_MAX_RESPONSE_BYTES: the longest response body of a target read.
     std::size_t http_max_response_bytes = defaults::kHttpMaxResponseBytes;
+    // OUTBOXD_SECRETS_KEY: the keys of HTTP push targets' secrets at rest (util::SecretBox);
+    // unset: they are stored in clear.
+    std::optional<std::string> secrets_key;
 };
 
 // Binds every setting to a CLI11 app as `--flag` with its OUTBOXD_* environment twin

@@ -30,6 +30,7 @@
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/sinks/sink_provider.hpp"
 #include "outboxd/store/lanes.hpp"
+#include "outboxd/util/secret_box.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
 namespace outboxd::engine {
@@ -48,6 +49,8 @@ struct EngineSettings {
     // The server-side limit of each statement of an API request (0: none).
     std::chrono::milliseconds api_statement_timeout{0};
     std::size_t max_outcome_batch = 2000;
+    // The keys of HTTP push targets' secrets at rest (OUTBOXD_SECRETS_KEY); none: in clear.
+    std::shared_ptr<const util::SecretBox> secrets;
 };
 
 // What the engines of a node share; it all outlives them.

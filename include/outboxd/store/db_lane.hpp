@@ -37,6 +37,9 @@
 namespace prometheus {
 class Counter;
 }
+namespace outboxd::util {
+class SecretBox;
+}
 
 namespace outboxd::store {
 
@@ -48,6 +51,8 @@ struct LaneSettings {
     std::chrono::milliseconds statement_timeout{0};
     std::size_t capacity = 64;
     prometheus::Counter* rejected = nullptr;  // counts refused submissions, when set
+    // The keys of the secrets its stores keep (HTTP targets'); none: kept in clear.
+    std::shared_ptr<const util::SecretBox> secrets = nullptr;
 };
 
 // What a lane's stores are made from, on its thread.
@@ -55,6 +60,7 @@ struct LaneConnection {
     std::string database_url;
     OutboxSession::Commits commits = OutboxSession::Commits::durable;
     std::chrono::milliseconds statement_timeout{0};
+    std::shared_ptr<const util::SecretBox> secrets = nullptr;
 };
 
 // What a job called on a lane gave back: its value, or the error it threw (then `value` is
@@ -109,7 +115,8 @@ public:
 
     DbLane(LaneSettings settings, std::string database_url) : LaneThread(std::move(settings)) {
         start([this, connection = LaneConnection{std::move(database_url), this->settings().commits,
-                                                 this->settings().statement_timeout}] {
+                                                 this->settings().statement_timeout,
+                                                 this->settings().secrets}] {
             Stores stores{connection};
             stores_ = &stores;
             run_queue();

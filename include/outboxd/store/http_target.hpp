@@ -3,7 +3,8 @@
 // HTTP push targets as stored (table http_targets, migration 0011): what PUT
 // /v1/http-targets/{name} sets, and what the delivering nodes report back. The rules a
 // target must satisfy (URL, bounds, header names) are http_push::check_target's; the store only
-// keeps what it is given and the table's CHECKs.
+// keeps what it is given and the table's CHECKs. The settings hold secrets in clear: the
+// store encrypts them on the way in and decrypts them on the way out (TargetStore).
 
 #include <cstdint>
 #include <optional>
@@ -30,14 +31,37 @@ struct HttpTargetSettings {
     friend bool operator==(const HttpTargetSettings&, const HttpTargetSettings&) = default;
 };
 
+// What a write does with the stored signing secret: take the settings' one (none: clear
+// it), or keep the one stored.
+enum class SecretUpdate { replace, keep };
+
+// How a target's secrets (its signing secret and header values) are kept in the database.
+struct SecretsAtRest {
+    std::int32_t encrypted = 0;        // values stored encrypted
+    std::int32_t clear = 0;            // values stored in clear (no key when they were written)
+    std::vector<std::string> key_ids;  // the keys the encrypted ones name, sorted
+    // Why the reading node cannot decrypt them all (a key id it does not hold, a value altered
+    // or moved from another target). The settings then hold those values as stored, which
+    // must not be used: the target is unusable on that node.
+    std::optional<std::string> problem;
+};
+
 // A target with what the nodes last reported of it.
 struct HttpTargetRecord {
     HttpTargetSettings settings;
+    SecretsAtRest secrets;
     TimePoint created_at;
     TimePoint updated_at;
     std::optional<std::string> last_error;
     std::optional<TimePoint> last_error_at;
     std::optional<TimePoint> last_success_at;
+};
+
+// What TargetStore::reseal did.
+struct ResealReport {
+    std::int32_t targets = 0;  // targets rewritten
+    std::int32_t values = 0;   // values encrypted anew (clear ones, or under an older key)
+    std::vector<std::pair<std::string, std::string>> unreadable;  // target, why: left as is
 };
 
 // What one node saw of a target since its last report.

@@ -46,7 +46,7 @@ struct AdminStores {
     explicit AdminStores(const LaneConnection& connection);
     OutboxSession session;
     AdminStore admin{session};
-    TargetStore targets{session};
+    TargetStore targets;
     ScheduleStore schedules{session};
     AccessStore access{session};  // the control database's credentials and audit log
 };

@@ -1,6 +1,7 @@
 #include "outboxd/sinks/http_push/http_targets.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <boost/asio/ssl/context.hpp>
 #include <spdlog/spdlog.h>
@@ -167,8 +168,16 @@ void HttpTargets::refresh_now() {
 void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
     std::map<std::string, const store::HttpTargetSettings*> wanted;
     std::map<std::string, std::string> refused;
+    std::set<std::string> undecryptable;
     for (const auto& record : records) {
         const auto& target = record.settings;
+        // Its secrets hold what the database holds, not what the target needs: this node
+        // lacks their key, or they were altered. Only this target fails.
+        if (record.secrets.problem) {
+            refused[target.name] = "cannot decrypt its secrets: " + *record.secrets.problem;
+            undecryptable.insert(target.name);
+            continue;
+        }
         // Checked again: the row may have been written by plain SQL, or before this node's
         // allow-list changed.
         if (const auto problem = check_target(target, settings_.policy)) {
@@ -182,6 +191,10 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
         if (known == refused_.end() || known->second != why) {
             spdlog::warn("event=http_target_refused target=\"{}\" reason=\"{}\"",
                          util::log_safe(name), util::log_safe(why));
+            // A key missing here is this node's to fix: say so where every node's GET sees it.
+            if (undecryptable.contains(name)) {
+                unsent_reports_.push_back({name, "node cannot use the target: " + why, false});
+            }
         }
     }
     refused_ = std::move(refused);

@@ -12,6 +12,7 @@
 #include <boost/url/parse.hpp>
 
 #include "outboxd/sinks/http_push/address_class.hpp"
+#include "outboxd/util/secret_box.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::sinks::http_push {
@@ -105,6 +106,10 @@ std::optional<std::string> header_problem(const std::string& name, const std::st
     if (reserved_header(name)) {
         return "header '" + name + "' is set by outboxd and cannot be configured";
     }
+    if (util::SecretBox::is_sealed(value)) {
+        return "the value of header '" + name + "' may not begin with '" +
+               std::string{util::kSealedPrefix} + "' (the mark of an encrypted value)";
+    }
     if (value.size() > kMaxHeaderValueBytes) {
         return "the value of header '" + name + "' is longer than " +
                std::to_string(kMaxHeaderValueBytes) + " bytes";
@@ -169,6 +174,12 @@ std::optional<std::string> url_problem(std::string_view url) {
         return std::string{"names an IPvFuture host, which outboxd cannot reach"};
     }
     return std::nullopt;
+}
+
+std::string url_without_query(std::string_view url) {
+    const auto query = url.find('?');
+    if (query == std::string_view::npos) return std::string{url};
+    return std::string{url.substr(0, query)} + "?…";
 }
 
 std::optional<TargetUrl> parse_target_url(std::string_view url) {
@@ -353,6 +364,11 @@ std::optional<FieldProblem> check_target(const store::HttpTargetSettings& target
             return problem("signing_secret", "signing_secret must be 1 to " +
                                                  std::to_string(kMaxSecretBytes) +
                                                  " bytes without NUL");
+        }
+        if (util::SecretBox::is_sealed(secret)) {
+            return problem("signing_secret", "signing_secret may not begin with '" +
+                                                 std::string{util::kSealedPrefix} +
+                                                 "' (the mark of an encrypted value)");
         }
     }
     if (target.headers.size() > kMaxHeaders) {

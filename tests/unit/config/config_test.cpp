@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -124,7 +126,42 @@ const std::vector<std::string> kExpectedFlags{"--database-url",
                                               "--tls-key-file",
                                               "--http-allowed-hosts",
                                               "--http-max-response-bytes",
-                                              "--api-statement-timeout-ms"};
+                                              "--api-statement-timeout-ms",
+                                              "--secrets-key",
+                                              "--database-url-file",
+                                              "--worker-token-file",
+                                              "--admin-token-file",
+                                              "--secrets-key-file"};
+
+// A directory of its own for the files a test writes, removed with it.
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = "/tmp/outboxd-config-test.XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+
+    [[nodiscard]] const std::string& path() const { return path_; }
+    // Writes `content` to the file `name` in the directory; returns its path.
+    [[nodiscard]] std::string file(const std::string& name, const std::string& content) const {
+        auto file = path_ + "/" + name;
+        std::ofstream{file, std::ios::binary} << content;
+        return file;
+    }
+
+private:
+    std::string path_;
+};
+
+// base64 of the bytes 0..31: a valid AES-256 key.
+const std::string kKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
 }  // namespace
 
@@ -549,4 +586,105 @@ TEST_CASE("TLS files come in pairs, must be readable, and keep the advertised UR
     CHECK_THROWS_WITH(resolve_args({"--tls-cert-file", file, "--tls-key-file", file,
                                     "--advertise-url", "ws://10.0.0.1:8443/v1/workers"}),
                       Contains("must be a wss:// URL when TLS is on"));
+}
+
+TEST_CASE("a secret setting is read from the file its _FILE twin names", "[unit][config]") {
+    const TempDir dir;
+    ScopedEnv env;
+    env.set("OUTBOXD_ADMIN_TOKEN_FILE", dir.file("admin", "admin-t0ken\n"));
+    env.set("OUTBOXD_DATABASE_URL_FILE", dir.file("url", "postgresql://u:pw@db/outboxd\r\n"));
+    env.set("OUTBOXD_SECRETS_KEY_FILE", dir.file("keys", "k2:" + kKey + "\n\n"));
+    const auto config = resolve_args({"--worker-token-file", dir.file("worker", "w0rker")});
+    // The trailing line breaks an editor or `echo` adds are trimmed; nothing else is.
+    CHECK(config.admin_token == "admin-t0ken");
+    CHECK(config.database_url == "postgresql://u:pw@db/outboxd");
+    CHECK(config.secrets_key == "k2:" + kKey);
+    CHECK(config.worker_token == "w0rker");
+    CHECK(resolve_args({"--admin-token-file", dir.file("spaced", " t \n")}).admin_token == " t ");
+}
+
+TEST_CASE("a secret and its file twin together are refused", "[unit][config]") {
+    const TempDir dir;
+    const auto token = dir.file("token", "t");
+    {
+        ScopedEnv env;
+        env.set("OUTBOXD_ADMIN_TOKEN", "direct");
+        env.set("OUTBOXD_ADMIN_TOKEN_FILE", token);
+        CHECK_THROWS_AS(resolve_args({}), ConfigError);
+        CHECK_THROWS_WITH(resolve_args({}),
+                          Contains("--admin-token (OUTBOXD_ADMIN_TOKEN)") &&
+                              Contains("--admin-token-file (OUTBOXD_ADMIN_TOKEN_FILE)") &&
+                              Contains("both set"));
+    }
+    {
+        ScopedEnv env;
+        env.set("OUTBOXD_WORKER_TOKEN_FILE", token);
+        CHECK_THROWS_WITH(resolve_args({"--worker-token", "t"}), Contains("both set"));
+        // Even set but empty, the variable counts as set.
+        env.unset("OUTBOXD_WORKER_TOKEN_FILE");
+        env.set("OUTBOXD_WORKER_TOKEN", "");
+        CHECK_THROWS_WITH(resolve_args({"--worker-token-file", token}), Contains("both set"));
+    }
+    {
+        const ScopedEnv env;
+        CHECK_THROWS_WITH(
+            resolve_args({"--database-url", "postgresql://x", "--database-url-file", token}),
+            Contains("--database-url-file (OUTBOXD_DATABASE_URL_FILE)") && Contains("both set"));
+        CHECK_THROWS_WITH(
+            resolve_args({"--secrets-key", "k1:" + kKey, "--secrets-key-file", token}),
+            Contains("both set"));
+    }
+}
+
+TEST_CASE("an unusable secret file is refused naming the setting and the path, not the content",
+          "[unit][config]") {
+    const TempDir dir;
+    const ScopedEnv env;
+    CHECK_THROWS_WITH(resolve_args({"--admin-token-file", dir.path() + "/missing"}),
+                      Contains("--admin-token-file (OUTBOXD_ADMIN_TOKEN_FILE): cannot read '" +
+                               dir.path() + "/missing'") &&
+                          Contains("No such file"));
+    CHECK_THROWS_WITH(resolve_args({"--worker-token-file", dir.path()}),
+                      Contains("--worker-token-file") && Contains("is a directory"));
+    CHECK_THROWS_WITH(resolve_args({"--admin-token-file", dir.file("empty", "\n")}),
+                      Contains("--admin-token-file") && Contains("is empty"));
+    CHECK_THROWS_WITH(
+        resolve_args({"--admin-token-file", dir.file("big", std::string(70000, 'x'))}),
+        Contains("is larger than 65536 bytes"));
+    // A key file of the wrong shape: the complaint names the setting, not what the file holds.
+    try {
+        (void)resolve_args({"--secrets-key-file", dir.file("bad-key", "k1:c2VjcmV0LWJ5dGVz\n")});
+        FAIL("a bad key was taken");
+    } catch (const ConfigError& error) {
+        const std::string what = error.what();
+        CHECK_THAT(what, Contains("--secrets-key (OUTBOXD_SECRETS_KEY)") &&
+                             Contains("12 bytes; AES-256 takes 32"));
+        CHECK(what.find("c2VjcmV0") == std::string::npos);
+    }
+    {
+        ScopedEnv empty;
+        empty.set("OUTBOXD_SECRETS_KEY_FILE", "");
+        CHECK_THROWS_WITH(resolve_args({}), Contains("OUTBOXD_SECRETS_KEY_FILE is set but empty"));
+    }
+}
+
+TEST_CASE("the secrets key list is checked at start and never quoted", "[unit][config]") {
+    ScopedEnv env;
+    CHECK_FALSE(resolve_args({}).secrets_key.has_value());
+    CHECK(resolve_args({"--secrets-key", "new:" + kKey + ",old:" + kKey}).secrets_key);
+    const std::vector<std::string> bad_lists{"k1", kKey, "k1:" + kKey + ",k1:" + kKey,
+                                             "k 1:" + kKey, "k1:" + kKey.substr(4)};
+    for (const auto& bad : bad_lists) {
+        INFO(bad);
+        try {
+            (void)resolve_args({"--secrets-key", bad});
+            FAIL("taken");
+        } catch (const ConfigError& error) {
+            const std::string what = error.what();
+            CHECK_THAT(what, Contains("--secrets-key (OUTBOXD_SECRETS_KEY)"));
+            CHECK(what.find(kKey.substr(4, 16)) == std::string::npos);
+        }
+    }
+    env.set("OUTBOXD_SECRETS_KEY", "");
+    CHECK_THROWS_WITH(resolve_args({}), Contains("OUTBOXD_SECRETS_KEY is set but empty"));
 }

@@ -1,12 +1,18 @@
-// The operator CLI's pure parts: --url parsing, percent-encoding, table cells and layout.
+// The operator CLI's pure parts: --url parsing, percent-encoding, table cells and layout; and
+// where the admin token comes from.
 
+#include <array>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "ctl/api_client.hpp"
 #include "ctl/table.hpp"
+#include "outboxd/ctl/ctl.hpp"
 
 using namespace outboxd::ctl;
 using nlohmann::json;
@@ -58,4 +64,38 @@ TEST_CASE("tables pad every column to its widest cell", "[unit][ctl]") {
           "NAME         N\n"
           "é-long-name  1\n"
           "x            12345\n");
+}
+
+TEST_CASE("the admin token may come from a file, not from both places", "[unit][ctl]") {
+    // Sets the two variables for one run of `outboxd ctl status`, then restores them.
+    const auto run_with = [](const char* token, const char* file) {
+        const auto saved = [](const char* name) -> std::optional<std::string> {
+            const char* value = std::getenv(name);
+            return value ? std::optional<std::string>{value} : std::nullopt;
+        };
+        const auto set = [](const char* name, const std::optional<std::string>& value) {
+            if (value) {
+                ::setenv(name, value->c_str(), 1);
+            } else {
+                ::unsetenv(name);
+            }
+        };
+        const auto old_token = saved("OUTBOXD_ADMIN_TOKEN");
+        const auto old_file = saved("OUTBOXD_ADMIN_TOKEN_FILE");
+        set("OUTBOXD_ADMIN_TOKEN", token ? std::optional<std::string>{token} : std::nullopt);
+        set("OUTBOXD_ADMIN_TOKEN_FILE", file ? std::optional<std::string>{file} : std::nullopt);
+        std::ostringstream out, err;
+        const std::array<const char*, 2> argv{"ctl", "status"};
+        const int status = outboxd::ctl::run(2, argv.data(), out, err);
+        set("OUTBOXD_ADMIN_TOKEN", old_token);
+        set("OUTBOXD_ADMIN_TOKEN_FILE", old_file);
+        return std::make_pair(status, err.str());
+    };
+    const auto [missing, missing_error] = run_with(nullptr, "/nonexistent/admin-token");
+    CHECK(missing == 2);
+    CHECK_THAT(missing_error,
+               Catch::Contains("OUTBOXD_ADMIN_TOKEN_FILE: cannot read '/nonexistent/admin-token'"));
+    const auto [both, both_error] = run_with("t", "/proc/self/cmdline");
+    CHECK(both == 2);
+    CHECK_THAT(both_error, Catch::Contains("both set"));
 }

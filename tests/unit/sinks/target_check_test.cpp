@@ -270,3 +270,25 @@ TEST_CASE("configured headers cannot break the request or replace outboxd's own"
     twice.headers = {{"X-A", "1"}, {"x-a", "2"}};
     CHECK(push::check_target(twice, {})->field == "headers");
 }
+
+TEST_CASE("a secret in clear may not look like an encrypted one", "[unit][push]") {
+    auto t = valid_target();
+    t.signing_secret = "enc:v1:k1:AAAA";
+    CHECK(field_of(t) == "signing_secret");
+    t = valid_target();
+    t.headers = {{"Authorization", "enc:anything"}};
+    CHECK(field_of(t) == "headers");
+    t = valid_target();
+    t.signing_secret = "not enc:";
+    t.headers = {{"Authorization", "Bearer enc:x"}};
+    CHECK(field_of(t).empty());
+}
+
+TEST_CASE("the URL the API shows has no query", "[unit][push]") {
+    CHECK(push::url_without_query("https://hooks.example.com/outboxd?token=s3cret&x=1") ==
+          "https://hooks.example.com/outboxd?…");
+    CHECK(push::url_without_query("https://hooks.example.com/?") == "https://hooks.example.com/?…");
+    CHECK(push::url_without_query("http://127.0.0.1:9/hook") == "http://127.0.0.1:9/hook");
+    // What GET shows is not a URL a PUT takes back by mistake.
+    CHECK(push::url_problem(push::url_without_query("https://h.example/x?t=1")));
+}

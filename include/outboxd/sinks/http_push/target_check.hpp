@@ -41,6 +41,9 @@ struct TargetUrl {
 // host, no user info (credentials belong in headers), no fragment.
 [[nodiscard]] std::optional<std::string> url_problem(std::string_view url);
 [[nodiscard]] std::optional<TargetUrl> parse_target_url(std::string_view url);
+// `url` as the API shows it: its query, which often carries a token, replaced by "?…". The
+// node itself uses the whole URL.
+[[nodiscard]] std::string url_without_query(std::string_view url);
 
 // Where targets may point (OUTBOXD_HTTP_ALLOWED_HOSTS): a comma-separated list of host
 // names ("hooks.example.com"), name suffixes ("*.example.com"), addresses and CIDR blocks
@@ -86,7 +89,9 @@ struct FieldProblem {
     std::string message;
 };
 
-// Every rule a target must satisfy, the policy included; the first broken one.
+// Every rule a target must satisfy, the policy included; the first broken one. A signing
+// secret or header value may not begin with "enc:", which marks an encrypted value in the
+// database (util::SecretBox): written in clear, it would read as one.
 [[nodiscard]] std::optional<FieldProblem> check_target(const store::HttpTargetSettings& target,
                                                        const HostPolicy& policy);
 
