@@ -365,9 +365,7 @@ TEST_CASE("five tenants' workers under a mixed load each get their own tasks onl
         http_call(node.port, "POST", "/v1/outbox", json{{"rows", rows}}.dump(), std::string{kAdmin})
             .status == 200);
     REQUIRE(E2eCluster::await(
-        [&] {
-            return cluster.count("status = 'done'") == std::int64_t{kTenants} * kRowsEach;
-        },
+        [&] { return cluster.count("status = 'done'") == std::int64_t{kTenants} * kRowsEach; },
         60s));
     for (int t = 0; t < kTenants; ++t) {
         const auto got = test::received(logs[static_cast<std::size_t>(t)]);
@@ -559,8 +557,8 @@ TEST_CASE("a node without credentials answers browsers only at its own origin an
     CHECK_THAT(open.process->log(), Catch::Contains("event=node_open"));
 
     // A guarded node leaves browsers to its credentials; its metrics may be private.
-    auto& guarded = cluster.start_node("guarded", {{"OUTBOXD_ADMIN_TOKEN", kAdmin},
-                                                   {"OUTBOXD_METRICS_PRIVATE", "true"}});
+    auto& guarded = cluster.start_node(
+        "guarded", {{"OUTBOXD_ADMIN_TOKEN", kAdmin}, {"OUTBOXD_METRICS_PRIVATE", "true"}});
     CHECK(http_call(guarded.port, "GET", "/metrics").status == 401);
     CHECK(http_call(guarded.port, "GET", "/metrics", {}, std::string{kAdmin}).status == 200);
     const auto reader =

@@ -43,9 +43,9 @@ TEST_CASE("a node with a certificate serves HTTPS and wss://, and only those", "
     CHECK(health.output.find("\"ok\"") != std::string::npos);
     CHECK(https_get(tls, node.port, "/healthz", "localhost").exit_code == 0);  // the DNS name
     // Browsers that reached it over HTTPS stay on HTTPS.
-    const auto headers = test::run_command("curl -sS -D - -o /dev/null --max-time 5 --cacert " +
-                                           tls.ca_file + " https://127.0.0.1:" +
-                                           std::to_string(node.port) + "/healthz");
+    const auto headers =
+        test::run_command("curl -sS -D - -o /dev/null --max-time 5 --cacert " + tls.ca_file +
+                          " https://127.0.0.1:" + std::to_string(node.port) + "/healthz");
     CHECK_THAT(headers.output, Catch::Contains("Strict-Transport-Security: max-age=31536000"));
     // Workers learn wss:// URLs: the default advertised URL follows the transport.
     const auto cluster_json =
