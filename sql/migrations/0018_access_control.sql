@@ -35,3 +35,23 @@ CREATE TABLE audit_log (
     namespace     text,
     change        jsonb NOT NULL DEFAULT '{}'
 );
+
+-- Every node reads the credentials again each settings TTL: this version, bumped by any
+-- change to the table (the API's, or plain SQL's), lets it read one row instead of all of
+-- them when nothing changed.
+CREATE TABLE credentials_version (
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    version  bigint NOT NULL
+);
+INSERT INTO credentials_version (version) VALUES (0);
+
+CREATE FUNCTION credentials_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE credentials_version SET version = version + 1;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER credentials_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON credentials
+    FOR EACH STATEMENT EXECUTE FUNCTION credentials_changed();

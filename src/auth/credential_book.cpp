@@ -26,7 +26,7 @@ void CredentialBook::read_now() {
     // Periodic: when the lane is full, the next read tries again.
     (void)lane_.call(
         loop_, lifetime_.watch(),
-        [](store::AdminStores& db) { return db.access.list_credentials(); },
+        [known = version_](store::AdminStores& db) { return db.access.list_credentials(known); },
         [this](const store::LaneResult<store::AccessStore::Credentials>& listed) {
             apply(listed);
         });
@@ -47,9 +47,14 @@ void CredentialBook::apply(const store::LaneResult<store::AccessStore::Credentia
     }
     const bool first = !authenticator_.managed_loaded();
     const auto& read = listed.value;
-    authenticator_.replace_managed(
-        read.credentials,
-        std::chrono::time_point_cast<std::chrono::system_clock::duration>(read.now));
+    const auto database_now =
+        std::chrono::time_point_cast<std::chrono::system_clock::duration>(read.now);
+    if (read.changed) {
+        authenticator_.replace_managed(read.credentials, database_now);
+        version_ = read.version;
+    } else {
+        authenticator_.set_database_now(database_now);
+    }
     if (first) spdlog::info("event=credentials_read managed={}", read.credentials.size());
     if (on_read_) on_read_();
 }

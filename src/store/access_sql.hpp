@@ -23,10 +23,8 @@ RETURNING )SQL" OUTBOXD_SQL_MICROS("created_at")};
     "id, name, secret_sha256, namespaces::text, roles::text, nodes::text, "              \
     OUTBOXD_SQL_MICROS("expires_at") ", " OUTBOXD_SQL_MICROS("created_at") ", created_by"
 
-// With the database's clock: credentials expire by it, whatever a node's clock says.
 inline constexpr Statement kListCredentials{"credential_list",
-    "SELECT " OUTBOXD_CREDENTIAL_COLUMNS ", " OUTBOXD_SQL_MICROS("now()")
-    " FROM credentials ORDER BY created_at, id"};
+    "SELECT " OUTBOXD_CREDENTIAL_COLUMNS " FROM credentials ORDER BY created_at, id"};
 
 inline constexpr Statement kGetCredential{"credential_get",
     "SELECT " OUTBOXD_CREDENTIAL_COLUMNS " FROM credentials WHERE id = $1"};
@@ -43,9 +41,14 @@ inline constexpr Statement kListAudit{"audit_list",
     " change::text FROM audit_log WHERE $1::bigint IS NULL OR id < $1"
     " ORDER BY id DESC LIMIT $2"};
 
+// The table's version and the database's clock: whether a node's copy is still current.
+inline constexpr Statement kCredentialsVersion{"credentials_version",
+    "SELECT version, " OUTBOXD_SQL_MICROS("now()") " FROM credentials_version"};
+
 // Every statement AccessStore runs.
 inline constexpr std::array kAccessStatements{kCreateCredential, kListCredentials, kGetCredential,
-                                              kDeleteCredential, kRecordAudit, kListAudit};
+                                              kDeleteCredential, kRecordAudit, kListAudit,
+                                              kCredentialsVersion};
 
 // clang-format on
 

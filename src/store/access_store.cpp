@@ -41,16 +41,20 @@ TimePoint AccessStore::create_credential(const CredentialRecord& c) {
     });
 }
 
-AccessStore::Credentials AccessStore::list_credentials() {
+AccessStore::Credentials AccessStore::list_credentials(std::optional<std::int64_t> known_version) {
+    // The version first: a change between the two reads shows in the rows now and in the
+    // version next time (the rows are read again then); none is ever missed.
     return session_.pg().transact(sql::kListCredentials, [&](pqxx::work& tx) {
         Credentials out;
-        for (const auto& r : tx.exec_prepared(std::string{sql::kListCredentials.name})) {
-            out.now = pg::from_micros(r[9].as<std::int64_t>());
-            out.credentials.push_back(decode_credential(r));
+        const auto version = tx.exec_prepared1(std::string{sql::kCredentialsVersion.name});
+        out.version = version[0].as<std::int64_t>();
+        out.now = pg::from_micros(version[1].as<std::int64_t>());
+        if (known_version && *known_version == out.version) {
+            out.changed = false;
+            return out;
         }
-        if (out.credentials.empty()) {
-            out.now = pg::from_micros(
-                tx.exec1("SELECT " OUTBOXD_SQL_MICROS("now()"))[0].as<std::int64_t>());
+        for (const auto& r : tx.exec_prepared(std::string{sql::kListCredentials.name})) {
+            out.credentials.push_back(decode_credential(r));
         }
         return out;
     });

@@ -86,6 +86,10 @@ public:
     // expiry is judged by the database's clock (a node's own may be off).
     void replace_managed(const std::vector<store::CredentialRecord>& credentials,
                          std::chrono::system_clock::time_point database_now);
+    // The database's clock, read again while the credentials stayed as they were.
+    void set_database_now(std::chrono::system_clock::time_point database_now) {
+        clock_offset_ = database_now - clock_();
+    }
     // Now, by the database's clock as last read.
     [[nodiscard]] std::chrono::system_clock::time_point now() const {
         return clock_() + clock_offset_;

@@ -1,7 +1,8 @@
 #pragma once
 
 // Keeps the authenticator's copy of the managed credentials fresh: reads the control
-// database's table now and then every `ttl` on its API lane, and after each read tells
+// database's table now and then every `ttl` on its API lane (one row, its version, when
+// nothing changed), and after each read tells
 // `on_read` (which closes the worker sessions of credentials deleted or expired since).
 // A failed read keeps the last copy.
 //
@@ -38,6 +39,7 @@ private:
     store::AdminLane& lane_;
     Authenticator& authenticator_;
     std::function<void()> on_read_;
+    std::optional<std::int64_t> version_;  // of the table, as last read whole
     util::FailureRun failures_;
     util::Lifetime lifetime_;
     util::Periodic periodic_;

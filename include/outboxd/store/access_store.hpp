@@ -45,12 +45,15 @@ public:
     // time. The table's CHECKs refuse a name, namespace list or role out of shape with a
     // ValidationError.
     TimePoint create_credential(const CredentialRecord& credential);
-    // Every credential, and the database's clock when they were read.
+    // Every credential, and the database's clock when they were read; or, when the table's
+    // version is still `known_version`, none of them (`changed` false): one row read.
     struct Credentials {
         std::vector<CredentialRecord> credentials;
         TimePoint now{};
+        std::int64_t version = -1;
+        bool changed = true;
     };
-    Credentials list_credentials();
+    Credentials list_credentials(std::optional<std::int64_t> known_version = std::nullopt);
     std::optional<CredentialRecord> get_credential(std::string_view id);
     // False when there was no such credential.
     bool delete_credential(std::string_view id);
