@@ -453,6 +453,13 @@ TEST_CASE("every change is audited; no secret reaches a log, an audit row, a met
     const auto paged =
         json::parse(http_call(port, "GET", "/v1/audit?limit=2", {}, std::string{kAdmin}).body);
     CHECK(paged["audit"].size() == 2);
+    // A cursor that is not one: a huge number, a NUL, text.
+    for (const auto* after : {"99999999999999999999999", "%00", "abc", "-1"}) {
+        INFO(after);
+        CHECK(
+            http_call(port, "GET", std::string{"/v1/audit?after="} + after, {}, std::string{kAdmin})
+                .status == 400);
+    }
     REQUIRE(paged["next"].is_string());
     const auto next = json::parse(
         http_call(port, "GET", "/v1/audit?limit=2&after=" + paged["next"].get<std::string>(), {},
