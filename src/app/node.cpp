@@ -90,10 +90,19 @@ std::shared_ptr<const util::SecretBox> secret_box(const config::Config& c) {
     return box;
 }
 
-engine::EngineSettings engine_settings(const config::Config& c, std::string task_id_suffix) {
+// One served database's engine. `incarnation` is the node's, the same in every database.
+engine::EngineSettings engine_settings(const config::Config& c, const config::Database& database,
+                                       const std::string& incarnation,
+                                       std::shared_ptr<const util::SecretBox> secrets,
+                                       std::string task_id_suffix) {
     engine::EngineSettings s;
-    s.database_url = c.database_url;
-    s.secrets = secret_box(c);
+    s.name = database.name;
+    s.database_url = database.url;
+    s.listen_url = database.listen_url;
+    // One database was migrated before the node listened (node start fails without it);
+    // several migrate each on its own, so that one out of reach delays only itself.
+    s.migrate = c.migrate_on_start && !c.databases.empty();
+    s.secrets = std::move(secrets);
     auto& d = s.dispatch;
     d.poll_interval = c.poll_interval;
     d.claim_lookback = c.claim_lookback;
@@ -108,7 +117,7 @@ engine::EngineSettings engine_settings(const config::Config& c, std::string task
     m.retention = c.retention;
     m.stale = d.task_timeout + d.stale_grace;
     m.stale_grace = d.stale_grace;
-    s.member = {c.node_id, c.node_id + "/" + boot_id(), c.advertise_url, c.lease_ttl};
+    s.member = {c.node_id, incarnation, c.advertise_url, c.lease_ttl};
     s.default_max_in_flight = c.default_max_in_flight;
     s.settings_refresh = c.quota_cache_ttl;
     s.api_statement_timeout = c.api_statement_timeout;
@@ -210,9 +219,16 @@ public:
           signals(ioc) {
         // The sink kinds of this node, each wired the same way.
         providers = {&websockets, &http_push};
-        add_engine(engine_settings(config, engines.next_task_id_suffix()));
-        // Credentials live in the control database: the first one.
-        credentials.emplace(ioc.get_executor(), engines.primary().admin_lane(), authenticator,
+        const auto served = config::served_databases(config);
+        const auto incarnation = config.node_id + "/" + boot_id();
+        const auto secrets = secret_box(config);
+        for (const auto& database : served) {
+            add_engine(engine_settings(config, database, incarnation, secrets,
+                                       engines.next_task_id_suffix()));
+        }
+        // Credentials live in the control database.
+        auto& control = *engines.find(config::control_database(served, config).name);
+        credentials.emplace(ioc.get_executor(), control.admin_lane(), authenticator,
                             config.quota_cache_ttl, metrics.fault("credentials"));
         credentials->on_read([this] {
             websockets.revalidate(
@@ -322,7 +338,8 @@ public:
 };
 
 Node::Node(config::Config config) {
-    if (config.migrate_on_start) migrate_with_retry(config.database_url);
+    if (config.migrate_on_start && config.databases.empty())
+        migrate_with_retry(config.database_url);
     impl_ = std::make_unique<Impl>(std::move(config));
 }
 

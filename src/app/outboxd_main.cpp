@@ -36,15 +36,22 @@ int reseal_secrets(const outboxd::config::Config& config) {
     auto box = std::make_shared<const outboxd::util::SecretBox>(
         outboxd::util::SecretBox::parse(*config.secrets_key));
     const auto key_id = box->sealing_key_id();
-    store::OutboxSession session{config.database_url, store::OutboxSession::Uses::targets};
-    store::TargetStore targets{session, std::move(box)};
-    const auto report = targets.reseal();
-    spdlog::info("event=secrets_resealed key_id={} targets={} values={} unreadable={}", key_id,
-                 report.targets, report.values, report.unreadable.size());
-    for (const auto& [name, why] : report.unreadable) {
-        spdlog::error("event=secrets_unreadable target=\"{}\" reason=\"{}\"", name, why);
+    bool all_read = true;
+    // HTTP targets are kept per database.
+    for (const auto& database : outboxd::config::served_databases(config)) {
+        store::OutboxSession session{database.url, store::OutboxSession::Uses::targets};
+        store::TargetStore targets{session, box};
+        const auto report = targets.reseal();
+        spdlog::info(
+            "event=secrets_resealed database={} key_id={} targets={} values={} unreadable={}",
+            database.name, key_id, report.targets, report.values, report.unreadable.size());
+        for (const auto& [name, why] : report.unreadable) {
+            spdlog::error("event=secrets_unreadable database={} target=\"{}\" reason=\"{}\"",
+                          database.name, name, why);
+        }
+        all_read = all_read && report.unreadable.empty();
     }
-    return report.unreadable.empty() ? 0 : 1;
+    return all_read ? 0 : 1;
 }
 
 int run(int argc, char** argv) {
@@ -88,15 +95,17 @@ int run(int argc, char** argv) {
         return 2;
     }
     set_log_level(config.log_level);
-    if (config.database_url.empty()) {
+    if (config.database_url.empty() && config.databases.empty()) {
         // Demo mode: a private local PostgreSQL, shared by demo nodes on this machine.
         config.database_url =
             outboxd::app::ensure_embedded_postgres(outboxd::app::default_embedded_dir());
     }
     if (migrate->parsed()) {
-        const auto report = outboxd::store::migrate(config.database_url);
-        spdlog::info("event=migrated version={} applied={}", report.current_version,
-                     report.applied.size());
+        for (const auto& database : outboxd::config::served_databases(config)) {
+            const auto report = outboxd::store::migrate(database.url);
+            spdlog::info("event=migrated database={} version={} applied={}", database.name,
+                         report.current_version, report.applied.size());
+        }
         return 0;
     }
     if (reseal->parsed()) return reseal_secrets(config);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "convert.hpp"
+#include "databases.hpp"
 
 namespace outboxd::config::detail {
 namespace {
@@ -23,6 +24,17 @@ std::vector<Field> make_fields() {
         {kDatabaseUrl, "URL", "libpq connection string or URI", true,
          [](const Config&) -> std::string { return "empty: demo mode, an embedded PostgreSQL"; },
          [](const std::string& text, Config& c) { c.database_url = text; }, kDatabaseUrlFile},
+        {kDatabases, "JSON",
+         "the outbox databases this node serves, by name: {\"orders\":\"postgresql://…\","
+         "\"billing\":{\"url\":\"…\",\"listen_url\":\"…\"}} (names [a-z0-9_-]{1,32}); not with "
+         "--database-url",
+         false,
+         [](const Config&) -> std::string { return "unset: --database-url, named \"default\""; },
+         [](const std::string& text, Config& c) { c.databases = parse_databases(text); },
+         kDatabasesFile},
+        {kControlDatabase, "NAME", "the database holding credentials and the audit log", false,
+         [](const Config&) -> std::string { return "the first database"; },
+         [](const std::string& text, Config& c) { c.control_database = text; }},
         {kListen, "HOST:PORT",
          "HTTP and WebSocket address: host:port, [ipv6]:port or :port "
          "(all interfaces); port 0 picks a free port",

@@ -25,6 +25,8 @@ inline constexpr std::int64_t kDayMs = 86'400'000;
 inline constexpr std::int64_t kHourMs = 3'600'000;
 
 inline constexpr Setting kDatabaseUrl{"database-url", "OUTBOXD_DATABASE_URL"};
+inline constexpr Setting kDatabases{"databases", "OUTBOXD_DATABASES"};
+inline constexpr Setting kControlDatabase{"control-database", "OUTBOXD_CONTROL_DATABASE"};
 inline constexpr Setting kListen{"listen", "OUTBOXD_LISTEN"};
 inline constexpr Setting kNodeId{"node-id", "OUTBOXD_NODE_ID"};
 inline constexpr Setting kAdvertiseUrl{"advertise-url", "OUTBOXD_ADVERTISE_URL"};
@@ -80,6 +82,7 @@ inline constexpr Setting kSecretsKey{"secrets-key", "OUTBOXD_SECRETS_KEY"};
 // The file twins of the secret settings: the setting's value is the content of the file
 // named, so that it need not sit in the environment or on a command line.
 inline constexpr Setting kDatabaseUrlFile{"database-url-file", "OUTBOXD_DATABASE_URL_FILE"};
+inline constexpr Setting kDatabasesFile{"databases-file", "OUTBOXD_DATABASES_FILE"};
 inline constexpr Setting kWorkerTokenFile{"worker-token-file", "OUTBOXD_WORKER_TOKEN_FILE"};
 inline constexpr Setting kAdminTokenFile{"admin-token-file", "OUTBOXD_ADMIN_TOKEN_FILE"};
 inline constexpr Setting kSecretsKeyFile{"secrets-key-file", "OUTBOXD_SECRETS_KEY_FILE"};

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "convert.hpp"
+#include "databases.hpp"
 #include "host_identity.hpp"
 #include "outboxd/config/config.hpp"
 #include "outboxd/util/secret_box.hpp"
@@ -110,6 +111,7 @@ void validate(const Config& config) {
     check_ranges(config);
     check_tls(config);
     check_secrets_key(config);
+    detail::check_databases(config);
     // Cross-field rules come last so that each side is already known to be in range.
     if (config.backoff_max < config.backoff_base) {
         refuse(detail::kBackoffMax, "must be at least --backoff-base-ms, which is " +

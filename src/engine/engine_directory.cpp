@@ -19,6 +19,13 @@ OutboxEngine& EngineDirectory::add(std::unique_ptr<OutboxEngine> engine) {
     return *engines_.back();
 }
 
+OutboxEngine* EngineDirectory::find(std::string_view name) const {
+    for (const auto& engine : engines_) {
+        if (engine->name() == name) return engine.get();
+    }
+    return nullptr;
+}
+
 OutboxEngine* EngineDirectory::engine_of(const std::string& task_id) const {
     if (engines_.empty()) return nullptr;
     const auto mark = task_id.rfind(kEngineMark);

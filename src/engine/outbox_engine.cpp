@@ -1,6 +1,15 @@
 #include "outboxd/engine/outbox_engine.hpp"
 
+#include <condition_variable>
+#include <mutex>
+#include <random>
+
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+
+#include "outboxd/store/migrator.hpp"
+#include "outboxd/store/store_error.hpp"
+#include "outboxd/util/retry_backoff.hpp"
 
 #include "wake_router.hpp"
 
@@ -76,15 +85,66 @@ void OutboxEngine::add_sinks(std::unique_ptr<sinks::EngineSinks> sinks) {
     if (sinks) sinks_.push_back(std::move(sinks));
 }
 
+bool OutboxEngine::migrate_once() {
+    if (migrated_) return true;
+    try {
+        const auto report = store::migrate(settings_.database_url);
+        spdlog::info("event=migrated database={} version={} applied={}", settings_.name,
+                     report.current_version, report.applied.size());
+        migrated_ = true;
+    } catch (const store::UnavailableError& error) {
+        spdlog::warn("event=database_unreachable database={} error=\"{}\"", settings_.name,
+                     error.what());
+    }
+    return migrated_;
+}
+
 void OutboxEngine::start() {
+    if (!settings_.migrate) migrated_ = true;
+    if (migrated_) return begin();
+    // Retried off the loop, backing off, until it succeeds or the engine stops.
+    migrator_ = std::jthread(
+        [this, loop = context_.loop, watch = lifetime_.watch()](const std::stop_token& stop) {
+            util::RetryBackoff backoff{std::chrono::milliseconds{500},
+                                       std::chrono::milliseconds{30000}, std::random_device{}()};
+            std::mutex mutex;
+            std::condition_variable_any wait;
+            while (true) {
+                bool done = false;
+                try {
+                    done = migrate_once();
+                } catch (const std::exception& error) {
+                    // A migration that fails (not an outage) will not succeed by retrying soon.
+                    spdlog::error("event=migration_failed database={} error=\"{}\"", settings_.name,
+                                  error.what());
+                }
+                if (done) {
+                    boost::asio::post(loop, [this, watch] {
+                        if (!watch.expired() && !stopped_) begin();
+                    });
+                    return;
+                }
+                std::unique_lock lock{mutex};
+                if (wait.wait_for(lock, stop, backoff.next(),
+                                  [&stop] { return stop.stop_requested(); })) {
+                    return;
+                }
+            }
+        });
+}
+
+void OutboxEngine::begin() {
+    started_ = true;
     member_.on_change([this] { cluster_changed(); });
     member_.start();
     namespaces_.start();
     dispatcher_.start();
     maintenance_.start();
     for (auto& sinks : sinks_) sinks->start();
-    wakes_ = std::make_unique<WakeRouter>(context_.loop, dispatcher_, settings_.database_url,
-                                          settings_.dispatch.task_id_suffix);
+    wakes_ = std::make_unique<WakeRouter>(
+        context_.loop, dispatcher_,
+        settings_.listen_url.empty() ? settings_.database_url : settings_.listen_url,
+        settings_.dispatch.task_id_suffix);
 }
 
 void OutboxEngine::cluster_changed() {
@@ -101,12 +161,17 @@ void OutboxEngine::cluster_changed() {
 }
 
 void OutboxEngine::drain(std::function<void()> done) {
+    // Never started (its database out of reach since): nothing is out, nothing to leave.
+    if (!started_) return done();
     // The next owner of the shards reconciles them.
     maintenance_.pause_for_drain();
     dispatcher_.drain([this, done = std::move(done)]() mutable { member_.leave(std::move(done)); });
 }
 
 void OutboxEngine::stop() {
+    stopped_ = true;
+    migrator_.request_stop();
+    if (!started_) return;
     for (auto& sinks : sinks_) sinks->stop();
     dispatcher_.stop();
     maintenance_.stop();

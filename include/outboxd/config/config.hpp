@@ -32,8 +32,22 @@ struct ListenAddress {
     std::uint16_t port = defaults::kPort;  // 0: any free port (tests)
 };
 
+// One outbox database a node serves (README, "Several databases").
+struct Database {
+    std::string name;        // [a-z0-9_-]{1,32}
+    std::string url;         // libpq URL or keyword string
+    std::string listen_url;  // the wake listener's direct connection; empty: `url`
+    bool operator==(const Database&) const = default;
+};
+
 struct Config {
-    std::string database_url;   // OUTBOXD_DATABASE_URL; empty: demo (embedded) mode
+    std::string database_url;  // OUTBOXD_DATABASE_URL; empty: demo (embedded) mode
+    // OUTBOXD_DATABASES (or OUTBOXD_DATABASES_FILE): the named databases, in the order
+    // listed; empty: `database_url` alone, named "default". Never both.
+    std::vector<Database> databases;
+    // OUTBOXD_CONTROL_DATABASE: the database of credentials and the audit log; empty: the
+    // first served.
+    std::string control_database;
     ListenAddress listen;       // OUTBOXD_LISTEN
     std::string node_id;        // OUTBOXD_NODE_ID; default hostname-pid
     std::string advertise_url;  // OUTBOXD_ADVERTISE_URL; default ws://<listen>/v1/workers
@@ -108,6 +122,12 @@ public:
 private:
     std::map<std::string, std::string> raw_;  // flag name without dashes -> text as given
 };
+
+// The databases a node serves: `databases`, or `database_url` named "default".
+[[nodiscard]] std::vector<Database> served_databases(const Config& config);
+// The control database among them (credentials, the audit log).
+[[nodiscard]] const Database& control_database(const std::vector<Database>& served,
+                                               const Config& config);
 
 // Validates an assembled Config (also used by Options::resolve). Throws ConfigError.
 void validate(const Config& config);

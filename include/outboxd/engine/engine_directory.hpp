@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "outboxd/engine/outbox_engine.hpp"
@@ -47,6 +48,8 @@ public:
     [[nodiscard]] bool ready() const;
     // Tasks out over every engine.
     [[nodiscard]] std::size_t outstanding() const;
+    // The engine of database `name`, if this node serves it.
+    [[nodiscard]] OutboxEngine* find(std::string_view name) const;
     // The engine whose task `task_id` is, if any.
     [[nodiscard]] OutboxEngine* engine_of(const std::string& task_id) const;
 

@@ -11,11 +11,13 @@
 //
 // Thread affinity: the loop thread; SQL runs on the engine's lanes.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -30,6 +32,7 @@
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/sinks/sink_provider.hpp"
 #include "outboxd/store/lanes.hpp"
+#include "outboxd/util/lifetime.hpp"
 #include "outboxd/util/secret_box.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
@@ -40,6 +43,10 @@ class WakeRouter;
 struct EngineSettings {
     std::string name = "default";  // the database's name
     std::string database_url;
+    std::string listen_url;  // the wake listener's connection; empty: database_url
+    // Whether start() must first bring the schema up to date (OUTBOXD_MIGRATE); it retries,
+    // backing off, for as long as the database is out of reach.
+    bool migrate = false;
     dispatch::DispatchSettings dispatch;
     maintenance::UpkeepSettings maintenance;
     cluster::MemberSettings member;
@@ -77,7 +84,15 @@ public:
     // Before start(): the URL workers reach this node at.
     void set_advertise_url(std::string url) { member_.set_advertise_url(std::move(url)); }
 
+    // Starts at once when the schema is current (or not to be migrated), else once a
+    // migration succeeded, retried in the background meanwhile: a database out of reach
+    // delays only itself.
     void start();
+    // Whether the schema is current: migrate() succeeded (from any thread) or none was asked.
+    [[nodiscard]] bool migrated() const { return migrated_.load(); }
+    // One migration attempt now (the node tries every database at start); false and logged
+    // when the database is out of reach. Throws what a failed migration throws.
+    bool migrate_once();
     // Stops claiming here, waits for the tasks out and their outcomes, hands the shards
     // back and leaves the cluster; then `done`.
     void drain(std::function<void()> done);
@@ -92,7 +107,7 @@ public:
     [[nodiscard]] dispatch::NamespaceCache& namespaces() { return namespaces_; }
     [[nodiscard]] store::AdminLane& admin_lane() { return lanes_.api; }
     // The database reached, the node registered and ticking.
-    [[nodiscard]] bool ready() const { return member_.healthy(); }
+    [[nodiscard]] bool ready() const { return started_ && member_.healthy(); }
     // This kind's state here, if it keeps any (nullptr otherwise).
     template <typename Sinks>
     [[nodiscard]] Sinks* sinks() const {
@@ -113,6 +128,7 @@ private:
         store::ClusterLane cluster;
     };
 
+    void begin();
     void cluster_changed();
 
     // Declaration order is destruction order reversed, and it matters: the lanes (whose
@@ -129,6 +145,12 @@ private:
     std::vector<std::unique_ptr<sinks::EngineSinks>> sinks_;
     std::function<void()> on_cluster_change_;
     std::unique_ptr<WakeRouter> wakes_;
+    std::atomic<bool> migrated_{false};
+    util::Lifetime lifetime_;
+    bool started_ = false;
+    bool stopped_ = false;
+    // Retries the migration of a database out of reach at start; joined on destruction.
+    std::jthread migrator_;
 };
 
 }  // namespace outboxd::engine

@@ -90,6 +90,8 @@ Config valid_config() {
 }
 
 const std::vector<std::string> kExpectedFlags{"--database-url",
+                                              "--databases",
+                                              "--control-database",
                                               "--listen",
                                               "--node-id",
                                               "--advertise-url",
@@ -129,6 +131,7 @@ const std::vector<std::string> kExpectedFlags{"--database-url",
                                               "--api-statement-timeout-ms",
                                               "--secrets-key",
                                               "--database-url-file",
+                                              "--databases-file",
                                               "--worker-token-file",
                                               "--admin-token-file",
                                               "--secrets-key-file"};
@@ -687,4 +690,84 @@ TEST_CASE("the secrets key list is checked at start and never quoted", "[unit][c
     }
     env.set("OUTBOXD_SECRETS_KEY", "");
     CHECK_THROWS_WITH(resolve_args({}), Contains("OUTBOXD_SECRETS_KEY is set but empty"));
+}
+
+TEST_CASE("OUTBOXD_DATABASES names the databases, in order, and refuses what it cannot use",
+          "[unit][config]") {
+    ScopedEnv env;
+    SECTION("strings and objects, in the order given") {
+        env.set(
+            "OUTBOXD_DATABASES",
+            R"({"orders":"postgresql://u:pw@db1/orders","billing":"host=db1 dbname=billing",)"
+            R"("shipping":{"url":"postgresql://pool/shipping","listen_url":"postgresql://db2/shipping"}})");
+        const auto config = resolve_args({});
+        const auto served = served_databases(config);
+        REQUIRE(served.size() == 3);
+        CHECK(served[0] == Database{"orders", "postgresql://u:pw@db1/orders", ""});
+        CHECK(served[1] == Database{"billing", "host=db1 dbname=billing", ""});
+        CHECK(served[2] ==
+              Database{"shipping", "postgresql://pool/shipping", "postgresql://db2/shipping"});
+        CHECK(control_database(served, config).name == "orders");
+    }
+    SECTION("OUTBOXD_DATABASE_URL alone is one database named default") {
+        env.set("OUTBOXD_DATABASE_URL", "postgresql://db/outboxd");
+        const auto served = served_databases(resolve_args({}));
+        REQUIRE(served.size() == 1);
+        CHECK(served[0] == Database{"default", "postgresql://db/outboxd", ""});
+    }
+    SECTION("the control database may be any of them") {
+        env.set("OUTBOXD_DATABASES", R"({"a":"host=a","b":"host=b"})");
+        env.set("OUTBOXD_CONTROL_DATABASE", "b");
+        const auto config = resolve_args({});
+        CHECK(control_database(served_databases(config), config).name == "b");
+    }
+    SECTION("read from OUTBOXD_DATABASES_FILE") {
+        TempDir dir;
+        env.set("OUTBOXD_DATABASES_FILE", dir.file("dbs.json", R"({"a":"host=a"})"
+                                                               "\n"));
+        CHECK(served_databases(resolve_args({})).front() == Database{"a", "host=a", ""});
+    }
+    const std::string secret = "s3cr3t-password";
+    const std::vector<std::pair<std::string, std::string>> refusals{
+        {R"({"Orders":"host=a"})", "must match [a-z0-9_-]{1,32}, got 'Orders'"},
+        {R"({"":"host=a"})", "must match [a-z0-9_-]{1,32}"},
+        {R"({"a23456789012345678901234567890123":"host=a"})", "must match"},
+        {R"({"a":"host=a","a":"host=b"})", "names database 'a' twice"},
+        {R"({})", "at least one database"},
+        {R"(["host=a"])", "must be a JSON object"},
+        {R"({"a":""})", "\"a\".url must not be empty"},
+        {R"({"a":42})", "\"a\" must be a connection string or an object"},
+        {R"({"a":{"listen_url":"host=a"}})", "\"a\" needs a \"url\""},
+        {R"({"a":{"url":"host=a","pool":1}})", "unknown key 'pool'"},
+        {R"({"a":{"url":7}})", "\"a\".url must be a string"},
+        {R"({"a":"host=a","b":"host=a"})", "\"b\" has the same url as an earlier database"},
+        {R"({"a":"postgresql://u:s3cr3t-password@h/x")", "is not valid JSON"},
+    };
+    for (const auto& [text, expected] : refusals) {
+        DYNAMIC_SECTION("refused: " << text) {
+            env.set("OUTBOXD_DATABASES", text);
+            try {
+                (void)resolve_args({});
+                FAIL("accepted");
+            } catch (const ConfigError& error) {
+                const std::string message = error.what();
+                CHECK_THAT(message,
+                           Contains("--databases (OUTBOXD_DATABASES)") && Contains(expected));
+                // A URL may hold a password: never quoted.
+                CHECK(message.find(secret) == std::string::npos);
+            }
+        }
+    }
+    SECTION("not with OUTBOXD_DATABASE_URL") {
+        env.set("OUTBOXD_DATABASES", R"({"a":"host=a"})");
+        env.set("OUTBOXD_DATABASE_URL", "host=b");
+        CHECK_THROWS_WITH(resolve_args({}),
+                          Contains("both set") && Contains("OUTBOXD_DATABASE_URL"));
+    }
+    SECTION("a control database that is not served") {
+        env.set("OUTBOXD_DATABASES", R"({"a":"host=a"})");
+        env.set("OUTBOXD_CONTROL_DATABASE", "b");
+        CHECK_THROWS_WITH(resolve_args({}),
+                          Contains("--control-database") && Contains("names 'b', which is not in"));
+    }
 }
