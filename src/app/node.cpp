@@ -90,11 +90,17 @@ std::shared_ptr<const util::SecretBox> secret_box(const config::Config& c) {
     return box;
 }
 
+worker::protocol::ShardList shard_list(const store::ShardRanges& shards) {
+    worker::protocol::ShardList list;
+    for (const auto& [lo, hi] : shards.ranges()) list.emplace_back(lo, hi);
+    return list;
+}
+
 // One served database's engine. `incarnation` is the node's, the same in every database.
 engine::EngineSettings engine_settings(const config::Config& c, const config::Database& database,
                                        const std::string& incarnation,
                                        std::shared_ptr<const util::SecretBox> secrets,
-                                       std::string task_id_suffix) {
+                                       std::size_t index, std::string task_id_suffix) {
     engine::EngineSettings s;
     s.name = database.name;
     s.database_url = database.url;
@@ -111,6 +117,8 @@ engine::EngineSettings engine_settings(const config::Config& c, const config::Da
     d.backoff = {c.backoff_base, c.backoff_multiplier, c.backoff_max};
     d.task_timeout = c.task_timeout;
     d.task_id_suffix = std::move(task_id_suffix);
+    d.database = database.name;
+    d.database_index = index;
     auto& m = s.maintenance;
     m.liveness = c.lease_ttl;
     m.reconcile_interval = std::min(std::chrono::milliseconds{1000}, c.lease_ttl / 2);
@@ -224,7 +232,7 @@ public:
         const auto secrets = secret_box(config);
         for (const auto& database : served) {
             add_engine(engine_settings(config, database, incarnation, secrets,
-                                       engines.next_task_id_suffix()));
+                                       engines.engines().size(), engines.next_task_id_suffix()));
         }
         // Credentials live in the control database.
         auto& control = *engines.find(config::control_database(served, config).name);
@@ -264,12 +272,21 @@ public:
         });
     }
 
-    // What workers are told of the cluster: the primary database's live nodes.
+    // What workers are told of the fleet: the live nodes of every database this node serves,
+    // each with the shards it owns in each of them.
     sinks::ClusterInfo cluster_info() const {
         const auto& member = engines.primary().member();
         sinks::ClusterInfo info{member.settings().node_id, member.settings().advertise_url, {}};
-        for (const auto& node : member.nodes()) {
-            if (!node.draining) info.nodes.emplace_back(node.node_id, node.advertise_url);
+        const auto& first = engines.primary().name();
+        for (const auto& node : engines.fleet()) {
+            if (node.draining) continue;
+            worker::protocol::NodeInfo out{node.node_id, node.url, {}, {}};
+            for (const auto& [database, shards] : node.databases) {
+                auto list = shard_list(shards);
+                if (database == first) out.shards = list;
+                out.databases.push_back({database, std::move(list)});
+            }
+            info.nodes.push_back(std::move(out));
         }
         return info;
     }

@@ -10,7 +10,7 @@
 namespace outboxd::cluster {
 
 ClusterMember::ClusterMember(boost::asio::any_io_executor loop, store::ClusterLane& lane,
-                             metrics::NodeMetrics& metrics, MemberSettings settings)
+                             metrics::DatabaseMetrics& metrics, MemberSettings settings)
     : loop_(std::move(loop)),
       lane_(lane),
       metrics_(metrics),
@@ -98,17 +98,18 @@ void ClusterMember::apply(TickResult result) {
         // Ticks keep their period (a third of the lease TTL) instead of backing off: the
         // first one that reaches the database must renew the leases before they lapse.
         if (failures_.failed(now)) {
-            spdlog::warn("event=cluster_tick_failed failures={} for_ms={} error=\"{}\"",
-                         failures_.failures(), failures_.lasted(now).count(),
+            spdlog::warn("event=cluster_tick_failed database={} failures={} for_ms={} error=\"{}\"",
+                         metrics_.database(), failures_.failures(), failures_.lasted(now).count(),
                          util::log_safe(result.error));
         }
+        metrics_.up.Set(0);
         schedule();
         return;
     }
     const auto lasted = failures_.lasted(now);
     if (const auto failed = failures_.succeeded(); failed > 0) {
-        spdlog::info("event=cluster_tick_recovered failures={} after_ms={}", failed,
-                     lasted.count());
+        spdlog::info("event=cluster_tick_recovered database={} failures={} after_ms={}",
+                     metrics_.database(), failed, lasted.count());
     }
     registered_ = true;
     bool changed = result.claimable != claimable_ || result.nodes.size() != nodes_.size();
@@ -118,13 +119,15 @@ void ClusterMember::apply(TickResult result) {
                   nodes_[i].shards != result.nodes[i].shards;
     }
     if (result.claimable != claimable_) {
-        spdlog::info("event=shards_changed node={} shards={} count={}", settings_.node_id,
-                     result.claimable.to_string(), result.claimable.count());
+        spdlog::info("event=shards_changed database={} node={} shards={} count={}",
+                     metrics_.database(), settings_.node_id, result.claimable.to_string(),
+                     result.claimable.count());
     }
     claimable_ = std::move(result.claimable);
     nodes_ = std::move(result.nodes);
     metrics_.owned_shards.Set(claimable_.count());
     metrics_.cluster_nodes_live.Set(static_cast<double>(nodes_.size()));
+    metrics_.up.Set(1);
     if (changed && on_change_) on_change_();
     schedule();
 }
@@ -140,9 +143,10 @@ void ClusterMember::leave(std::function<void()> done) {
             db.cluster.release_shards(settings.incarnation, store::ShardRanges::all());
             db.cluster.deregister(settings.incarnation);
         },
-        [node_id = settings_.node_id, finish](const store::LaneResult<std::monostate>& done) {
+        [node_id = settings_.node_id, database = metrics_.database(),
+         finish](const store::LaneResult<std::monostate>& done) {
             if (done.ok()) {
-                spdlog::info("event=left_cluster node={}", node_id);
+                spdlog::info("event=left_cluster database={} node={}", database, node_id);
             } else {
                 // Leases and heartbeat expire on their own; the next owner re-arms our claims.
                 spdlog::warn("event=leave_failed error=\"{}\"", util::log_safe(done.error));

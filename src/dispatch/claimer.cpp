@@ -6,7 +6,7 @@
 namespace outboxd::dispatch {
 
 Claimer::Claimer(const boost::asio::any_io_executor& loop, RoundRunner& runner,
-                 NamespaceCache& namespaces, metrics::NodeMetrics& metrics, Settings settings,
+                 NamespaceCache& namespaces, metrics::DatabaseMetrics& metrics, Settings settings,
                  util::SteadyNow now, std::function<void()> look_again)
     : runner_(runner),
       namespaces_(namespaces),

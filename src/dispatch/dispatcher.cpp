@@ -1,5 +1,7 @@
 #include "outboxd/dispatch/dispatcher.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 namespace outboxd::dispatch {
@@ -19,6 +21,8 @@ InFlightSettings in_flight_settings(const DispatchSettings& s) {
     out.lease_refresh = std::clamp(s.stale_grace / 2, std::chrono::milliseconds{100},
                                    std::chrono::milliseconds{5000});
     out.task_id_suffix = s.task_id_suffix;
+    out.database = s.database;
+    out.database_index = s.database_index;
     return out;
 }
 
@@ -26,7 +30,7 @@ InFlightSettings in_flight_settings(const DispatchSettings& s) {
 
 Dispatcher::Dispatcher(const boost::asio::any_io_executor& loop, DispatchPorts ports,
                        worker::WorkerRegistry& registry, NamespaceCache& namespaces,
-                       metrics::NodeMetrics& metrics, const DispatchSettings& settings,
+                       metrics::DatabaseMetrics& metrics, const DispatchSettings& settings,
                        OwnerSource owner, const util::SteadyNow& now)
     : loop_(loop),
       registry_(registry),
@@ -34,6 +38,7 @@ Dispatcher::Dispatcher(const boost::asio::any_io_executor& loop, DispatchPorts p
       metrics_(metrics),
       writes_(ports.writes),
       owner_(std::move(owner)),
+      db_(settings.database_index),
       claimer_(loop, ports.rounds, namespaces, metrics,
                {settings.poll_interval, settings.batch_size, settings.claim_lookback}, now,
                [this] { request_sweep(); }),
@@ -78,8 +83,14 @@ void Dispatcher::stop() {
     claimer_.stop();
 }
 
+std::vector<worker::Route> Dispatcher::routes() const {
+    return registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); },
+                            db_);
+}
+
 void Dispatcher::poll() {
     backlog_likely_ = true;  // the backstop: look whatever the last round said
+    want(true);
     claimer_.backstop();
     request_sweep();
 }
@@ -87,6 +98,7 @@ void Dispatcher::poll() {
 void Dispatcher::claim_from_front() {
     claimer_.read_from_front();
     backlog_likely_ = true;
+    want(true);
     request_sweep();
 }
 
@@ -98,19 +110,20 @@ void Dispatcher::sink_attached() {
 void Dispatcher::ranges_changed() {
     claimer_.ranges_changed();
     backlog_likely_ = true;
+    want(true);
     request_sweep();
 }
 
 void Dispatcher::woken(const std::vector<QueueKey>& queues, bool anywhere) {
     if (anywhere) claimer_.look_everywhere();
+    want(true);
     // Without a round in flight the next round is as quick; the busy routes' own wakes
     // (their namespaces are in the round) cost nothing more than this look.
     auto to_rounds = queues;
     if (phase_ == Phase::running && writes_.healthy() && claimer_.may_claim_apart(queues)) {
-        to_rounds = claimer_.claim_apart(
-            queues, owner_(),
-            registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); }),
-            [this](Claimer::Round round) { on_claimed_apart(std::move(round)); });
+        to_rounds = claimer_.claim_apart(queues, owner_(), routes(), [this](Claimer::Round round) {
+            on_claimed_apart(std::move(round));
+        });
     }
     claimer_.woken(to_rounds);
     request_sweep();
@@ -130,14 +143,18 @@ void Dispatcher::request_sweep() {
 void Dispatcher::sweep() {
     claiming_ = false;
     // A node that cannot write outcomes stops claiming until the writes land again.
-    if (phase_ != Phase::running || !writes_.healthy()) return check_drained();
+    if (phase_ != Phase::running || !writes_.healthy()) {
+        want(false);  // nothing it could claim now: the others take the whole windows
+        return check_drained();
+    }
     if (!namespaces_.loaded()) return;  // its on_loaded sweeps
     // After a failed round, triggers wait for its backoff (the claimer asks for a sweep then).
     if (!claimer_.ready()) return;
     auto owner = owner_();
-    if (owner.ranges.empty()) return;
-    auto routes =
-        registry_.routes([this](const std::string& ns) { return namespaces_.placement(ns); });
+    if (owner.ranges.empty()) return want(false);
+    auto routes = this->routes();
+    const bool credit = std::any_of(routes.begin(), routes.end(),
+                                    [](const worker::Route& route) { return route.capacity > 0; });
     claiming_ = true;
     const bool started = claimer_.round(
         std::move(owner), std::move(routes), [this] { return writes_.take_settled(); },
@@ -146,6 +163,9 @@ void Dispatcher::sweep() {
         sweep_again_ = false;
     } else {
         claiming_ = false;
+        // With credit and nothing worth a claim, it wants none; without credit it keeps
+        // wanting, and a task another database ends sweeps it again.
+        if (credit) want(false);
     }
 }
 
@@ -159,6 +179,7 @@ void Dispatcher::on_claimed(Claimer::Round round) {
     // Writes that landed while the round counted may be in its count already.
     if (result.counted) (void)writes_.take_settled();
     backlog_likely_ = result.saturated;
+    want(result.saturated);
     // Each row gets its sink (and takes one of its credits) first; then the next round is
     // asked for, so that it runs in the database while this round's tasks are encoded and
     // sent.
@@ -180,8 +201,8 @@ std::vector<TaskBoard::Placed> Dispatcher::place(std::vector<store::OutboxRow>& 
     for (auto& row : rows) {
         // Every row claimed counts, whether it is pushed or handed back.
         metrics_.claimed(row.namespace_name).Increment();
-        auto* sink = registry_.pick(row, namespaces_.placement(row.namespace_name));
-        if (!sink || phase_ != Phase::running || !registry_.reserve(*sink)) {
+        auto* sink = registry_.pick(row, namespaces_.placement(row.namespace_name), db_);
+        if (!sink || phase_ != Phase::running || !registry_.reserve(*sink, db_)) {
             // The sink left (or we began draining) between planning and claiming: hand the
             // row back untouched, without consuming an attempt.
             tasks_.release(row);
@@ -235,6 +256,7 @@ void Dispatcher::expire_timeouts() {
 
 void Dispatcher::drain(std::function<void()> done) {
     phase_ = Phase::draining;
+    want(false);
     drained_ = std::move(done);
     registry_.retire_all();
     check_drained();

@@ -57,6 +57,7 @@ std::optional<InFlightTable::Admission> InFlightTable::admit(
     Admission admitted;
     auto& task = admitted.task;
     task.task_id = task_id(ref);
+    task.database = settings_.database;
     task.dispatch_key = std::move(row.dispatch_key);
     task.workflow_id = std::move(row.workflow_id);
     task.ordinal = row.ordinal;

@@ -11,7 +11,7 @@
 namespace outboxd::dispatch {
 
 LeaseWriter::LeaseWriter(boost::asio::any_io_executor loop, store::OutcomeLane& lane,
-                         metrics::NodeMetrics& metrics, std::chrono::milliseconds flush_every)
+                         metrics::DatabaseMetrics& metrics, std::chrono::milliseconds flush_every)
     : loop_(std::move(loop)),
       lane_(lane),
       metrics_(metrics),

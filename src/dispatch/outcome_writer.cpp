@@ -18,7 +18,7 @@ constexpr auto kRetryMax = std::chrono::milliseconds{5000};
 }  // namespace
 
 OutcomeWriter::OutcomeWriter(boost::asio::any_io_executor loop, store::OutcomeLane& lane,
-                             metrics::NodeMetrics& metrics, std::size_t max_batch)
+                             metrics::DatabaseMetrics& metrics, std::size_t max_batch)
     : loop_(std::move(loop)),
       lane_(lane),
       metrics_(metrics),

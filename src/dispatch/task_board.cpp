@@ -9,14 +9,16 @@ namespace outboxd::dispatch {
 using sinks::Answer;
 
 TaskBoard::TaskBoard(const boost::asio::any_io_executor& loop, worker::WorkerRegistry& registry,
-                     NamespaceCache& namespaces, TaskWrites& writes, metrics::NodeMetrics& metrics,
-                     InFlightSettings settings, std::chrono::milliseconds scan_period,
-                     util::SteadyNow now, std::function<void()> expired)
+                     NamespaceCache& namespaces, TaskWrites& writes,
+                     metrics::DatabaseMetrics& metrics, InFlightSettings settings,
+                     std::chrono::milliseconds scan_period, util::SteadyNow now,
+                     std::function<void()> expired)
     : registry_(registry),
       namespaces_(namespaces),
       writes_(writes),
       metrics_(metrics),
       now_(std::move(now)),
+      db_(settings.database_index),
       in_flight_(std::move(settings)),
       expired_(std::move(expired)),
       timeout_timer_(
@@ -41,7 +43,7 @@ void TaskBoard::push_all(const std::vector<Placed>& placed, Clock::time_point ro
             spdlog::error("event=fault where=dispatch error=\"{}\"", util::log_safe(error.what()));
             const store::ClaimRef ref{row->id, row->claim_token};
             (void)in_flight_.take(in_flight_.task_id(ref), sink->session_id);
-            registry_.release(sink->session_id);
+            registry_.release(sink->session_id, db_);
             writes_.record(store::Outcome::release(ref), row->namespace_name, "");
         }
     }
@@ -57,7 +59,7 @@ void TaskBoard::push(worker::WorkerEntry& sink, store::OutboxRow& row,
         // A claim token handed out twice; never expected (see OutboxSession::Commits). Hand
         // the row back rather than track two deliveries under one id.
         spdlog::error("event=duplicate_task_id task_id={}", in_flight_.task_id(ref));
-        registry_.release(sink.session_id);
+        registry_.release(sink.session_id, db_);
         writes_.record(store::Outcome::release(ref), row.namespace_name, "");
         return;
     }
@@ -67,7 +69,7 @@ void TaskBoard::push(worker::WorkerEntry& sink, store::OutboxRow& row,
         // nests too deep): dead-lettered with the reason, at once, instead of failing every
         // delivery.
         (void)in_flight_.take(task.task_id, sink.session_id);
-        registry_.release(sink.session_id);
+        registry_.release(sink.session_id, db_);
         spdlog::warn("event=row_undeliverable dispatch_key=\"{}\" trace_id={} reason=\"{}\"",
                      util::log_safe(task.dispatch_key),
                      task.traceparent ? util::trace_id_of(*task.traceparent) : "",
@@ -89,7 +91,7 @@ void TaskBoard::push(worker::WorkerEntry& sink, store::OutboxRow& row,
 }
 
 void TaskBoard::untrack(const InFlightTask& task) {
-    registry_.release(task.session_id);
+    registry_.release(task.session_id, db_);
     metrics_.outstanding(task.namespace_name).Decrement();
     if (task.lease_asked != Clock::time_point{}) writes_.forget_lease(task.ref);
 }

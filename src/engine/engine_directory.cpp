@@ -1,6 +1,7 @@
 #include "outboxd/engine/engine_directory.hpp"
 
 #include <charconv>
+#include <map>
 
 namespace outboxd::engine {
 namespace {
@@ -43,6 +44,13 @@ OutboxEngine* EngineDirectory::engine_of(const std::string& task_id) const {
 }
 
 void EngineDirectory::start() {
+    // The sinks' windows are shared by the databases; a task one ends may let another claim.
+    registry_.set_databases(engines_.size());
+    registry_.on_freed([this](std::size_t freed) {
+        for (std::size_t db = 0; db < engines_.size(); ++db) {
+            if (db != freed && registry_.wants(db)) engines_[db]->dispatcher().request_sweep();
+        }
+    });
     for (auto& engine : engines_) engine->start();
 }
 
@@ -67,9 +75,26 @@ void EngineDirectory::stop() {
 
 bool EngineDirectory::ready() const {
     for (const auto& engine : engines_) {
-        if (!engine->ready()) return false;
+        if (engine->ready()) return true;
     }
-    return !engines_.empty();
+    return false;
+}
+
+std::vector<FleetNode> EngineDirectory::fleet() const {
+    std::map<std::string, FleetNode> nodes;
+    for (const auto& engine : engines_) {
+        for (const auto& record : engine->member().nodes()) {
+            auto& node = nodes[record.node_id];
+            node.node_id = record.node_id;
+            if (node.url.empty()) node.url = record.advertise_url;
+            node.draining = node.draining || record.draining;
+            node.databases.emplace_back(engine->name(), record.shards);
+        }
+    }
+    std::vector<FleetNode> out;
+    out.reserve(nodes.size());
+    for (auto& [id, node] : nodes) out.push_back(std::move(node));
+    return out;
 }
 
 std::size_t EngineDirectory::outstanding() const {

@@ -21,17 +21,17 @@ namespace {
 constexpr std::size_t kInternalLaneCapacity = 16;
 constexpr std::size_t kApiLaneCapacity = 1024;
 
-store::LaneSettings lane(std::string name, metrics::NodeMetrics& metrics,
+store::LaneSettings lane(std::string name, metrics::DatabaseMetrics& metrics,
                          std::size_t capacity = kInternalLaneCapacity) {
     store::LaneSettings s;
-    s.rejected = &metrics.db_lane_rejected_total.Add({{"lane", name}});
+    s.rejected = &metrics.lane_rejected(name);
     s.name = std::move(name);
     s.capacity = capacity;
     return s;
 }
 
 // Claims need not wait for the WAL flush: one lost in a crash is claimed again.
-store::LaneSettings claims_lane(std::string name, metrics::NodeMetrics& metrics) {
+store::LaneSettings claims_lane(std::string name, metrics::DatabaseMetrics& metrics) {
     auto s = lane(std::move(name), metrics);
     s.commits = store::OutboxSession::Commits::relaxed;
     return s;
@@ -39,7 +39,7 @@ store::LaneSettings claims_lane(std::string name, metrics::NodeMetrics& metrics)
 
 // A request must not hold its lane (and every request queued behind it) for minutes.
 // The API lane's stores also serve HTTP push targets, and so hold the keys of their secrets.
-store::LaneSettings api_lane(metrics::NodeMetrics& metrics, const EngineSettings& settings) {
+store::LaneSettings api_lane(metrics::DatabaseMetrics& metrics, const EngineSettings& settings) {
     auto s = lane("api", metrics, kApiLaneCapacity);
     s.statement_timeout = settings.api_statement_timeout;
     s.secrets = settings.secrets;
@@ -48,7 +48,7 @@ store::LaneSettings api_lane(metrics::NodeMetrics& metrics, const EngineSettings
 
 }  // namespace
 
-OutboxEngine::Lanes::Lanes(const EngineSettings& settings, metrics::NodeMetrics& metrics)
+OutboxEngine::Lanes::Lanes(const EngineSettings& settings, metrics::DatabaseMetrics& metrics)
     : claims(claims_lane("claims", metrics), settings.database_url),
       claims_apart(claims_lane("claims_apart", metrics), settings.database_url),
       outcomes(lane("outcomes", metrics), settings.database_url),
@@ -59,16 +59,17 @@ OutboxEngine::Lanes::Lanes(const EngineSettings& settings, metrics::NodeMetrics&
 OutboxEngine::OutboxEngine(EngineContext context, EngineSettings settings)
     : context_(std::move(context)),
       settings_(std::move(settings)),
-      lanes_(settings_, context_.metrics),
+      metrics_(context_.metrics, settings_.name),
+      lanes_(settings_, metrics_),
       rounds_(context_.loop, lanes_.claims, lanes_.claims_apart),
-      writes_(context_.loop, lanes_.outcomes, context_.metrics, settings_.max_outcome_batch),
+      writes_(context_.loop, lanes_.outcomes, metrics_, settings_.max_outcome_batch),
       namespaces_(context_.loop, lanes_.api, settings_.default_max_in_flight,
                   settings_.settings_refresh),
-      member_(context_.loop, lanes_.cluster, context_.metrics, settings_.member),
-      dispatcher_(context_.loop, {rounds_, writes_}, context_.registry, namespaces_,
-                  context_.metrics, settings_.dispatch, [this] { return member_.owner(); }),
+      member_(context_.loop, lanes_.cluster, metrics_, settings_.member),
+      dispatcher_(context_.loop, {rounds_, writes_}, context_.registry, namespaces_, metrics_,
+                  settings_.dispatch, [this] { return member_.owner(); }),
       maintenance_(
-          context_.loop, lanes_.maintenance, context_.metrics,
+          context_.loop, lanes_.maintenance, metrics_,
           maintenance::upkeep_jobs(
               settings_.maintenance,
               {[this] { return member_.owner(); },
@@ -77,7 +78,7 @@ OutboxEngine::OutboxEngine(EngineContext context, EngineSettings settings)
                    auto [skip, block] = namespaces_.ordered();
                    return maintenance::OrderedNamespaces{std::move(skip), std::move(block)};
                },
-               [this](std::size_t) { dispatcher_.claim_from_front(); }, context_.metrics})) {}
+               [this](std::size_t) { dispatcher_.claim_from_front(); }, metrics_})) {}
 
 OutboxEngine::~OutboxEngine() = default;
 

@@ -225,19 +225,6 @@ json target_json(const store::HttpTargetRecord& record,
     return out;
 }
 
-std::string cluster_json(const cluster::ClusterMember& member) {
-    json nodes = json::array();
-    for (const auto& node : member.nodes()) {
-        json shards = json::array();
-        for (const auto& [lo, hi] : node.shards.ranges()) shards.push_back({lo, hi});
-        nodes.push_back({{"node_id", node.node_id},
-                         {"url", node.advertise_url},
-                         {"draining", node.draining},
-                         {"shards", shards}});
-    }
-    return json_text(json{{"nodes", nodes}});
-}
-
 }  // namespace outboxd::http
 
 namespace outboxd::http {

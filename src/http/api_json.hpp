@@ -19,10 +19,6 @@
 #include "outboxd/store/http_target.hpp"
 #include "outboxd/store/schedule_store.hpp"
 
-namespace outboxd::cluster {
-class ClusterMember;
-}
-
 namespace outboxd::http {
 
 [[nodiscard]] ApiResponse json_response(const nlohmann::json& body, int status = 200);
@@ -52,7 +48,5 @@ namespace outboxd::http {
 [[nodiscard]] std::string schedule_json(const store::ScheduleRecord& record, bool payloads = true);
 // GET /v1/whoami: a grant's credential id, scopes (namespace and roles), nodes and expiry.
 [[nodiscard]] nlohmann::json grant_json(const auth::Grant& grant);
-// GET /v1/cluster: the live nodes, their URLs and shards.
-[[nodiscard]] std::string cluster_json(const cluster::ClusterMember& member);
 
 }  // namespace outboxd::http

@@ -23,7 +23,7 @@ Maintenance::Entry::Entry(std::unique_ptr<Job> job_, const boost::asio::any_io_e
           loop, timing.period, [this, tick] { tick(*this); }, faults) {}
 
 Maintenance::Maintenance(const boost::asio::any_io_executor& loop, store::MaintenanceLane& lane,
-                         metrics::NodeMetrics& metrics, std::vector<std::unique_ptr<Job>> jobs)
+                         metrics::DatabaseMetrics& metrics, std::vector<std::unique_ptr<Job>> jobs)
     : loop_(loop), lane_(lane) {
     // Each tick runs its job unless it rests.
     const auto tick = [this](Entry& entry) {
@@ -32,8 +32,8 @@ Maintenance::Maintenance(const boost::asio::any_io_executor& loop, store::Mainte
     for (auto& job : jobs) {
         auto entry = std::make_unique<Entry>(std::move(job), loop, metrics.fault("timer"), tick);
         const std::string name{entry->job->name()};
-        entry->ok = &metrics.maintenance_runs_total.Add({{"job", name}, {"result", "ok"}});
-        entry->failed = &metrics.maintenance_runs_total.Add({{"job", name}, {"result", "failed"}});
+        entry->ok = &metrics.maintenance_run(name, "ok");
+        entry->failed = &metrics.maintenance_run(name, "failed");
         entries_.push_back(std::move(entry));
     }
 }

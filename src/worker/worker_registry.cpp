@@ -4,6 +4,7 @@
 #include <iterator>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 namespace outboxd::worker {
 namespace {
@@ -51,14 +52,54 @@ void WorkerRegistry::retire_all() {
     for (auto& [id, worker] : workers_) worker.retired_ = true;
 }
 
-bool WorkerRegistry::reserve(WorkerEntry& worker) {
+void WorkerRegistry::set_databases(std::size_t count) {
+    wanting_.assign(std::max<std::size_t>(count, 1), false);
+    wanting_count_ = 0;
+}
+
+void WorkerRegistry::want(std::size_t db, bool wants) {
+    if (db >= wanting_.size() || wanting_[db] == wants) return;
+    wanting_[db] = wants;
+    if (wants) {
+        ++wanting_count_;
+    } else {
+        --wanting_count_;
+    }
+}
+
+std::int32_t WorkerRegistry::free_for(const WorkerEntry& worker, std::size_t db) const {
+    const auto free = worker.free_credit();
+    // Alone (or the only one wanting), a database may use the whole window.
+    const auto sharing = wanting_count_ + (wants(db) ? 0 : 1);
+    if (sharing <= 1 || free <= 0) return free;
+    // Its rank among the databases sharing, turned so that the remainder goes round.
+    std::size_t rank = 0;
+    for (std::size_t other = 0; other < db; ++other) rank += wants(other) ? 1 : 0;
+    rank = (rank + turn_) % sharing;
+    const auto count = static_cast<std::int32_t>(sharing);
+    const auto share =
+        worker.credit_ / count + (std::cmp_less(rank, worker.credit_ % count) ? 1 : 0);
+    return std::clamp(share - worker.held(db), 0, free);
+}
+
+bool WorkerRegistry::reserve(WorkerEntry& worker, std::size_t db) {
     if (worker.free_credit() <= 0) return false;
     ++worker.outstanding_;
+    if (worker.held_.size() <= db) worker.held_.resize(db + 1, 0);
+    ++worker.held_[db];
     return true;
 }
 
-void WorkerRegistry::release(const std::string& session_id) {
-    if (auto* worker = find(session_id); worker && worker->outstanding_ > 0) --worker->outstanding_;
+void WorkerRegistry::release(const std::string& session_id, std::size_t db) {
+    auto* worker = find(session_id);
+    if (!worker || worker->outstanding_ <= 0) return;
+    --worker->outstanding_;
+    if (db < worker->held_.size() && worker->held_[db] > 0) --worker->held_[db];
+    // Others wait for this credit: turn the remainders, and let them claim.
+    if (wanting_count_ > (wants(db) ? 1 : 0)) {
+        ++turn_;
+        if (freed_) freed_(db);
+    }
 }
 
 void WorkerRegistry::set_credit(const std::string& session_id, std::int32_t credit) {
@@ -108,14 +149,14 @@ std::vector<std::string> WorkerRegistry::unpinned_types(const WorkerEntry& worke
     return types;
 }
 
-std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement) const {
+std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement, std::size_t db) const {
     using Key = std::tuple<std::string, std::string, std::optional<std::string>,
                            std::vector<std::string>, bool>;
     std::map<Key, std::vector<CreditPool>> pools;
     std::map<std::string, store::Placement> placements;
     std::uint32_t next_pool = 0;
     for (const auto& [id, worker] : workers_) {
-        const CreditPool pool{next_pool++, worker.free_credit()};
+        const CreditPool pool{next_pool++, free_for(worker, db)};
         if (pool.free <= 0) continue;
         auto types = worker.profile.activity_types;
         std::sort(types.begin(), types.end());
@@ -154,10 +195,22 @@ std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement) cons
     return routes;
 }
 
-WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const store::Placement& placement) {
+WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const store::Placement& placement,
+                                  std::size_t db) {
+    if (wanting_count_ == 0 || wanting_.size() <= 1) return pick_within(row, placement, db, false);
+    // Within the database's share first; a row claimed before the shares changed still goes
+    // where credit is free rather than back to the table.
+    if (auto* worker = pick_within(row, placement, db, true)) return worker;
+    return pick_within(row, placement, db, false);
+}
+
+WorkerEntry* WorkerRegistry::pick_within(const store::OutboxRow& row,
+                                         const store::Placement& placement, std::size_t db,
+                                         bool share_only) {
     WorkerEntry* best = nullptr;
     for (auto& [id, worker] : workers_) {
-        if (worker.free_credit() <= 0 || !worker.serves(row.namespace_name) ||
+        const auto free = share_only ? free_for(worker, db) : worker.free_credit();
+        if (free <= 0 || !worker.serves(row.namespace_name) ||
             worker.profile.task_queue != row.task_queue || !worker.runs(row.activity_type)) {
             continue;
         }

@@ -159,7 +159,8 @@ public:
     test::TestStore store{db.url()};
     store::Owner owner{"node-a/boot-1", store::ShardRanges::all()};
     prometheus::Registry prometheus_registry;
-    metrics::NodeMetrics metrics{prometheus_registry};
+    metrics::NodeMetrics node_metrics{prometheus_registry};
+    metrics::DatabaseMetrics metrics{node_metrics, "default"};
     boost::asio::io_context ioc{1};
 
     // The lane of claim rounds (a test may hold it up to keep a round in flight).

@@ -39,7 +39,7 @@ struct MemberSettings {
 class ClusterMember {
 public:
     ClusterMember(boost::asio::any_io_executor loop, store::ClusterLane& lane,
-                  metrics::NodeMetrics& metrics, MemberSettings settings);
+                  metrics::DatabaseMetrics& metrics, MemberSettings settings);
 
     void start();
     // Before start(): the URL workers reach this node at (known once the port is bound).
@@ -72,7 +72,7 @@ private:
 
     boost::asio::any_io_executor loop_;
     store::ClusterLane& lane_;
-    metrics::NodeMetrics& metrics_;
+    metrics::DatabaseMetrics& metrics_;
     MemberSettings settings_;
     std::vector<store::NodeRecord> nodes_;
     store::ShardRanges claimable_;

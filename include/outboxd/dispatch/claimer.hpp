@@ -65,7 +65,7 @@ public:
     // `look_again` runs on the loop when a round may find something it could not before:
     // a failed round's backoff is over, a limit lets a route go.
     Claimer(const boost::asio::any_io_executor& loop, RoundRunner& runner,
-            NamespaceCache& namespaces, metrics::NodeMetrics& metrics, Settings settings,
+            NamespaceCache& namespaces, metrics::DatabaseMetrics& metrics, Settings settings,
             util::SteadyNow now, std::function<void()> look_again);
 
     void start() { runner_.prepare_apart(); }
@@ -129,7 +129,7 @@ private:
 
     RoundRunner& runner_;
     NamespaceCache& namespaces_;
-    metrics::NodeMetrics& metrics_;
+    metrics::DatabaseMetrics& metrics_;
     Settings settings_;
     util::SteadyNow now_;
     // Used by one round at a time, on the lane; shared so that a round in flight outlives

@@ -55,6 +55,8 @@ struct DispatchSettings {
     std::chrono::milliseconds claim_lookback{defaults::kClaimLookback};
     // Appended to this database's task ids (engine/engine_directory.hpp).
     std::string task_id_suffix;
+    std::string database = "default";  // its name, in every task
+    std::size_t database_index = 0;    // its index among the node's: its share of credit
 };
 
 // What the dispatcher works with; all of it outlives the dispatcher.
@@ -70,8 +72,8 @@ public:
 
     Dispatcher(const boost::asio::any_io_executor& loop, DispatchPorts ports,
                worker::WorkerRegistry& registry, NamespaceCache& namespaces,
-               metrics::NodeMetrics& metrics, const DispatchSettings& settings, OwnerSource owner,
-               const util::SteadyNow& now = util::real_steady_now());
+               metrics::DatabaseMetrics& metrics, const DispatchSettings& settings,
+               OwnerSource owner, const util::SteadyNow& now = util::real_steady_now());
     Dispatcher(const Dispatcher&) = delete;
     Dispatcher& operator=(const Dispatcher&) = delete;
 
@@ -132,13 +134,18 @@ private:
     // A task ended: claim again at once while a backlog is likely.
     void task_ended();
     void check_drained();
+    // Whether this database has due work it may not have claimed: while several have, the
+    // sinks' windows are shared among them (worker::WorkerRegistry).
+    void want(bool wants) { registry_.want(db_, wants); }
+    [[nodiscard]] std::vector<worker::Route> routes() const;
 
     boost::asio::any_io_executor loop_;
     worker::WorkerRegistry& registry_;
     NamespaceCache& namespaces_;
-    metrics::NodeMetrics& metrics_;
+    metrics::DatabaseMetrics& metrics_;
     TaskWrites& writes_;
     OwnerSource owner_;
+    std::size_t db_;
     Claimer claimer_;
     TaskBoard tasks_;
     // A round is in flight, or a sweep is posted (triggers meanwhile coalesce into one more:

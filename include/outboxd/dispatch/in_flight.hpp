@@ -63,6 +63,8 @@ struct InFlightSettings {
     // Appended to every task id of this table (the database's tag, engine/directory.hpp):
     // empty for the first database.
     std::string task_id_suffix;
+    std::string database = "default";  // the name its tasks carry
+    std::size_t database_index = 0;    // its index among the node's (the sinks' credit shares)
 };
 
 class InFlightTable {

@@ -39,7 +39,7 @@ private:
 class LaneTaskWrites final : public TaskWrites {
 public:
     LaneTaskWrites(const boost::asio::any_io_executor& loop, store::OutcomeLane& lane,
-                   metrics::NodeMetrics& metrics, std::size_t max_outcome_batch)
+                   metrics::DatabaseMetrics& metrics, std::size_t max_outcome_batch)
         : outcomes_(loop, lane, metrics, max_outcome_batch), leases_(loop, lane, metrics) {}
 
     void record(store::Outcome outcome, std::string namespace_name, std::string label) override {

@@ -33,7 +33,8 @@ public:
     static constexpr std::size_t kMaxBatch = 5000;
 
     LeaseWriter(boost::asio::any_io_executor loop, store::OutcomeLane& lane,
-                metrics::NodeMetrics& metrics, std::chrono::milliseconds flush_every = kFlushEvery);
+                metrics::DatabaseMetrics& metrics,
+                std::chrono::milliseconds flush_every = kFlushEvery);
 
     void ask(store::LeaseWrite lease);
     // The task of `ref` ended: a lease still waiting for it need not be written.
@@ -47,7 +48,7 @@ private:
 
     boost::asio::any_io_executor loop_;
     store::OutcomeLane& lane_;
-    metrics::NodeMetrics& metrics_;
+    metrics::DatabaseMetrics& metrics_;
     std::chrono::milliseconds flush_every_;
     std::map<std::pair<std::int64_t, std::int64_t>, store::LeaseWrite> pending_;
     bool armed_ = false;

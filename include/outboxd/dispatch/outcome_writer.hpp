@@ -45,7 +45,7 @@ namespace outboxd::dispatch {
 class OutcomeWriter {
 public:
     OutcomeWriter(boost::asio::any_io_executor loop, store::OutcomeLane& lane,
-                  metrics::NodeMetrics& metrics, std::size_t max_batch);
+                  metrics::DatabaseMetrics& metrics, std::size_t max_batch);
 
     // `label` is the outcomes_total label counted once the write lands and applies (none
     // when empty).
@@ -81,7 +81,7 @@ private:
 
     boost::asio::any_io_executor loop_;
     store::OutcomeLane& lane_;
-    metrics::NodeMetrics& metrics_;
+    metrics::DatabaseMetrics& metrics_;
     std::size_t max_batch_;
     OutcomeBatches batches_;
     bool writing_ = false;

@@ -41,7 +41,7 @@ public:
     // `expired` runs on the loop after tasks timed out (the timeout scan runs every
     // `scan_period`).
     TaskBoard(const boost::asio::any_io_executor& loop, worker::WorkerRegistry& registry,
-              NamespaceCache& namespaces, TaskWrites& writes, metrics::NodeMetrics& metrics,
+              NamespaceCache& namespaces, TaskWrites& writes, metrics::DatabaseMetrics& metrics,
               InFlightSettings settings, std::chrono::milliseconds scan_period, util::SteadyNow now,
               std::function<void()> expired);
 
@@ -83,8 +83,9 @@ private:
     worker::WorkerRegistry& registry_;
     NamespaceCache& namespaces_;
     TaskWrites& writes_;
-    metrics::NodeMetrics& metrics_;
+    metrics::DatabaseMetrics& metrics_;
     util::SteadyNow now_;
+    std::size_t db_;  // the database's index: its share of the sinks' credit
     InFlightTable in_flight_;
     std::function<void()> expired_;
     util::Periodic timeout_timer_;

@@ -18,9 +18,19 @@
 
 #include "outboxd/engine/outbox_engine.hpp"
 #include "outboxd/sinks/sink_port.hpp"
+#include "outboxd/store/shard_ranges.hpp"
 #include "outboxd/worker/worker_registry.hpp"
 
 namespace outboxd::engine {
+
+// One node of the fleet, as the databases of this node see it: the databases it serves
+// (of those this node serves, in this node's order) and its shards in each.
+struct FleetNode {
+    std::string node_id;
+    std::string url;
+    bool draining = false;
+    std::vector<std::pair<std::string, store::ShardRanges>> databases;
+};
 
 class EngineDirectory final : public sinks::SinkPort {
 public:
@@ -44,8 +54,10 @@ public:
     [[nodiscard]] const std::vector<std::unique_ptr<OutboxEngine>>& engines() const {
         return engines_;
     }
-    // Every engine ready.
+    // Some engine ready (the node serves something).
     [[nodiscard]] bool ready() const;
+    // The live nodes of every database's cluster, merged by node id, in node id order.
+    [[nodiscard]] std::vector<FleetNode> fleet() const;
     // Tasks out over every engine.
     [[nodiscard]] std::size_t outstanding() const;
     // The engine of database `name`, if this node serves it.

@@ -106,6 +106,7 @@ public:
     [[nodiscard]] const cluster::ClusterMember& member() const { return member_; }
     [[nodiscard]] dispatch::NamespaceCache& namespaces() { return namespaces_; }
     [[nodiscard]] store::AdminLane& admin_lane() { return lanes_.api; }
+    [[nodiscard]] metrics::DatabaseMetrics& metrics() { return metrics_; }
     // The database reached, the node registered and ticking.
     [[nodiscard]] bool ready() const { return started_ && member_.healthy(); }
     // This kind's state here, if it keeps any (nullptr otherwise).
@@ -119,7 +120,7 @@ public:
 
 private:
     struct Lanes {
-        Lanes(const EngineSettings& settings, metrics::NodeMetrics& metrics);
+        Lanes(const EngineSettings& settings, metrics::DatabaseMetrics& metrics);
         store::ClaimLane claims;
         store::ClaimLane claims_apart;
         store::OutcomeLane outcomes;
@@ -135,6 +136,7 @@ private:
     // threads post into the loop) outlive everything that uses them.
     EngineContext context_;
     EngineSettings settings_;
+    metrics::DatabaseMetrics metrics_;
     Lanes lanes_;
     dispatch::LaneRounds rounds_;
     dispatch::LaneTaskWrites writes_;

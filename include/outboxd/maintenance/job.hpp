@@ -34,7 +34,7 @@ struct Upkeep {
     // Rows were put back in line (claims re-armed, waiting rows let go), this many: behind
     // where claims read on.
     std::function<void(std::size_t)> rearmed;
-    metrics::NodeMetrics& metrics;
+    metrics::DatabaseMetrics& metrics;
 };
 
 class Job {

@@ -25,7 +25,7 @@ public:
     using Clock = std::chrono::steady_clock;
 
     Maintenance(const boost::asio::any_io_executor& loop, store::MaintenanceLane& lane,
-                metrics::NodeMetrics& metrics, std::vector<std::unique_ptr<Job>> jobs);
+                metrics::DatabaseMetrics& metrics, std::vector<std::unique_ptr<Job>> jobs);
 
     void start();
     void stop();

@@ -16,67 +16,108 @@
 
 namespace outboxd::metrics {
 
+// The node's own metrics, and the families of every database's (DatabaseMetrics).
 class NodeMetrics {
 public:
     explicit NodeMetrics(prometheus::Registry& registry);
 
-    // Contract names.
-    prometheus::Family<prometheus::Gauge>& inflight_rows;         // {namespace}
-    prometheus::Family<prometheus::Gauge>& claimed_rows;          // {namespace}
-    prometheus::Family<prometheus::Gauge>& tasks_outstanding;     // {namespace}
-    prometheus::Family<prometheus::Counter>& rows_claimed_total;  // {namespace}
-    prometheus::Family<prometheus::Counter>& outcomes_total;      // {namespace, outcome}
-    prometheus::Histogram& dispatch_latency;                      // due -> pushed, seconds
-    prometheus::Histogram& claim_seconds;                         // one claim round trip
-    prometheus::Counter& claims_apart_total;  // claims for routes woken from idle
-    prometheus::Gauge& owned_shards;
-    prometheus::Gauge& cluster_nodes_live;
-    prometheus::Gauge& workers_connected;
+    // Per database: each child carries {database} (README, "Metrics").
+    prometheus::Family<prometheus::Gauge>& inflight_rows;         // {database, namespace}
+    prometheus::Family<prometheus::Gauge>& claimed_rows;          // {database, namespace}
+    prometheus::Family<prometheus::Gauge>& tasks_outstanding;     // {database, namespace}
+    prometheus::Family<prometheus::Counter>& rows_claimed_total;  // {database, namespace}
+    prometheus::Family<prometheus::Counter>& outcomes_total;      // {database, namespace, outcome}
+    prometheus::Family<prometheus::Histogram>& dispatch_latency;  // due -> pushed, seconds
+    prometheus::Family<prometheus::Histogram>& claim_seconds;     // one claim round trip
+    prometheus::Family<prometheus::Counter>& claims_apart_total;  // routes woken from idle
+    prometheus::Family<prometheus::Gauge>& owned_shards;
+    prometheus::Family<prometheus::Gauge>& cluster_nodes_live;
+    prometheus::Family<prometheus::Gauge>& database_up;  // 1: reached, registered, ticking
+    prometheus::Family<prometheus::Counter>& outcome_write_failures_total;
+    prometheus::Family<prometheus::Counter>& rows_released_total;       // no worker left for them
+    prometheus::Family<prometheus::Counter>& rows_rearmed_total;        // stale or orphaned claims
+    prometheus::Family<prometheus::Counter>& db_lane_rejected_total;    // {database, lane}
+    prometheus::Family<prometheus::Counter>& outcomes_refused_total;    // poison outcomes isolated
+    prometheus::Family<prometheus::Counter>& outcomes_abandoned_total;  // ... dead letter failed
+    prometheus::Family<prometheus::Counter>& claim_route_errors_total;  // refused as data
+    // Delivery controls (README, "Delivery controls").
+    prometheus::Family<prometheus::Gauge>& ordered_blocked_workflows;  // {database, namespace}
+    // Task policy and heartbeats (README, "Task policy and heartbeats").
+    prometheus::Family<prometheus::Counter>& heartbeats_total;        // of outstanding tasks
+    prometheus::Family<prometheus::Counter>& lease_statements_total;  // batched lease writes
+    prometheus::Family<prometheus::Counter>& lease_rows_total;  // rows those writes applied to
+    prometheus::Family<prometheus::Counter>& maintenance_runs_total;  // {database, job, result}
 
+    // The node's own.
+    prometheus::Gauge& workers_connected;
     // Degraded modes and protocol abuse, each counted (style: every degraded mode counts).
     prometheus::Family<prometheus::Counter>& protocol_errors_total;  // {code}
-    prometheus::Counter& outcome_write_failures_total;
     prometheus::Counter& slow_consumers_closed_total;
-    prometheus::Counter& rows_released_total;  // claimed but no worker left to take them
-    prometheus::Counter& rows_rearmed_total;   // stale or orphaned claims re-armed
     prometheus::Family<prometheus::Counter>& faults_total;  // {where}: contained exceptions
     prometheus::Gauge& connections_open;                    // HTTP + WebSocket
     prometheus::Counter& connections_refused_total;         // 503 at the connection cap
     prometheus::Counter& accept_errors_total;
-    prometheus::Family<prometheus::Counter>& db_lane_rejected_total;  // {lane}
-    prometheus::Counter& outcomes_refused_total;                      // poison outcomes isolated
-    prometheus::Counter& outcomes_abandoned_total;  // ... whose dead letter failed too
-    prometheus::Counter& claim_route_errors_total;  // a route's claim refused as data
     // HTTP push (README, "HTTP push").
     prometheus::Family<prometheus::Counter>& http_requests_total;     // {target, code_class}
     prometheus::Family<prometheus::Histogram>& http_request_seconds;  // {target}
     prometheus::Family<prometheus::Gauge>& http_inflight;             // {target}
-    // Delivery controls (README, "Delivery controls").
-    prometheus::Family<prometheus::Gauge>& ordered_blocked_workflows;  // {namespace}
-    // Task policy and heartbeats (README, "Task policy and heartbeats").
-    prometheus::Counter& heartbeats_total;        // heartbeat frames of outstanding tasks
-    prometheus::Counter& lease_statements_total;  // batched lease/heartbeat writes
-    prometheus::Counter& lease_rows_total;        // rows those writes applied to
-    prometheus::Counter& cancels_sent_total;      // cancel frames sent to workers
-    prometheus::Family<prometheus::Counter>& maintenance_runs_total;  // {job, result}
+    prometheus::Counter& cancels_sent_total;  // cancel frames sent to workers
 
     // A fault contained at `where` (http, websocket, loop, …); loop thread only.
     prometheus::Counter& fault(const std::string& where);
+
+private:
+    std::map<std::string, prometheus::Counter*> faults_;
+};
+
+// One database's metrics: the children of the node's families labelled {database}. Held by
+// its engine; loop thread only (the label caches), Prometheus types are thread-safe.
+class DatabaseMetrics {
+public:
+    DatabaseMetrics(NodeMetrics& node, std::string database);
+    DatabaseMetrics(const DatabaseMetrics&) = delete;
+    DatabaseMetrics& operator=(const DatabaseMetrics&) = delete;
+
+    [[nodiscard]] const std::string& database() const { return database_; }
+
+    prometheus::Histogram& dispatch_latency;
+    prometheus::Histogram& claim_seconds;
+    prometheus::Counter& claims_apart_total;
+    prometheus::Gauge& owned_shards;
+    prometheus::Gauge& cluster_nodes_live;
+    prometheus::Gauge& up;
+    prometheus::Counter& outcome_write_failures_total;
+    prometheus::Counter& rows_released_total;
+    prometheus::Counter& rows_rearmed_total;
+    prometheus::Counter& outcomes_refused_total;
+    prometheus::Counter& outcomes_abandoned_total;
+    prometheus::Counter& claim_route_errors_total;
+    prometheus::Counter& heartbeats_total;
+    prometheus::Counter& lease_statements_total;
+    prometheus::Counter& lease_rows_total;
+
+    // The node's: a fault is where it happened, whatever the database.
+    prometheus::Counter& fault(const std::string& where) { return node_.fault(where); }
 
     // Cached children by label value: Family::Add hashes labels on every call.
     prometheus::Gauge& outstanding(const std::string& ns);
     prometheus::Counter& claimed(const std::string& ns);
     prometheus::Counter& outcome(const std::string& ns, const std::string& outcome);
+    prometheus::Counter& maintenance_run(const std::string& job, const std::string& result);
+    // Refusals of the lane `lane` (any thread may count; made once, on the loop).
+    prometheus::Counter& lane_rejected(const std::string& lane);
     // Sets the durable gauges from one grouped query; namespaces absent from `counts` go to 0.
     void set_row_gauges(const std::map<std::string, std::pair<double, double>>& counts);
     // Sets the blocked-workflow gauge of every namespace in `counts`; the others it set go to 0.
     void set_blocked_workflows(const std::map<std::string, double>& counts);
 
 private:
-    std::map<std::string, prometheus::Counter*> faults_;
+    NodeMetrics& node_;
+    std::string database_;
     std::map<std::string, prometheus::Gauge*> outstanding_;
     std::map<std::string, prometheus::Counter*> claimed_;
     std::map<std::pair<std::string, std::string>, prometheus::Counter*> outcomes_;
+    std::map<std::pair<std::string, std::string>, prometheus::Counter*> maintenance_runs_;
     std::map<std::string, std::pair<prometheus::Gauge*, prometheus::Gauge*>> row_gauges_;
     std::map<std::string, prometheus::Gauge*> blocked_gauges_;
 };

@@ -12,6 +12,8 @@ namespace outboxd::sinks {
 
 struct Task {
     std::string task_id;  // "<row id>.<claim token>": names one claim of one row
+    std::string database =
+        "default";  // the outbox database of the row (README, "Several databases")
     std::string dispatch_key;
     std::string workflow_id;
     std::int64_t ordinal = 0;

@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -131,9 +132,24 @@ using WorkerMessage = std::variant<Hello, Complete, Fail, Credit, Heartbeat>;
 [[nodiscard]] std::string encode(const Heartbeat& heartbeat);
 
 // --- node -> worker ----------------------------------------------------------------------
+// Inclusive shard ranges [lo, hi].
+using ShardList = std::vector<std::pair<std::int32_t, std::int32_t>>;
+
+// The shards a node owns in one of the databases it serves.
+struct DatabaseShards {
+    std::string database;
+    ShardList shards;
+
+    friend bool operator==(const DatabaseShards&, const DatabaseShards&) = default;
+};
+
 struct NodeInfo {
     std::string node_id;
     std::string url;
+    // The first database's shards, and every database the node serves with its shards (nodes
+    // before several databases send neither).
+    ShardList shards;
+    std::vector<DatabaseShards> databases;
 
     friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };

@@ -34,8 +34,12 @@ public:
 
     // Current window (the profile's credit, then set_credit).
     [[nodiscard]] std::int32_t credit() const { return credit_; }
-    // Tasks pushed and not yet answered.
+    // Tasks pushed and not yet answered, over every database.
     [[nodiscard]] std::int32_t outstanding() const { return outstanding_; }
+    // ... of database `db` (its index in the node's list).
+    [[nodiscard]] std::int32_t held(std::size_t db) const {
+        return db < held_.size() ? held_[db] : 0;
+    }
     // Node draining: no new tasks.
     [[nodiscard]] bool retired() const { return retired_; }
     [[nodiscard]] std::int32_t free_credit() const {
@@ -52,6 +56,7 @@ private:
     std::unordered_set<std::string> types_;
     std::int32_t credit_ = 0;
     std::int32_t outstanding_ = 0;
+    std::vector<std::int32_t> held_;  // outstanding_ by database
     bool retired_ = false;
 };
 
@@ -75,8 +80,25 @@ struct Route {
 
 using PlacementLookup = std::function<store::Placement(const std::string& ns)>;
 
+// Every sink's credit window is shared by the databases of the node (one dispatcher each,
+// told apart by their index `db`). While one database alone has due work it may use a whole
+// window; while several have, each may hold at most its fair share of every window (the
+// window divided among them, the remainder taking turns), so that a busy database never
+// starves a quiet one. A dispatcher says when it has due work (want()); a task ended by one
+// database while others want calls `on_freed` so that they may claim.
 class WorkerRegistry {
 public:
+    // The number of databases sharing the windows (1 unless set).
+    void set_databases(std::size_t count);
+    // Database `db` has due work it may not have claimed (a wake, a full round), or not.
+    void want(std::size_t db, bool wants);
+    [[nodiscard]] bool wants(std::size_t db) const { return db < wanting_.size() && wanting_[db]; }
+    // Called after a task of `db` ended while another database wants credit.
+    void on_freed(std::function<void(std::size_t db)> freed) { freed_ = std::move(freed); }
+    // What `worker` may take now for database `db`: its free credit, within the database's
+    // fair share while several want.
+    [[nodiscard]] std::int32_t free_for(const WorkerEntry& worker, std::size_t db) const;
+
     WorkerEntry& add(std::string session_id, sinks::SinkProfile profile,
                      std::shared_ptr<sinks::Sink> sink);
     void remove(const std::string& session_id);
@@ -90,18 +112,20 @@ public:
     // false and nothing changes otherwise). release(): the worker of `session_id` is done
     // with one (nothing when it is gone). set_credit(): a new window (a credit frame); tasks
     // already out above it stay out, and no new one goes until they come back under it.
-    [[nodiscard]] bool reserve(WorkerEntry& worker);
-    void release(const std::string& session_id);
+    [[nodiscard]] bool reserve(WorkerEntry& worker, std::size_t db = 0);
+    void release(const std::string& session_id, std::size_t db = 0);
     void set_credit(const std::string& session_id, std::int32_t credit);
 
     // Claim scopes with free capacity now. Every route a worker serves names the worker's
     // free credit as a pool of it: planned together, the routes never promise more than the
     // workers can take, and one busy namespace of a worker's hundred may use all of it.
-    [[nodiscard]] std::vector<Route> routes(const PlacementLookup& placement) const;
+    [[nodiscard]] std::vector<Route> routes(const PlacementLookup& placement,
+                                            std::size_t db = 0) const;
 
     // The least-loaded worker with free credit that may run `row` under `placement`, or
     // nullptr. Never mutates the row.
-    [[nodiscard]] WorkerEntry* pick(const store::OutboxRow& row, const store::Placement& placement);
+    [[nodiscard]] WorkerEntry* pick(const store::OutboxRow& row, const store::Placement& placement,
+                                    std::size_t db = 0);
 
     // Whether `worker` may take the unpinned `row` under `placement` now. Under prefer, a
     // worker without a preferred label may when no up preferred-label worker could run the
@@ -118,7 +142,15 @@ private:
                                           const std::string& activity_type,
                                           const std::vector<std::string>& labels) const;
 
+    [[nodiscard]] WorkerEntry* pick_within(const store::OutboxRow& row,
+                                           const store::Placement& placement, std::size_t db,
+                                           bool share_only);
+
     std::map<std::string, WorkerEntry> workers_;  // by session id; ordered for stable routing
+    std::vector<bool> wanting_;
+    std::size_t wanting_count_ = 0;
+    std::size_t turn_ = 0;  // which wanting databases take the windows' remainders
+    std::function<void(std::size_t)> freed_;
 };
 
 }  // namespace outboxd::worker

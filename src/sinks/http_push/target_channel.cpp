@@ -69,6 +69,7 @@ std::shared_ptr<const Request> TargetChannel::request_for(const sinks::Task& tas
     request->set("Outboxd-Dispatch-Key", header_safe(task.dispatch_key));
     request->set("Outboxd-Attempt", std::to_string(task.attempt));
     request->set("Outboxd-Task-Id", task.task_id);
+    request->set("Outboxd-Database", task.database);
     for (const auto& [name, value] : settings_.headers) request->set(name, value);
     request->body() = worker::protocol::encode(task);
     if (settings_.signing_secret) {

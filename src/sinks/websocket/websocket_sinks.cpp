@@ -80,9 +80,7 @@ void WebSocketSinks::drain() {
 }
 
 void WebSocketSinks::cluster_changed() {
-    worker::protocol::Cluster cluster;
-    for (const auto& [node_id, url] : hub_->cluster().nodes)
-        cluster.nodes.push_back({node_id, url});
+    const worker::protocol::Cluster cluster{hub_->cluster().nodes};
     const std::string frame = worker::protocol::encode(cluster);
     const auto sessions = hub_->sessions;  // as in drain()
     for (const auto& [id, weak] : sessions) {

@@ -227,9 +227,9 @@ void WorkerSession<Stream>::handle_hello(protocol::Hello hello) {
     welcome.batch = true;
     welcome.max_frame_bytes = hub_.settings.max_frame_bytes;
     welcome.max_result_bytes = hub_.settings.max_result_bytes;
-    for (const auto& [node_id, url] : cluster.nodes) welcome.cluster.push_back({node_id, url});
+    welcome.cluster = cluster.nodes;
     if (welcome.cluster.empty())
-        welcome.cluster.push_back({welcome.node_id, cluster.advertise_url});
+        welcome.cluster.push_back({welcome.node_id, cluster.advertise_url, {}, {}});
     // Alone, never in a batch: the worker learns from it that batches may follow.
     enqueue(protocol::encode(welcome), /*alone=*/true);
     hub_.metrics.workers_connected.Increment();

@@ -223,6 +223,20 @@ WorkerMessage parse_worker(const json& object, const std::string& type) {
     reject(code::kUnknownType, "unknown frame type '" + type + "'");
 }
 
+// An entry's "shards": [[lo, hi], …]; anything else reads as none (it is only informative).
+ShardList parse_shards(const json& entry) {
+    ShardList shards;
+    const auto it = entry.find("shards");
+    if (it == entry.end() || !it->is_array()) return shards;
+    for (const auto& range : *it) {
+        if (range.is_array() && range.size() == 2 && range[0].is_number_integer() &&
+            range[1].is_number_integer()) {
+            shards.emplace_back(range[0].get<std::int32_t>(), range[1].get<std::int32_t>());
+        }
+    }
+    return shards;
+}
+
 std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::string_view type) {
     const auto it = object.find(name);
     if (it == object.end() || it->is_null()) return {};
@@ -232,7 +246,19 @@ std::vector<NodeInfo> parse_nodes(const json& object, const char* name, std::str
     for (const auto& element : *it) {
         if (!element.is_object()) reject(code::kInvalidField, "cluster entries must be objects");
         const Fields f{element, type, std::numeric_limits<std::size_t>::max()};
-        nodes.push_back({f.text("node_id"), f.text("url")});
+        NodeInfo node{f.text("node_id"), f.text("url"), {}, {}};
+        node.shards = parse_shards(element);
+        if (const auto databases = element.find("databases");
+            databases != element.end() && databases->is_array()) {
+            for (const auto& entry : *databases) {
+                if (!entry.is_object()) {
+                    reject(code::kInvalidField, "cluster databases must be objects");
+                }
+                const Fields d{entry, type, std::numeric_limits<std::size_t>::max()};
+                node.databases.push_back({d.text("database"), parse_shards(entry)});
+            }
+        }
+        nodes.push_back(std::move(node));
     }
     return nodes;
 }
@@ -252,6 +278,8 @@ NodeMessage parse_node(const json& object, const std::string& type) {
     if (type == "task") {
         Task task;
         task.task_id = f.text("task_id");
+        // Nodes before several databases leave it out.
+        task.database = f.optional_text("database").value_or("default");
         task.dispatch_key = f.text("dispatch_key");
         task.workflow_id = f.text("workflow_id");
         task.ordinal = f.integer("ordinal", 0, INT64_MAX);
@@ -280,9 +308,26 @@ NodeMessage parse_node(const json& object, const std::string& type) {
     reject(code::kUnknownType, "unknown frame type '" + type + "'");
 }
 
+json shards_json(const ShardList& shards) {
+    json out = json::array();
+    for (const auto& [lo, hi] : shards) out.push_back({lo, hi});
+    return out;
+}
+
 json nodes_json(const std::vector<NodeInfo>& nodes) {
     json out = json::array();
-    for (const auto& n : nodes) out.push_back({{"node_id", n.node_id}, {"url", n.url}});
+    for (const auto& n : nodes) {
+        json node{{"node_id", n.node_id}, {"url", n.url}};
+        if (!n.databases.empty()) {
+            node["shards"] = shards_json(n.shards);
+            json databases = json::array();
+            for (const auto& d : n.databases) {
+                databases.push_back({{"database", d.database}, {"shards", shards_json(d.shards)}});
+            }
+            node["databases"] = std::move(databases);
+        }
+        out.push_back(std::move(node));
+    }
     return out;
 }
 
@@ -480,9 +525,11 @@ std::string encode(const Task& task) {
     // Hot path (one frame per dispatched row): built directly, no JSON tree; the input is
     // spliced as stored (jsonb text) instead of parsed and re-dumped.
     std::string out;
-    out.reserve(224 + task.task_id.size() + 2 * task.dispatch_key.size() + task.input_json.size());
+    out.reserve(240 + task.task_id.size() + task.database.size() + 2 * task.dispatch_key.size() +
+                task.input_json.size());
     out += R"({"type":"task")";
     append_field(out, "task_id", std::string_view{task.task_id});
+    append_field(out, "database", std::string_view{task.database});
     append_field(out, "dispatch_key", std::string_view{task.dispatch_key});
     append_field(out, "workflow_id", std::string_view{task.workflow_id});
     append_field(out, "ordinal", task.ordinal);

@@ -147,7 +147,8 @@ struct Coordinator {
     Clock::time_point now{std::chrono::hours{1000}};
     boost::asio::io_context ioc{1};
     prometheus::Registry prometheus_registry;
-    metrics::NodeMetrics metrics{prometheus_registry};
+    metrics::NodeMetrics node_metrics{prometheus_registry};
+    metrics::DatabaseMetrics metrics{node_metrics, "default"};
     store::AdminLane api_lane{{.name = "api"}, kNoDatabase};  // never used: settings are set
     dispatch::NamespaceCache namespaces{ioc.get_executor(), api_lane, 10000, 1s};
     worker::WorkerRegistry registry;

@@ -311,8 +311,12 @@ TEST_CASE("worker frames round trip through encode and parse", "[unit][worker]")
 }
 
 TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
-    const std::vector<NodeInfo> nodes{{"n1", "ws://10.0.0.1:8080/v1/workers"},
-                                      {"n2", "wss://n2.example/v1/workers"}};
+    const std::vector<NodeInfo> nodes{
+        {"n1", "ws://10.0.0.1:8080/v1/workers", {{0, 511}}, {{"orders", {{0, 511}}}}},
+        {"n2",
+         "wss://n2.example/v1/workers",
+         {{512, 1023}},
+         {{"orders", {{512, 1023}}}, {"billing", {{0, 99}, {200, 1023}}}}}};
 
     const auto welcome = node_frame<Welcome>(encode(Welcome{"n1", "s-1", nodes}));
     CHECK(welcome.node_id == "n1");
@@ -323,6 +327,11 @@ TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
     const Task task = sample_task();
     const auto back = node_frame<Task>(encode(task));
     CHECK(back.task_id == task.task_id);
+    CHECK(back.database == "default");
+    auto of_orders = task;
+    of_orders.database = "orders";
+    CHECK(node_frame<Task>(encode(of_orders)).database == "orders");
+    CHECK(json::parse(encode(task))["database"] == "default");  // always present
     CHECK(back.dispatch_key == task.dispatch_key);
     CHECK(back.workflow_id == task.workflow_id);
     CHECK(back.ordinal == task.ordinal);
@@ -346,8 +355,10 @@ TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
     CHECK(error.message == "no task 't9' here");
 }
 
-TEST_CASE("encode(Task) is the design's example, field for field, with the second wave's priority",
-          "[unit][worker]") {
+TEST_CASE(
+    "encode(Task) is the design's example, field for field, with the second wave's priority "
+    "and the third wave's database",
+    "[unit][worker]") {
     Task task;
     task.task_id = "t-1";
     task.dispatch_key = "wf-1:0";
@@ -361,14 +372,15 @@ TEST_CASE("encode(Task) is the design's example, field for field, with the secon
     task.timeout_ms = 30000;
 
     const std::string text = encode(task);
-    CHECK(text ==
-          R"({"type":"task","task_id":"t-1","dispatch_key":"wf-1:0","workflow_id":"wf-1",)"
-          R"("ordinal":0,"run_id":null,"namespace":"default","task_queue":"default","node":null,)"
-          R"("activity_type":"charge","input":{"amount":5},"attempt":1,"timeout_ms":30000,)"
-          R"("priority":0})");
+    CHECK(
+        text ==
+        R"({"type":"task","task_id":"t-1","database":"default","dispatch_key":"wf-1:0",)"
+        R"("workflow_id":"wf-1","ordinal":0,"run_id":null,"namespace":"default","task_queue":"default","node":null,)"
+        R"("activity_type":"charge","input":{"amount":5},"attempt":1,"timeout_ms":30000,)"
+        R"("priority":0})");
 
     const json parsed = json::parse(text);
-    CHECK(parsed.size() == 14);
+    CHECK(parsed.size() == 15);
     CHECK(parsed["attempt"].is_number_integer());
     CHECK(parsed["ordinal"].is_number_integer());
     CHECK(parsed["timeout_ms"].is_number_integer());
@@ -484,7 +496,7 @@ TEST_CASE("parse never throws, whatever the bytes", "[unit][worker]") {
         encode(Fail{"t1", "x", false}),
         encode(Credit{7}),
         encode(sample_task()),
-        encode(Welcome{"n1", "s1", {{"n2", "ws://h:1/v1/workers"}}}),
+        encode(Welcome{"n1", "s1", {{"n2", "ws://h:1/v1/workers", {}, {}}}}),
         encode(Drain{}),
         encode(Error{"draining", "bye"}),
         encode_batch(std::vector<std::string>{encode(Complete{"t1", "[1]"}), encode(Credit{2})})};

@@ -22,6 +22,7 @@
 #include "outboxd/metrics/node_metrics.hpp"
 #include "outboxd/sinks/sink_port.hpp"
 #include "outboxd/sinks/sink_provider.hpp"
+#include "outboxd/worker/protocol.hpp"
 
 namespace outboxd::http {
 class UpgradeHandler;
@@ -42,8 +43,8 @@ struct WebSocketSettings {
 struct ClusterInfo {
     std::string node_id;
     std::string advertise_url;
-    // The live nodes that are not draining: (node id, URL).
-    std::vector<std::pair<std::string, std::string>> nodes;
+    // The live nodes that are not draining, with their databases and shards.
+    std::vector<worker::protocol::NodeInfo> nodes;
 };
 
 class WebSocketSinks final : public SinkProvider {
