@@ -20,6 +20,9 @@ struct BenchSettings {
     bool smoke = false;        // CI's run: quick, smaller still (implies quick)
     std::string database_url;  // admin URI of the bench cluster
     std::string pg_data_dir;   // its data directory, for CPU accounting (optional)
+    // A second instance (the databases scenario): its admin URI and data directory.
+    std::string second_database_url;
+    std::string second_pg_data_dir;
     std::string bin_dir;
     std::string work_dir;
     std::int64_t rows = 200'000;       // floor and e2e

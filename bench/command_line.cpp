@@ -45,6 +45,11 @@ std::optional<int> parse_command_line(int argc, char** argv, const ScenarioRegis
                        "read --database-url from this file (trailing line breaks trimmed)")
             ->excludes(database_url);
     app.add_option("--pg-data", s.pg_data_dir, "the cluster's data directory (for its CPU time)");
+    app.add_option("--second-database-url", s.second_database_url,
+                   "postgresql:// URI of a superuser on a second cluster (databases scenario)");
+    app.add_option("--second-pg-data", s.second_pg_data_dir,
+                   "the second cluster's data directory: the databases scenario stops and starts "
+                   "it");
     app.add_option("--bin-dir", s.bin_dir,
                    "directory holding the binaries the scenarios start (--binaries)")
         ->required(!binaries_only);

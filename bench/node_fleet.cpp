@@ -62,12 +62,17 @@ NodeFleet::NodeFleet(const FleetSettings& settings, int count, const std::string
         spec.argv = {settings.bin_dir + "/" + std::string{kNodeBinary}, "serve"};
         // info, not warn: the listening line that names the port is an info line. The node
         // logs nothing per row or per batch at info.
-        spec.env = {{"OUTBOXD_DATABASE_URL", settings.database_url},
-                    {"OUTBOXD_LISTEN", "127.0.0.1:0"},
+        spec.env = {{"OUTBOXD_LISTEN", "127.0.0.1:0"},
                     {"OUTBOXD_NODE_ID", node_id},
                     {"OUTBOXD_BATCH_SIZE", std::to_string(settings.batch_size)},
                     {"OUTBOXD_LOG_LEVEL", "info"}};
-        for (const auto& entry : settings.extra_env) spec.env.push_back(entry);
+        bool databases = false;
+        for (const auto& entry : settings.extra_env) {
+            spec.env.push_back(entry);
+            databases = databases || entry.first == "OUTBOXD_DATABASES";
+        }
+        // Several databases name the busy one among them; not both.
+        if (!databases) spec.env.emplace_back("OUTBOXD_DATABASE_URL", settings.database_url);
         spec.log_path = settings.log_dir + "/" + node_id + ".log";
         std::ofstream{spec.log_path, std::ios::trunc}.close();  // a rerun must not read an old port
         nodes_.push_back(std::make_unique<ChildProcess>(spec));

@@ -6,6 +6,7 @@
 #include "access_scenario.hpp"
 #include "client_workers_scenario.hpp"
 #include "controls_scenario.hpp"
+#include "databases_scenario.hpp"
 #include "e2e_scenario.hpp"
 #include "floor_scenario.hpp"
 #include "heartbeat_scenario.hpp"
@@ -47,6 +48,7 @@ std::vector<std::unique_ptr<Scenario>> scenarios() {
     list.push_back(std::make_unique<TenantsScenario>());
     list.push_back(std::make_unique<ControlsScenario>());
     list.push_back(std::make_unique<AccessScenario>());
+    list.push_back(std::make_unique<DatabasesScenario>());
     return list;
 }
 

@@ -45,7 +45,9 @@ OutboxEngine* EngineDirectory::engine_of(const std::string& task_id) const {
 
 void EngineDirectory::start() {
     // The sinks' windows are shared by the databases; a task one ends may let another claim.
-    registry_.set_databases(engines_.size());
+    std::vector<std::string> names;
+    for (const auto& engine : engines_) names.push_back(engine->name());
+    registry_.set_databases(std::move(names));
     registry_.on_freed([this](std::size_t freed) {
         for (std::size_t db = 0; db < engines_.size(); ++db) {
             if (db != freed && registry_.wants(db)) engines_[db]->dispatcher().request_sweep();

@@ -30,6 +30,15 @@ store::LaneSettings lane(std::string name, metrics::DatabaseMetrics& metrics,
     return s;
 }
 
+// The lanes a quiet database does not use (no claims apart without a round in flight, no
+// outcomes without tasks) close their connections after this long.
+constexpr std::chrono::milliseconds kIdleClose{60'000};
+
+store::LaneSettings idle_closing(store::LaneSettings s) {
+    s.idle_close = kIdleClose;
+    return s;
+}
+
 // Claims need not wait for the WAL flush: one lost in a crash is claimed again.
 store::LaneSettings claims_lane(std::string name, metrics::DatabaseMetrics& metrics) {
     auto s = lane(std::move(name), metrics);
@@ -50,8 +59,8 @@ store::LaneSettings api_lane(metrics::DatabaseMetrics& metrics, const EngineSett
 
 OutboxEngine::Lanes::Lanes(const EngineSettings& settings, metrics::DatabaseMetrics& metrics)
     : claims(claims_lane("claims", metrics), settings.database_url),
-      claims_apart(claims_lane("claims_apart", metrics), settings.database_url),
-      outcomes(lane("outcomes", metrics), settings.database_url),
+      claims_apart(idle_closing(claims_lane("claims_apart", metrics)), settings.database_url),
+      outcomes(idle_closing(lane("outcomes", metrics)), settings.database_url),
       maintenance(lane("maintenance", metrics), settings.database_url),
       api(api_lane(metrics, settings), settings.database_url),
       cluster(lane("cluster", metrics), settings.database_url) {}

@@ -52,16 +52,29 @@ void LaneThread::join() {
     thread_.join();
 }
 
-void LaneThread::run_queue() {
+void LaneThread::run_queue(const std::function<void()>& idle) {
+    const auto idle_close = idle ? settings_.idle_close : std::chrono::milliseconds{0};
+    bool connected_since_idle = true;
     while (true) {
         Task task;
         {
             std::unique_lock lock{mutex_};
-            ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+            const auto woken = [this] { return stopping_ || !tasks_.empty(); };
+            if (idle_close.count() > 0 && connected_since_idle) {
+                if (!ready_.wait_for(lock, idle_close, woken)) {
+                    lock.unlock();
+                    idle();
+                    connected_since_idle = false;
+                    continue;
+                }
+            } else {
+                ready_.wait(lock, woken);
+            }
             if (tasks_.empty()) return;  // stopping, and everything queued has run
             task = std::move(tasks_.front());
             tasks_.pop_front();
         }
+        connected_since_idle = true;
         // Jobs report their own errors; this only keeps one fault from ending the lane.
         try {
             task();

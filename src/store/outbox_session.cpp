@@ -52,6 +52,8 @@ OutboxSession::OutboxSession(const std::string& database_url, Uses uses, Commits
 
 OutboxSession::~OutboxSession() = default;
 
+void OutboxSession::disconnect() { pg_->disconnect(); }
+
 void OutboxSession::connect() {
     try {
         (void)pg_->connection();

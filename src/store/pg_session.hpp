@@ -76,6 +76,8 @@ public:
     // The live connection, connecting (and preparing statements) when there is none, with
     // prepared statements planned the way `plan` says from now on.
     pqxx::connection& connection(Plan plan = Plan::custom);
+    // Closes the connection, if any; the next call connects again.
+    void disconnect() { connection_.reset(); }
 
     // Translates the in-flight exception into the store's error types. Must be called
     // from a catch block.

@@ -32,6 +32,10 @@ WorkerEntry& WorkerRegistry::add(std::string session_id, sinks::SinkProfile prof
     entry.credit_ = std::max(0, profile.credit);
     entry.namespaces_.insert(profile.namespaces.begin(), profile.namespaces.end());
     entry.types_.insert(profile.activity_types.begin(), profile.activity_types.end());
+    if (profile.database) {
+        const auto it = std::find(databases_.begin(), databases_.end(), *profile.database);
+        entry.only_db_ = static_cast<std::size_t>(it - databases_.begin());  // end: none's
+    }
     entry.profile = std::move(profile);
     entry.sink = std::move(sink);
     return workers_.insert_or_assign(std::move(session_id), std::move(entry)).first->second;
@@ -52,9 +56,11 @@ void WorkerRegistry::retire_all() {
     for (auto& [id, worker] : workers_) worker.retired_ = true;
 }
 
-void WorkerRegistry::set_databases(std::size_t count) {
-    wanting_.assign(std::max<std::size_t>(count, 1), false);
+void WorkerRegistry::set_databases(std::vector<std::string> names) {
+    if (names.empty()) names.emplace_back("default");
+    wanting_.assign(names.size(), false);
     wanting_count_ = 0;
+    databases_ = std::move(names);
 }
 
 void WorkerRegistry::want(std::size_t db, bool wants) {
@@ -157,7 +163,7 @@ std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement, std:
     std::uint32_t next_pool = 0;
     for (const auto& [id, worker] : workers_) {
         const CreditPool pool{next_pool++, free_for(worker, db)};
-        if (pool.free <= 0) continue;
+        if (pool.free <= 0 || !worker.takes_from(db)) continue;
         auto types = worker.profile.activity_types;
         std::sort(types.begin(), types.end());
         for (const auto& ns : worker.profile.namespaces) {
@@ -210,7 +216,7 @@ WorkerEntry* WorkerRegistry::pick_within(const store::OutboxRow& row,
     WorkerEntry* best = nullptr;
     for (auto& [id, worker] : workers_) {
         const auto free = share_only ? free_for(worker, db) : worker.free_credit();
-        if (free <= 0 || !worker.serves(row.namespace_name) ||
+        if (free <= 0 || !worker.takes_from(db) || !worker.serves(row.namespace_name) ||
             worker.profile.task_queue != row.task_queue || !worker.runs(row.activity_type)) {
             continue;
         }

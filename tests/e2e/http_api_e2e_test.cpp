@@ -36,7 +36,8 @@ TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configure
     SECTION("probes and metrics are open; admin routes need the token") {
         CHECK(http_call(port, "GET", "/healthz").status == 200);
         CHECK(http_call(port, "GET", "/readyz").status == 200);
-        CHECK(http_call(port, "GET", "/metrics").body.find("outboxd_owned_shards 1024") !=
+        CHECK(http_call(port, "GET", "/metrics")
+                  .body.find("outboxd_owned_shards{database=\"default\"} 1024") !=
               std::string::npos);
         const auto refused = http_call(port, "GET", "/v1/outbox/x");
         CHECK(refused.status == 401);

@@ -172,9 +172,21 @@ std::int64_t E2eCluster::count(const std::string& where) const {
 }
 
 std::optional<double> metric_sample(const std::string& text, const std::string& series) {
+    // A series named without its database is the single database's, "default".
+    const auto of_default = [](std::string line) {
+        for (const std::string label : {"{database=\"default\"}", "database=\"default\","}) {
+            if (const auto at = line.find(label); at != std::string::npos)
+                line.erase(at, label.size());
+        }
+        return line;
+    };
     std::istringstream in{text};
     for (std::string line; std::getline(in, line);) {
-        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+        for (const auto& candidate : {line, of_default(line)}) {
+            if (candidate.rfind(series + " ", 0) == 0) {
+                return std::stod(candidate.substr(series.size() + 1));
+            }
+        }
     }
     return std::nullopt;
 }

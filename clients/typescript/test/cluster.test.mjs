@@ -8,8 +8,11 @@ import { Worker, nodes, statusCounts, stageRows, unique, waitFor, workerOptions,
 
 async function doneOn(node, ns) {
   const text = await (await fetch(node + "/metrics")).text();
-  const line = text.split("\n").find((l) => l.startsWith(`outboxd_outcomes_total{namespace="${ns}",outcome="done"}`));
-  return line === undefined ? 0 : Number(line.split(" ").pop());
+  // Summed over the node's databases (one here), whatever labels come first.
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("outboxd_outcomes_total{") && l.includes(`namespace="${ns}",outcome="done"}`))
+    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
 }
 
 test("a worker drains rows over both nodes, splitting its credit", async () => {

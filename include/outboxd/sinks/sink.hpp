@@ -30,6 +30,8 @@ struct SinkProfile {
     // error).
     std::optional<std::chrono::milliseconds> task_timeout;
     std::chrono::milliseconds deadline_grace{0};
+    // Only this database's tasks (an HTTP target is kept in one); none: every database's.
+    std::optional<std::string> database;
 };
 
 // Dispatch's handle on one attached sink. Called on the loop thread only.

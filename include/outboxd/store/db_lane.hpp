@@ -50,6 +50,9 @@ struct LaneSettings {
     // Server-side limit of every statement of the lane's outbox session (0: none).
     std::chrono::milliseconds statement_timeout{0};
     std::size_t capacity = 64;
+    // A lane with nothing to do this long closes its connection (0: never); the next job
+    // connects again. Keeps a quiet database cheap (README, "Several databases").
+    std::chrono::milliseconds idle_close{0};
     prometheus::Counter* rejected = nullptr;  // counts refused submissions, when set
     // The keys of the secrets its stores keep (HTTP targets'); none: kept in clear.
     std::shared_ptr<const util::SecretBox> secrets = nullptr;
@@ -95,8 +98,9 @@ public:
 protected:
     // Runs `body` on the lane's thread, which calls run_queue() until it returns.
     void start(std::function<void()> body);
-    // Runs the queued tasks in order until the lane stops and the queue is empty.
-    void run_queue();
+    // Runs the queued tasks in order until the lane stops and the queue is empty; `idle`
+    // once the lane had nothing to do for settings().idle_close (when set), until the next task.
+    void run_queue(const std::function<void()>& idle = {});
     void join();
 
 private:
@@ -119,7 +123,11 @@ public:
                                                  this->settings().secrets}] {
             Stores stores{connection};
             stores_ = &stores;
-            run_queue();
+            if constexpr (requires { stores.session.disconnect(); }) {
+                run_queue([&stores] { stores.session.disconnect(); });
+            } else {
+                run_queue();
+            }
             stores_ = nullptr;
         });
     }

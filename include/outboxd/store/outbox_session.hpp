@@ -74,6 +74,8 @@ public:
     // Connects (and prepares the statements) now if not connected, for a session whose first
     // statement must not wait for it. Errors as the stores'.
     void connect();
+    // Closes the connection (an idle lane's); the next call connects again.
+    void disconnect();
 
     // For the stores (internal to src/store).
     [[nodiscard]] PgSession& pg() { return *pg_; }

@@ -46,6 +46,8 @@ public:
         return retired_ ? 0 : std::max(0, credit_ - outstanding_);
     }
     [[nodiscard]] bool serves(const std::string& ns) const;
+    // Whether it takes tasks of database `db` (a sink bound to one takes no other's).
+    [[nodiscard]] bool takes_from(std::size_t db) const { return !only_db_ || *only_db_ == db; }
     [[nodiscard]] bool runs(const std::string& activity_type) const;
 
 private:
@@ -57,6 +59,8 @@ private:
     std::int32_t credit_ = 0;
     std::int32_t outstanding_ = 0;
     std::vector<std::int32_t> held_;  // outstanding_ by database
+    // The index of the database of profile.database; an unknown name: an index nobody has.
+    std::optional<std::size_t> only_db_;
     bool retired_ = false;
 };
 
@@ -88,8 +92,8 @@ using PlacementLookup = std::function<store::Placement(const std::string& ns)>;
 // database while others want calls `on_freed` so that they may claim.
 class WorkerRegistry {
 public:
-    // The number of databases sharing the windows (1 unless set).
-    void set_databases(std::size_t count);
+    // The databases sharing the windows, by index (one, "default", unless set). Before add().
+    void set_databases(std::vector<std::string> names);
     // Database `db` has due work it may not have claimed (a wake, a full round), or not.
     void want(std::size_t db, bool wants);
     [[nodiscard]] bool wants(std::size_t db) const { return db < wanting_.size() && wanting_[db]; }
@@ -147,6 +151,7 @@ private:
                                            bool share_only);
 
     std::map<std::string, WorkerEntry> workers_;  // by session id; ordered for stable routing
+    std::vector<std::string> databases_{"default"};
     std::vector<bool> wanting_;
     std::size_t wanting_count_ = 0;
     std::size_t turn_ = 0;  // which wanting databases take the windows' remainders

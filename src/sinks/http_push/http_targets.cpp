@@ -34,8 +34,10 @@ std::unique_ptr<boost::asio::ssl::context> tls_context(const store::HttpTargetSe
 // What dispatch sees of a target: a sink of its route that takes no node label, whose
 // requests time out by the target's own timeout.
 sinks::SinkProfile profile_of(const store::HttpTargetSettings& target, std::int32_t share,
-                              std::chrono::milliseconds deadline_grace) {
+                              std::chrono::milliseconds deadline_grace,
+                              std::optional<std::string> database) {
     sinks::SinkProfile profile;
+    profile.database = std::move(database);
     profile.name = "http-target:" + target.name;
     profile.namespaces = {target.namespace_name};
     profile.task_queue = target.task_queue;
@@ -283,7 +285,8 @@ void HttpTargets::add(const store::HttpTargetSettings& target) {
     const auto session_id = entry.session_id;
     auto channel = entry.channel;
     active_.emplace(target.name, std::move(entry));
-    port_.attach(session_id, profile_of(target, share, settings_.deadline_grace),
+    port_.attach(session_id,
+                 profile_of(target, share, settings_.deadline_grace, settings_.database),
                  std::move(channel));
 }
 

@@ -40,7 +40,7 @@ TEST_CASE("one database, or one wanting, uses the whole window", "[unit][worker]
     WorkerRegistry registry;
     auto& worker = attach(registry, 8);
     CHECK(registry.free_for(worker, 0) == 8);  // databases not set: one
-    registry.set_databases(3);
+    registry.set_databases({"a", "b", "c"});
     CHECK(registry.free_for(worker, 0) == 8);  // nobody else wants
     registry.want(1, true);
     CHECK(registry.free_for(worker, 1) == 8);  // only it wants
@@ -52,7 +52,7 @@ TEST_CASE("one database, or one wanting, uses the whole window", "[unit][worker]
 TEST_CASE("a busy database gives way to a quiet one as its tasks come back",
           "[unit][worker][credit]") {
     WorkerRegistry registry;
-    registry.set_databases(2);
+    registry.set_databases({"a", "b"});
     std::vector<std::size_t> freed_for;
     registry.on_freed([&](std::size_t db) { freed_for.push_back(db); });
     auto& worker = attach(registry, 8);
@@ -88,7 +88,9 @@ TEST_CASE("over many turns, databases that all want share a window evenly and ne
         for (const std::size_t databases : {2U, 3U, 5U}) {
             DYNAMIC_SECTION("window " << window << ", " << databases << " databases") {
                 WorkerRegistry registry;
-                registry.set_databases(databases);
+                std::vector<std::string> names;
+                for (std::size_t i = 0; i < databases; ++i) names.push_back(std::to_string(i));
+                registry.set_databases(names);
                 auto& worker = attach(registry, window);
                 std::vector<std::size_t> pending;  // the database of each task out
                 std::vector<int> served(databases, 0);
@@ -124,7 +126,7 @@ TEST_CASE("over many turns, databases that all want share a window evenly and ne
 
 TEST_CASE("routes and picks follow the database's share", "[unit][worker][credit]") {
     WorkerRegistry registry;
-    registry.set_databases(2);
+    registry.set_databases({"a", "b"});
     auto& worker = attach(registry, 6);
     const worker::PlacementLookup unplaced = [](const std::string&) { return store::Placement{}; };
     registry.want(0, true);
@@ -145,4 +147,27 @@ TEST_CASE("routes and picks follow the database's share", "[unit][worker][credit
     REQUIRE(registry.reserve(worker, 0));
     CHECK(registry.routes(unplaced, 0).empty());
     CHECK(registry.pick(row, {}, 0) == &worker);
+}
+
+TEST_CASE("a sink bound to one database takes none of another's", "[unit][worker][credit]") {
+    WorkerRegistry registry;
+    registry.set_databases({"orders", "billing"});
+    sinks::SinkProfile profile;
+    profile.activity_types = {"charge"};
+    profile.credit = 4;
+    profile.database = "billing";
+    auto& target = registry.add("http-target", profile, nullptr);
+    const worker::PlacementLookup unplaced = [](const std::string&) { return store::Placement{}; };
+    CHECK(registry.routes(unplaced, 0).empty());
+    REQUIRE(registry.routes(unplaced, 1).size() == 1);
+    store::OutboxRow row;
+    row.namespace_name = "default";
+    row.task_queue = "default";
+    row.activity_type = "charge";
+    CHECK(registry.pick(row, {}, 0) == nullptr);
+    CHECK(registry.pick(row, {}, 1) == &target);
+    profile.database = "elsewhere";  // not served here: nothing of any database
+    auto& lost = registry.add("other", profile, nullptr);
+    CHECK_FALSE(lost.takes_from(0));
+    CHECK_FALSE(lost.takes_from(1));
 }

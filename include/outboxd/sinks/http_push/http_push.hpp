@@ -17,8 +17,10 @@ public:
     explicit HttpPush(PushSettings settings) : settings_(std::move(settings)) {}
 
     [[nodiscard]] std::unique_ptr<EngineSinks> for_engine(const EngineView& engine) override {
+        auto settings = settings_;
+        settings.database = engine.database;
         return std::make_unique<HttpTargets>(engine.loop, engine.admin_lane, engine.port,
-                                             engine.metrics, settings_);
+                                             engine.metrics, std::move(settings));
     }
     [[nodiscard]] const HostPolicy& policy() const { return settings_.policy; }
 

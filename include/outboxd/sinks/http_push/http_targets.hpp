@@ -56,6 +56,8 @@ struct PushSettings {
     // The in-flight table's deadline passes the request's own timeout by this much, so that
     // the request's timeout, with its clearer error, always comes first.
     std::chrono::milliseconds deadline_grace{1000};
+    // The database whose targets these are: they take its tasks only.
+    std::optional<std::string> database;
 };
 
 // This node's view of one target.
