@@ -164,6 +164,11 @@ class ProtocolTest(unittest.TestCase):
             heartbeat_timeout_ms=500, priority=9))
         self.assertEqual((task.trace_id, task.heartbeat_timeout_ms, task.priority),
                          ("4bf92f3577b34da6a3ce929d0e0e4736", 500, 9))
+        # The database the row is in; nodes from before several databases leave it out.
+        self.assertEqual(outboxd.Task.from_frame(task_frame(database="orders")).database,
+                         "orders")
+        self.assertEqual(outboxd.Task.from_frame(task_frame()).database, "default")
+        self.assertEqual(outboxd.Task.from_frame(task_frame(database=None)).database, "default")
         frame = task_frame()
         del frame["dispatch_key"]
         with self.assertRaisesRegex(Exception, "dispatch_key"):
