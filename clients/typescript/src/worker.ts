@@ -29,7 +29,7 @@ import {
 import { NodeLink, Phase } from "./node_link";
 import { NodeSession, type SessionOwner, type SessionSettings } from "./node_session";
 import { TaskRun, type TaskOwner } from "./task_run";
-import type { Handler, Logger, Task, WorkerOptions, WorkerStats } from "./types";
+import { DEFAULT_DATABASE, type Handler, type Logger, type Task, type WorkerOptions, type WorkerStats } from "./types";
 import { parseWsUrl } from "./ws_url";
 
 /** Frames a node may leave unread beyond twice the credit window (control frames). */
@@ -409,6 +409,8 @@ export class Worker implements SessionOwner, TaskOwner {
       this.counters.tasksFailed++;
       return;
     }
+    // Older nodes name no database: theirs is the default one.
+    if (typeof task.database !== "string" || task.database === "") (task as { database: string }).database = DEFAULT_DATABASE;
     const run = new TaskRun(this, session, taskId);
     session.inFlight.set(taskId, run);
     this.ledger.received(session, performance.now());

@@ -233,6 +233,27 @@ describe("against a fake node", () => {
     }
   });
 
+  test("the task's database: as the frame names it, or the default one", async () => {
+    const node = await FakeNode.start();
+    const worker = new Worker({ ...quiet, url: node.url, handlers: { db: (t) => t.database } }).start();
+    try {
+      await node.until(() => node.frames("hello").length === 1);
+      const socket = node.connections[0];
+      node.welcome(socket);
+      socket.send(JSON.stringify(task("1.1", { activity_type: "db", database: "orders" })));
+      await node.until(() => node.frames("complete").length === 1);
+      socket.send(JSON.stringify(task("2.1", { activity_type: "db" }))); // an older node names none
+      await node.until(() => node.frames("complete").length === 2);
+      assert.deepEqual(
+        node.frames("complete").map((f) => f.result),
+        ["orders", "default"],
+      );
+    } finally {
+      await worker.stop(1000);
+      await node.close();
+    }
+  });
+
   test("follows the cluster: connects to listed nodes, splits credit, drops the unlisted", async () => {
     const a = await FakeNode.start("a");
     const b = await FakeNode.start("b");
