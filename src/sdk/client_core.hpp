@@ -75,7 +75,7 @@ private:
 
     // Frames from nodes.
     void on_welcome(NodeLink& link, const worker::protocol::Welcome& welcome);
-    void on_task(NodeLink& link, const worker::protocol::Task& task);
+    void on_task(NodeLink& link, const Task& task);
     void on_cluster(const std::vector<worker::protocol::NodeInfo>& nodes);
     void on_drain(NodeLink& link);
     void on_error(const NodeLink& link, const worker::protocol::Error& error);

@@ -11,6 +11,7 @@
 
 #include "client_core.hpp"
 #include "cluster_plan.hpp"
+#include "task_databases.hpp"
 
 namespace outboxd::sdk::detail {
 namespace {
@@ -31,17 +32,24 @@ void ClientCore::on_received(std::uint64_t connection_id, std::string_view text)
                      error->message);
         return;
     }
-    for (const auto& message : std::get<std::vector<protocol::NodeMessage>>(parsed)) {
+    auto& messages = std::get<std::vector<protocol::NodeMessage>>(parsed);
+    // The database of each task, which the protocol's parse does not keep.
+    const bool tasks = std::any_of(messages.begin(), messages.end(), [](const auto& message) {
+        return std::holds_alternative<protocol::Task>(message);
+    });
+    const auto databases =
+        tasks ? message_databases(text, messages.size()) : std::vector<std::string>{};
+    for (std::size_t i = 0; i < messages.size(); ++i) {
         // A message may end the link (a cluster list without this node): the rest is moot.
         link = link_of(connection_id);
         if (!link) return;
         std::visit(
-            [this, link](const auto& m) {
+            [this, link, &databases, i](auto& m) {
                 using Message = std::decay_t<decltype(m)>;
                 if constexpr (std::is_same_v<Message, protocol::Welcome>) {
                     on_welcome(*link, m);
                 } else if constexpr (std::is_same_v<Message, protocol::Task>) {
-                    on_task(*link, m);
+                    on_task(*link, Task{std::move(m), databases[i]});
                 } else if constexpr (std::is_same_v<Message, protocol::Cluster>) {
                     on_cluster(m.nodes);
                 } else if constexpr (std::is_same_v<Message, protocol::Drain>) {
@@ -52,7 +60,7 @@ void ClientCore::on_received(std::uint64_t connection_id, std::string_view text)
                     on_error(*link, m);
                 }
             },
-            message);
+            messages[i]);
     }
 }
 
@@ -96,7 +104,7 @@ void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
     on_cluster(welcome.cluster);
 }
 
-void ClientCore::on_task(NodeLink& link, const protocol::Task& task) {
+void ClientCore::on_task(NodeLink& link, const Task& task) {
     count([](WorkerStats& s) { ++s.tasks_received; });
     auto state = std::make_shared<Responder::State>(weak_from_this(), link.connection_id,
                                                     task.task_id, link.max_result_bytes);

@@ -1,5 +1,5 @@
 // Pure pieces of the SDK: URL parsing, the credit split and its rebalancing, reconnect backoff,
-// cluster plans.
+// cluster plans, the database of task frames.
 
 #include <catch2/catch.hpp>
 
@@ -11,6 +11,7 @@
 #include "outboxd/util/retry_backoff.hpp"
 #include "sdk/cluster_plan.hpp"
 #include "sdk/credit_split.hpp"
+#include "sdk/task_databases.hpp"
 #include "sdk/ws_url.hpp"
 
 namespace {
@@ -19,6 +20,7 @@ using namespace std::chrono_literals;
 using namespace outboxd::sdk::detail;
 using Shares = std::vector<std::int32_t>;
 using Loads = std::vector<ConnectionLoad>;
+using Strings = std::vector<std::string>;
 
 Shares shares(std::int32_t total, const Loads& loads, Elsewhere elsewhere = {}) {
     return split_credits(total, loads, elsewhere).shares;
@@ -329,4 +331,23 @@ TEST_CASE("a node that restarted on another URL is followed there", "[sdk][unit]
     CHECK(plan.connect[1].url == "ws://b:2000/w");
     // The learned link is dropped; the seed is kept (it may come back under its name).
     CHECK(plan.drop == std::vector<std::string>{"ws://b:1000/w"});
+}
+
+TEST_CASE("the database of each task frame, default where a node names none", "[sdk][unit]") {
+    const std::string task = R"({"type":"task","task_id":"1.1","input":{"database":"no"})";
+    CHECK(message_databases(task + R"(,"database":"orders"})", 1) == Strings{"orders"});
+    CHECK(message_databases(R"({"database":"orders",)" + task.substr(1) + "}", 1) ==
+          Strings{"orders"});
+    // Older nodes name none; an input's own "database" is not the task's.
+    CHECK(message_databases(task + "}", 1) == Strings{"default"});
+    CHECK(message_databases(task + R"(,"database":""})", 1) == Strings{"default"});
+    CHECK(message_databases(task + R"(,"database":null})", 1) == Strings{"default"});
+    // A batch: each member its own.
+    const std::string batch =
+        R"({"type":"batch","frames":[{"type":"task","database":"a","input":[{"database":"x"}]},)"
+        R"({"type":"cancel","task_id":"1.1"},{"type":"task","input":null},)"
+        R"({"type":"task","input":{"frames":[{"database":"y"}]},"database":"b"}]})";
+    CHECK(message_databases(batch, 4) == Strings{"a", "default", "default", "b"});
+    CHECK(message_databases(R"({"type":"welcome","node_id":"n","session_id":"s"})", 1) ==
+          Strings{"default"});
 }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "outboxd/worker/protocol.hpp"
@@ -93,7 +94,18 @@ private:
     std::shared_ptr<State> state_;
 };
 
-using TaskHandler = std::function<void(const worker::protocol::Task&, Responder)>;
+// The database a task names when its node names none (a node from before several databases).
+inline constexpr std::string_view kDefaultDatabase = "default";
+
+// One task, as a handler gets it: the fields of the task frame (README, "Worker protocol"),
+// and the outbox database the task's row is in. A handler written for
+// worker::protocol::Task takes it as it is.
+struct Task : worker::protocol::Task {
+    // "default" on a node with one database (and from nodes too old to name it).
+    std::string database{kDefaultDatabase};
+};
+
+using TaskHandler = std::function<void(const Task&, Responder)>;
 
 struct WorkerStats {
     std::size_t connected_nodes = 0;
