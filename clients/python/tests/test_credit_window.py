@@ -60,7 +60,7 @@ class CreditWindowTest(unittest.IsolatedAsyncioTestCase):
                 os.kill(pid, signal.SIGSTOP)
             try:
                 async with support.running(worker):
-                    await wait_until(lambda: running == WINDOW, 1.5, "the seed's full window")
+                    await wait_until(lambda: running == WINDOW, 1.2, "the seed's full window")
                     for pid in paused:
                         os.kill(pid, signal.SIGCONT)
                     await wait_until(lambda: worker.stats().connected_nodes == 3, 20,

@@ -63,7 +63,7 @@ test("a worker never runs more handlers at once than its window", { skip: proces
     for (const pid of paused) process.kill(pid, "SIGSTOP");
     try {
       worker.start();
-      await waitFor(() => running === WINDOW, { ms: 1500, every: 5, what: "the seed's full window" });
+      await waitFor(() => running === WINDOW, { ms: 1200, every: 5, what: "the seed's full window" });
       for (const pid of paused) process.kill(pid, "SIGCONT");
       await waitFor(() => worker.connectedUrls().length === 3, { what: "the worker on all three nodes" });
       await waitFor(async () => (await statusCounts(ns)).done === ROWS, { ms: 60_000, every: 200, what: `${ROWS} rows done` });
