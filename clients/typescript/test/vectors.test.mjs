@@ -102,12 +102,16 @@ class ScenarioRun {
         sends.push(...this.ledger.close(name, this.now));
       }
     }
-    for (const info of plan.connect) this.links.set(info.node_id, { ...this.link(info.node_id, false, info.node_id), url: info.url });
+    for (const info of plan.connect) {
+      this.links.set(info.node_id, { url: info.url, seed: false, nodeId: info.node_id, connected: false });
+    }
     return sends;
   }
 
   check(step, sends, where) {
-    const expected = step.sends.map((s) => ("hello" in s ? { connection: s.to, hello: true, credit: s.hello } : { connection: s.to, hello: false, credit: s.credit }));
+    const expected = step.sends.map((s) =>
+      "hello" in s ? { connection: s.to, hello: true, credit: s.hello } : { connection: s.to, hello: false, credit: s.credit },
+    );
     assert.deepEqual(sends, expected, `${where}: sends`);
     for (const frame of sends) this.credit.set(frame.connection, frame.credit);
     for (const [name, credit] of this.credit) assert.equal(this.ledger.credit(name), credit, `${where}: credit of ${name}`);
