@@ -67,7 +67,9 @@ ClientCore::ClientCore(WorkerOptions options, TaskHandler handler)
                               [](const std::string& url) { return url.starts_with("wss://"); })),
       grace_timer_(ioc_),
       close_deadline_(ioc_),
-      rebalance_timer_(ioc_) {}
+      rebalance_timer_(ioc_),
+      ledger_({options_.max_in_flight, options_.rebalance_interval, kCreditSettle}),
+      settle_timer_(ioc_) {}
 
 ClientCore::~ClientCore() {
     // WorkerClient stops before letting go; this only covers a core that was never started
@@ -164,12 +166,15 @@ void ClientCore::remove_link(const std::string& url) {
     if (it == links_.end()) return;
     NodeLink& link = **it;
     spdlog::info("worker client: node {} left the cluster; closing", url);
-    // Its tasks stay unanswered: the node re-arms them when the connection goes.
+    // Its tasks stay unanswered: the node re-arms them when the connection goes. They leave
+    // the credit window now.
     if (const auto connection = connections_.find(link.connection_id);
         connection != connections_.end()) {
         connection->second->close();
     }
+    const auto frames = ledger_.close(link.connection_id, CreditLedger::Clock::now());
     links_.erase(it);
+    apply_credit(frames);
 }
 
 NodeLink* ClientCore::find_link(std::string_view url) {
@@ -219,8 +224,7 @@ void ClientCore::schedule_rebalance() {
     rebalance_timer_.expires_after(options_.rebalance_interval);
     rebalance_timer_.async_wait([this](const error_code& ec) {
         if (ec || stopping_) return;
-        measure_demand();
-        rebalance_credits();
+        apply_credit(ledger_.tick(CreditLedger::Clock::now()));
         schedule_rebalance();
     });
 }
@@ -236,8 +240,8 @@ void ClientCore::on_opened(std::uint64_t connection_id) {
     if (!link) return;
     spdlog::info("worker client: connected to {}", link->url);
     link->phase = NodeLink::Phase::open;
-    link->credit = 0;
-    rebalance_credits();  // sends this connection's hello with its share
+    // Its hello goes out once the window has room for it (often at once).
+    apply_credit(ledger_.open(connection_id, CreditLedger::Clock::now()));
     publish();
 }
 
@@ -252,7 +256,6 @@ void ClientCore::on_closed(std::uint64_t connection_id, const error_code& ec) {
         }
         link->in_flight.clear();
         link->connection_id = 0;
-        link->credit = 0;
         if (stopping_) {
             link->phase = NodeLink::Phase::waiting;
         } else if (drained && !link->seed) {
@@ -272,7 +275,7 @@ void ClientCore::on_closed(std::uint64_t connection_id, const error_code& ec) {
             }
             schedule_reconnect(*link);
         }
-        rebalance_credits();
+        apply_credit(ledger_.close(connection_id, CreditLedger::Clock::now()));
         publish();
     }
     if (stop_finished_) return close_when_settled();
@@ -284,6 +287,7 @@ void ClientCore::begin_stop(std::chrono::milliseconds grace) {
     spdlog::info("worker client: stopping; {} task(s) in flight", in_flight_count());
     for (const auto& link : links_) link->retry_timer.cancel();
     rebalance_timer_.cancel();
+    settle_timer_.cancel();
     for (const auto& [id, connection] : connections_) {
         if (connection->is_open()) {
             connection->send(protocol::encode(protocol::Credit{0}));

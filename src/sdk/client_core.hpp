@@ -24,6 +24,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "credit_ledger.hpp"
 #include "node_connection.hpp"
 #include "node_link.hpp"
 #include "outboxd/sdk/worker_client.hpp"
@@ -74,17 +75,17 @@ private:
 
     // Frames from nodes.
     void on_welcome(NodeLink& link, const worker::protocol::Welcome& welcome);
-    void on_task(NodeLink& link, const worker::protocol::Task& task);
+    void on_task(NodeLink& link, const Task& task);
     void on_cluster(const std::vector<worker::protocol::NodeInfo>& nodes);
     void on_drain(NodeLink& link);
     void on_error(const NodeLink& link, const worker::protocol::Error& error);
 
-    // Credit split (credit_split.hpp): every rebalance_interval, measure each connection's
-    // demand and re-split; connection events re-split with the demands as they stand.
+    // Credit (credit_ledger.hpp): connection events go to the ledger, and what it decides is
+    // sent; every rebalance_interval it measures each connection's demand and re-splits.
     [[nodiscard]] bool rebalancing() const { return options_.rebalance_interval.count() > 0; }
     void schedule_rebalance();
-    void measure_demand();
-    void rebalance_credits();
+    void apply_credit(const CreditLedger::Frames& frames);
+    void arm_settle();
     void deliver_answer(const Responder::State& state, std::string frame, Outcome outcome);
     void on_cancel(NodeLink& link, const worker::protocol::Cancel& cancel);
 
@@ -129,6 +130,9 @@ private:
     boost::asio::steady_timer grace_timer_;
     boost::asio::steady_timer close_deadline_;
     boost::asio::steady_timer rebalance_timer_;
+    CreditLedger ledger_;  // keyed by connection id
+    boost::asio::steady_timer settle_timer_;
+    std::optional<CreditLedger::Clock::time_point> settle_at_;  // what settle_timer_ waits for
     bool stopping_ = false;
     bool stop_finished_ = false;
 };

@@ -11,7 +11,6 @@
 
 #include "client_core.hpp"
 #include "cluster_plan.hpp"
-#include "credit_split.hpp"
 
 namespace outboxd::sdk::detail {
 namespace {
@@ -32,17 +31,18 @@ void ClientCore::on_received(std::uint64_t connection_id, std::string_view text)
                      error->message);
         return;
     }
-    for (const auto& message : std::get<std::vector<protocol::NodeMessage>>(parsed)) {
+    auto& messages = std::get<std::vector<protocol::NodeMessage>>(parsed);
+    for (auto& message : messages) {
         // A message may end the link (a cluster list without this node): the rest is moot.
         link = link_of(connection_id);
         if (!link) return;
         std::visit(
-            [this, link](const auto& m) {
+            [this, link](auto& m) {
                 using Message = std::decay_t<decltype(m)>;
                 if constexpr (std::is_same_v<Message, protocol::Welcome>) {
                     on_welcome(*link, m);
                 } else if constexpr (std::is_same_v<Message, protocol::Task>) {
-                    on_task(*link, m);
+                    on_task(*link, std::move(m));
                 } else if constexpr (std::is_same_v<Message, protocol::Cluster>) {
                     on_cluster(m.nodes);
                 } else if constexpr (std::is_same_v<Message, protocol::Drain>) {
@@ -80,15 +80,11 @@ void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
         // Not from inside this link's own frame handler: once it is done.
         boost::asio::post(ioc_, [this, url = link.url] {
             remove_link(url);
-            rebalance_credits();
             publish();
         });
         return;
     }
-    if (!duplicates.empty()) {
-        rebalance_credits();
-        publish();
-    }
+    if (!duplicates.empty()) publish();
     // Reset only once the node accepted us: a node that upgrades then refuses (bad token,
     // draining) must keep backing off.
     link.backoff.reset();
@@ -101,7 +97,7 @@ void ClientCore::on_welcome(NodeLink& link, const protocol::Welcome& welcome) {
     on_cluster(welcome.cluster);
 }
 
-void ClientCore::on_task(NodeLink& link, const protocol::Task& task) {
+void ClientCore::on_task(NodeLink& link, const Task& task) {
     count([](WorkerStats& s) { ++s.tasks_received; });
     auto state = std::make_shared<Responder::State>(weak_from_this(), link.connection_id,
                                                     task.task_id, link.max_result_bytes);
@@ -112,8 +108,7 @@ void ClientCore::on_task(NodeLink& link, const protocol::Task& task) {
         count([](WorkerStats& s) { ++s.tasks_failed; });
         return;
     }
-    link.meter_until(LoadMeter::Clock::now());
-    link.meter.count_received();
+    ledger_.received(link.connection_id, CreditLedger::Clock::now());
     link.in_flight[task.task_id] = state;
     publish();
     try {
@@ -127,8 +122,7 @@ void ClientCore::on_task(NodeLink& link, const protocol::Task& task) {
 }
 
 void ClientCore::on_cluster(const std::vector<protocol::NodeInfo>& nodes) {
-    // An empty list says nothing (a live node always lists itself): never drop on it.
-    if (!options_.follow_cluster || stopping_ || nodes.empty()) return;
+    if (!options_.follow_cluster || stopping_) return;
     std::vector<KnownNode> known;
     known.reserve(links_.size());
     for (const auto& link : links_) {
@@ -145,10 +139,7 @@ void ClientCore::on_cluster(const std::vector<protocol::NodeInfo>& nodes) {
             connect(*link);
         }
     }
-    if (!plan.drop.empty()) {
-        rebalance_credits();
-        publish();
-    }
+    if (!plan.drop.empty()) publish();
 }
 
 void ClientCore::on_drain(NodeLink& link) {
@@ -156,7 +147,7 @@ void ClientCore::on_drain(NodeLink& link) {
     spdlog::info("worker client: {} is draining; {} task(s) of it in flight", link.url,
                  link.in_flight.size());
     link.phase = NodeLink::Phase::draining;
-    rebalance_credits();
+    apply_credit(ledger_.drain(link.connection_id, CreditLedger::Clock::now()));
     publish();
 }
 
@@ -165,65 +156,41 @@ void ClientCore::on_error(const NodeLink& link, const protocol::Error& error) {
     spdlog::warn("worker client: {} reported {}: {}", link.url, error.code, error.message);
 }
 
-void ClientCore::measure_demand() {
-    const auto now = LoadMeter::Clock::now();
-    for (const auto& link : links_) {
-        if (link->phase != NodeLink::Phase::open || link->credit == 0) continue;
-        // Too short a look says little: a connection opened late in the interval keeps its
-        // starting demand until the next tick, and its meter keeps running.
-        if (link->meter.elapsed(now) < options_.rebalance_interval / 2) continue;
-        const auto load = link->meter.take(now, link->in_flight.size(), link->credit);
-        link->demand = next_demand(link->demand, load, options_.max_in_flight);
-    }
-}
-
-void ClientCore::rebalance_credits() {
+void ClientCore::apply_credit(const CreditLedger::Frames& frames) {
     if (stopping_) return;
-    std::vector<NodeLink*> live;
-    for (const auto& link : links_) {
-        if (link->phase == NodeLink::Phase::open) live.push_back(link.get());
-    }
-    const auto total = options_.max_in_flight;
-    std::vector<std::int32_t> shares;
-    if (rebalancing()) {
-        std::vector<ConnectionLoad> loads;
-        loads.reserve(live.size());
-        for (NodeLink* link : live) {
-            // A fresh connection starts from an even share of the demand.
-            if (link->credit == 0) {
-                link->demand = static_cast<double>(total) / static_cast<double>(live.size());
-            }
-            loads.push_back(
-                {link->credit, link->demand, static_cast<std::int32_t>(link->in_flight.size())});
-        }
-        shares = split_credits(total, loads);
-    } else {
-        shares = split_credits(total, live.size());
-    }
-    const auto now = LoadMeter::Clock::now();
-    for (std::size_t i = 0; i < live.size(); ++i) {
-        NodeLink& link = *live[i];
-        if (link.credit == shares[i]) continue;
-        if (link.credit == 0) {
+    for (const auto& frame : frames) {
+        NodeLink* link = link_of(frame.connection);
+        if (!link) continue;
+        if (frame.hello) {
             protocol::Hello hello;
             hello.worker_id = options_.worker_id;
             hello.namespaces = options_.namespaces;
             hello.task_queue = options_.task_queue;
             hello.node = options_.node;
             hello.activity_types = options_.activity_types;
-            hello.max_in_flight = shares[i];
+            hello.max_in_flight = frame.credit;
             hello.batch = options_.batch_frames;
             if (hello.batch) hello.max_frame_bytes = options_.max_frame_bytes;
-            send(link, protocol::encode(hello));
-            link.meter.restart(now);
+            send(*link, protocol::encode(hello));
         } else {
-            spdlog::debug("worker client: credit for {}: {} -> {} (demand {:.1f})", link.url,
-                          link.credit, shares[i], link.demand);
-            link.meter_until(now);
-            send(link, protocol::encode(protocol::Credit{shares[i]}));
+            spdlog::debug("worker client: credit for {}: {}", link->url, frame.credit);
+            send(*link, protocol::encode(protocol::Credit{frame.credit}));
         }
-        link.credit = shares[i];
     }
+    arm_settle();
+}
+
+void ClientCore::arm_settle() {
+    // One timer, for the earliest lowered credit the ledger will release.
+    const auto due = ledger_.settle_due();
+    if (!due || (settle_at_ && *settle_at_ <= *due)) return;
+    settle_at_ = due;
+    settle_timer_.expires_at(*due);
+    settle_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;  // replaced by an earlier one, or stopping
+        settle_at_.reset();
+        apply_credit(ledger_.settle(CreditLedger::Clock::now()));
+    });
 }
 
 void ClientCore::on_cancel(NodeLink& link, const protocol::Cancel& cancel) {
@@ -246,9 +213,10 @@ void ClientCore::deliver_answer(const Responder::State& state, std::string frame
                       state.task_id());
         return;
     }
-    link->meter_until(LoadMeter::Clock::now());
     link->in_flight.erase(it);
     send(*link, std::move(frame));
+    // After the answer: a credit frame it makes room for goes out behind it.
+    apply_credit(ledger_.answered(link->connection_id, CreditLedger::Clock::now()));
     count([outcome](WorkerStats& s) {
         ++(outcome == Outcome::completed ? s.tasks_completed : s.tasks_failed);
     });

@@ -6,6 +6,7 @@ namespace outboxd::sdk::detail {
 
 ClusterPlan plan_cluster(const std::vector<KnownNode>& known,
                          const std::vector<worker::protocol::NodeInfo>& listed) {
+    if (listed.empty()) return {};
     // The same node under another URL, reached right now.
     const auto same_node = [](const KnownNode& node, const worker::protocol::NodeInfo& info) {
         return info.url == node.url ||

@@ -28,7 +28,8 @@ struct ClusterPlan {
 // node differently from the URL it advertises, its node id while that link is connected.
 // A link known only by the node's id that is not connected is stale (the node restarted
 // elsewhere, on another port): the listed URL is connected to, and the stale link dropped
-// unless it is a seed. Seeds are never dropped.
+// unless it is a seed. Seeds are never dropped. An empty list says nothing (a live node always
+// lists itself) and changes nothing.
 [[nodiscard]] ClusterPlan plan_cluster(const std::vector<KnownNode>& known,
                                        const std::vector<worker::protocol::NodeInfo>& listed);
 

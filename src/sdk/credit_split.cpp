@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#include <utility>
 
 #include "outboxd/worker/protocol.hpp"
 
@@ -138,7 +139,8 @@ double next_demand(double previous, const IntervalLoad& load, std::int32_t total
     return std::clamp(std::max(ask, smoothed), 0.0, static_cast<double>(std::max(total, 0)));
 }
 
-Shares split_credits(std::int32_t total, const std::vector<ConnectionLoad>& connections) {
+CreditSplit split_credits(std::int32_t total, const std::vector<ConnectionLoad>& connections,
+                          Elsewhere elsewhere) {
     const std::size_t n = connections.size();
     if (n == 0) return {};
     const std::int64_t bound = std::max<std::int64_t>(total, static_cast<std::int64_t>(n));
@@ -172,32 +174,39 @@ Shares split_credits(std::int32_t total, const std::vector<ConnectionLoad>& conn
         sum -= shares[i] - targets[i];
         shares[i] = targets[i];
     }
+    const Shares wanted = shares;
 
-    // Raises wait for room: a connection holds max(share, in flight) of the bound.
-    std::int64_t held = 0;
-    Shares from(n);  // where each raise starts: its credit (at least the floor), or what it holds
+    // Raises wait for room: a connection takes max(share, reserved) of the window.
+    std::int64_t held = elsewhere.reserved;
+    std::int64_t holding = elsewhere.holding;
+    Shares from(n);  // where each raise starts: its credit, or what it may hold already
     for (std::size_t i = 0; i < n; ++i) {
-        const auto& connection = connections[i];
-        if (shares[i] > connection.credit) {
-            from[i] = std::max(
-                {connection.credit, std::int32_t{1}, std::min(connection.in_flight, shares[i])});
-        } else {
-            from[i] = shares[i];
-        }
-        held += std::max(from[i], connection.in_flight);
+        const auto occupied = std::max(connections[i].credit, connections[i].reserved);
+        from[i] = shares[i] > connections[i].credit ? std::min(occupied, shares[i]) : shares[i];
+        const auto taken = std::max(from[i], occupied);
+        held += taken;
+        if (taken > 0) ++holding;
     }
-    std::int64_t room = std::max<std::int64_t>(bound - held, 0);
+    // First credits: one each, past `total` only as the floor of a connection that holds any.
     for (std::size_t i = 0; i < n; ++i) {
-        const auto grant = std::min<std::int64_t>(shares[i] - from[i], room);
+        if (from[i] == 0 && shares[i] > 0 &&
+            held + 1 <= std::max<std::int64_t>(total, holding + 1)) {
+            from[i] = 1;
+            ++held;
+            ++holding;
+        }
+    }
+    std::int64_t room = std::max<std::int64_t>(std::max<std::int64_t>(total, holding) - held, 0);
+    CreditSplit split;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto grant = from[i] > 0 ? std::min<std::int64_t>(shares[i] - from[i], room) : 0;
         room -= grant;
         shares[i] = static_cast<std::int32_t>(
             std::min<std::int64_t>(from[i] + grant, worker::protocol::kMaxCreditWindow));
+        if (shares[i] < wanted[i]) split.waiting = true;
     }
-    return shares;
-}
-
-Shares split_credits(std::int32_t total, std::size_t connections) {
-    return split_credits(total, std::vector<ConnectionLoad>(connections));
+    split.shares = std::move(shares);
+    return split;
 }
 
 }  // namespace outboxd::sdk::detail

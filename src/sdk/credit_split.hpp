@@ -3,15 +3,17 @@
 // How a worker's credit window is shared over its node connections. Each node serves only its
 // own shards, so one may have a backlog while another is idle: every rebalance interval the
 // client measures each connection (LoadMeter), turns that into a demand (next_demand) and
-// re-splits the window (split_credits). Nothing here reads a clock or sends a frame: time and
-// state are passed in, so every step is deterministic and unit-tested.
+// re-splits the window (split_credits); the credit ledger (credit_ledger.hpp) drives them.
+// Nothing here reads a clock or sends a frame: time and state are passed in, so every step is
+// deterministic and unit-tested.
 //
 // The policy, in short: a connection whose window was kept full asks for twice its credit,
 // any other for what it used plus headroom; idle demand halves each interval. The window is
-// then shared max-min fairly over those asks, never below 1 credit per connection, so that
-// connections with equal demand get equal shares and a connection that cannot get enough
-// credit to prove its backlog still grows (a split proportional to measured rates would keep
-// whatever split it started from, since a connection's rate is bounded by its credit).
+// then shared max-min fairly over those asks, never below 1 credit per connection (a raise
+// waits for room in the window), so that connections with equal demand get equal shares and a
+// connection that cannot get enough credit to prove its backlog still grows (a split proportional
+// to measured rates would keep whatever split it started from, since a connection's rate is bounded
+// by its credit).
 
 #include <chrono>
 #include <cstddef>
@@ -63,9 +65,23 @@ private:
 
 // One live connection, as split_credits sees it.
 struct ConnectionLoad {
-    std::int32_t credit = 0;     // share advertised now; 0 before its hello
-    double demand = 0;           // from next_demand; a fresh connection: an even share
-    std::int32_t in_flight = 0;  // tasks it holds now
+    std::int32_t credit = 0;  // share advertised now; 0 before its hello
+    double demand = 0;        // from next_demand; a fresh connection: an even share
+    // The most tasks it may hold: those it holds, or more while its node may still act on a
+    // credit larger than `credit` (a lowered credit on its way). At least `credit`.
+    std::int32_t reserved = 0;
+};
+
+// Connections outside the split (draining): what they take of the window, and how many of
+// them hold any of it.
+struct Elsewhere {
+    std::int64_t reserved = 0;
+    std::int64_t holding = 0;
+};
+
+struct CreditSplit {
+    std::vector<std::int32_t> shares;  // the new share of each connection, in connection order
+    bool waiting = false;  // some connection got less than it should, for want of room yet
 };
 
 // The new share of each connection, in connection order:
@@ -76,18 +92,15 @@ struct ConnectionLoad {
 //   The targets sum to max(total, connections).
 // - hysteresis: a connection with credit keeps it unless the target differs by 2 or more or
 //   by more than 10%, except where that would push the sum over max(total, connections).
-// - raises wait for room: tasks outlive the credit that let them in, so a shrunk connection
-//   may hold more tasks than its new share. A raise is granted only as far as the sum over
-//   all connections of max(share, tasks held) stays within max(total, connections); the
-//   floor of 1 is always granted. The rest follows in a later call (the client's next
-//   rebalance), once tasks are answered.
+// - raises wait for room: a connection takes max(share, reserved) of the window, and a
+//   lowered share frees nothing until the caller lowers `reserved`. A raise is granted only
+//   as far as the sum over every connection (those `elsewhere` too) stays within `total`, or
+//   within one per connection that holds credit or tasks where those are more. A
+//   connection's first credit (its hello) comes before any other raise. What cannot be
+//   granted yet follows in a later call (`waiting`), once tasks are answered.
 // Shares never exceed protocol::kMaxCreditWindow.
-[[nodiscard]] std::vector<std::int32_t> split_credits(
-    std::int32_t total, const std::vector<ConnectionLoad>& connections);
-
-// The even split: split_credits with no demand, credit or tasks anywhere. Equal shares, the
-// remainder one each to the first connections, at least 1 each (a hello must ask for at least
-// one task) even when that exceeds `total`.
-[[nodiscard]] std::vector<std::int32_t> split_credits(std::int32_t total, std::size_t connections);
+[[nodiscard]] CreditSplit split_credits(std::int32_t total,
+                                        const std::vector<ConnectionLoad>& connections,
+                                        Elsewhere elsewhere = {});
 
 }  // namespace outboxd::sdk::detail

@@ -1,8 +1,8 @@
 #pragma once
 
 // One node URL the client keeps a connection to, across reconnects: the connection of the
-// moment, its tasks and credit, and the reconnect schedule. Network thread only; the
-// ClientCore drives it.
+// moment, its tasks, and the reconnect schedule (its credit is the ClientCore's ledger's).
+// Network thread only; the ClientCore drives it.
 
 #include <cstdint>
 #include <memory>
@@ -13,7 +13,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "credit_split.hpp"
 #include "outboxd/util/retry_backoff.hpp"
 #include "responder_state.hpp"
 #include "ws_url.hpp"
@@ -24,7 +23,7 @@ struct NodeLink {
     enum class Phase {
         waiting,     // no connection; a reconnect is scheduled
         connecting,  // connection started, not upgraded yet
-        open,        // hello sent: takes part in the credit split
+        open,        // upgraded: takes part in the credit split (its hello waits for room)
         draining,    // the node said drain: answer what it sent, expect nothing new
         dormant,     // drained and gone; a learned node waits to be listed again
     };
@@ -45,23 +44,12 @@ struct NodeLink {
     std::uint64_t connection_id = 0;   // 0: no connection
     std::uint64_t attempts = 0;        // connections started, for the reconnect counter
     std::uint64_t failures = 0;        // attempts in a row that failed before the upgrade
-    std::int32_t credit = 0;           // share last advertised; 0 until hello is sent
     std::size_t max_result_bytes = 0;  // from the node's welcome; 0: not stated
     // Tasks received on the current connection and not answered yet. Cleared when the
     // connection ends: the node re-arms them, so late answers are dropped.
     std::unordered_map<std::string, std::shared_ptr<Responder::State>> in_flight;
-    // Credit rebalancing (credit_split.hpp): the smoothed demand, and the load of the current
-    // interval, measured from the hello on.
-    double demand = 0;
-    LoadMeter meter;
     util::RetryBackoff backoff;
     boost::asio::steady_timer retry_timer;
-
-    // Before in_flight or credit changes: the meter accounts the time until `now` at the
-    // values that held so far.
-    void meter_until(LoadMeter::Clock::time_point now) {
-        meter.advance(now, in_flight.size(), credit);
-    }
 };
 
 }  // namespace outboxd::sdk::detail

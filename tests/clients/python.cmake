@@ -3,9 +3,10 @@
 # needs real nodes (tests/clients/with_cluster.py).
 set(OUTBOXD_PY_TESTS ${PROJECT_SOURCE_DIR}/clients/python/tests)
 
-# No node, no database: the pure parts, and the worker against scripted in-process nodes.
+# No node, no database: the pure parts, the vectors shared with the other clients
+# (tests/vectors), and the worker against scripted in-process nodes.
 add_test(NAME clients.python.unit
-  COMMAND ${OUTBOXD_PYTHON} -m unittest -v test_units test_fake_node
+  COMMAND ${OUTBOXD_PYTHON} -m unittest -v test_units test_vectors test_fake_node
   WORKING_DIRECTORY ${OUTBOXD_PY_TESTS})
 set_tests_properties(clients.python.unit PROPERTIES TIMEOUT 60 LABELS clients)
 
@@ -27,7 +28,10 @@ set_property(TEST clients.python.tls APPEND PROPERTY ENVIRONMENT OUTBOXD_TEST_TL
 outboxd_python_test(node_drain test_node_drain 2)
 # kill -9 of one of 3 nodes mid-run, then of the seed: every row still finishes.
 outboxd_python_test(node_failover test_node_failover 3)
+# max_in_flight 8 over 3 nodes, two of them held still until the seed's tasks are out:
+# never more than 8 handlers at once.
+outboxd_python_test(credit_window test_credit_window 3)
 set_property(TEST clients.python.node_drain clients.python.node_failover
-  APPEND PROPERTY ENVIRONMENT OUTBOXD_TEST_NODES_EXPENDABLE=1)
+  clients.python.credit_window APPEND PROPERTY ENVIRONMENT OUTBOXD_TEST_NODES_EXPENDABLE=1)
 # pip install ./clients/python into a venv offline, then the installed no-op worker drains.
 outboxd_python_test(install test_install 1)

@@ -1,6 +1,6 @@
 # The TypeScript client (clients/typescript): `npm ci` and `npm run build` once (the test
 # clients.typescript.setup, a fixture every other test here requires), then its `node --test`
-# files: the unit file alone, every other one against a cluster of its own (with_cluster.py:
+# files: the unit and vector files alone, every other one against a cluster of its own (with_cluster.py:
 # a fresh database, real nodes). Node.js and npm come from scripts/install-deps.
 set(OUTBOXD_TS_DIR ${PROJECT_SOURCE_DIR}/clients/typescript)
 find_program(OUTBOXD_NODE NAMES node nodejs)
@@ -16,8 +16,10 @@ add_test(NAME clients.typescript.setup
 set_tests_properties(clients.typescript.setup PROPERTIES FIXTURES_SETUP clients.typescript
   TIMEOUT 300 LABELS "clients;typescript")
 
-# Credit split, backoff, frame encoding, and the protocol against a scripted fake node.
-add_test(NAME clients.typescript.unit COMMAND ${OUTBOXD_NODE} --test test/unit.test.mjs
+# Credit split, backoff, frame encoding, and the protocol against a scripted fake node; the
+# credit and cluster vectors shared with the other clients (tests/vectors).
+add_test(NAME clients.typescript.unit
+  COMMAND ${OUTBOXD_NODE} --test test/unit.test.mjs test/vectors.test.mjs
   WORKING_DIRECTORY ${OUTBOXD_TS_DIR})
 set_tests_properties(clients.typescript.unit PROPERTIES FIXTURES_REQUIRED clients.typescript
   TIMEOUT 120 LABELS "clients;typescript")
@@ -37,3 +39,5 @@ outboxd_typescript_test(tokens NODES 1 TOKENS)
 outboxd_typescript_test(tls NODES 1)       # its own TLS node beside the harness's
 outboxd_typescript_test(cluster NODES 2)   # discovery and draining over two nodes
 outboxd_typescript_test(failover NODES 3)  # kill -9 of a node mid-run
+outboxd_typescript_test(credit_window NODES 3)  # maxInFlight 8 over 3 nodes: never more than 8 handlers at once
+set_property(TEST clients.typescript.credit_window APPEND PROPERTY ENVIRONMENT OUTBOXD_TEST_NODES_EXPENDABLE=1)

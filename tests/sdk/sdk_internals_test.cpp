@@ -1,5 +1,5 @@
 // Pure pieces of the SDK: URL parsing, the credit split and its rebalancing, reconnect backoff,
-// cluster plans.
+// cluster plans, the database of task frames.
 
 #include <catch2/catch.hpp>
 
@@ -19,6 +19,15 @@ using namespace std::chrono_literals;
 using namespace outboxd::sdk::detail;
 using Shares = std::vector<std::int32_t>;
 using Loads = std::vector<ConnectionLoad>;
+
+Shares shares(std::int32_t total, const Loads& loads, Elsewhere elsewhere = {}) {
+    return split_credits(total, loads, elsewhere).shares;
+}
+
+// The even split: no demand, credit or tasks anywhere.
+Shares even(std::int32_t total, std::size_t connections) {
+    return shares(total, Loads(connections));
+}
 
 }  // namespace
 
@@ -59,39 +68,50 @@ TEST_CASE("ws and wss URLs are split into host, port, authority and target", "[s
 }
 
 TEST_CASE("credits are split evenly, remainder first, at least one each", "[sdk][unit]") {
-    CHECK(split_credits(16, 0) == Shares{});
-    CHECK(split_credits(16, 1) == Shares{16});
-    CHECK(split_credits(11, 2) == Shares{6, 5});
-    CHECK(split_credits(10, 3) == Shares{4, 3, 3});
-    CHECK(split_credits(2, 3) == Shares{1, 1, 1});
-    CHECK(split_credits(10000, 1) == Shares{10000});
+    CHECK(even(16, 0) == Shares{});
+    CHECK(even(16, 1) == Shares{16});
+    CHECK(even(11, 2) == Shares{6, 5});
+    CHECK(even(10, 3) == Shares{4, 3, 3});
+    CHECK(even(2, 3) == Shares{1, 1, 1});
+    CHECK(even(10000, 1) == Shares{10000});
 }
 
 TEST_CASE("equal demand keeps the even split", "[sdk][unit]") {
-    CHECK(split_credits(12, Loads{{0, 4, 0}, {0, 4, 0}, {0, 4, 0}}) == Shares{4, 4, 4});
+    CHECK(shares(12, Loads{{0, 4, 0}, {0, 4, 0}, {0, 4, 0}}) == Shares{4, 4, 4});
     // Idle alike, or with a backlog alike (each asking twice its credit): even, remainder first.
-    CHECK(split_credits(11, Loads{{6, 0, 0}, {5, 0, 0}}) == Shares{6, 5});
-    CHECK(split_credits(11, Loads{{6, 11, 6}, {5, 10, 5}}) == Shares{6, 5});
-    CHECK(split_credits(10, Loads{{7, 0.5, 0}, {3, 0.5, 0}}) == Shares{5, 5});
+    CHECK(shares(11, Loads{{6, 0, 0}, {5, 0, 0}}) == Shares{6, 5});
+    CHECK(shares(11, Loads{{6, 11, 6}, {5, 10, 5}}) == Shares{6, 5});
+    // A raise waits until the node of a lowered credit can have read it (reserved says so).
+    CHECK(shares(10, Loads{{7, 0.5, 7}, {3, 0.5, 3}}) == Shares{5, 3});
+    CHECK(shares(10, Loads{{5, 0.5, 5}, {3, 0.5, 3}}) == Shares{5, 5});
     // Light but unequal use leaves a surplus, which goes to the smallest shares first.
-    CHECK(split_credits(10, Loads{{5, 3, 2}, {5, 0, 0}}) == Shares{5, 5});
+    CHECK(shares(10, Loads{{5, 3, 2}, {5, 0, 0}}) == Shares{5, 5});
 }
 
-TEST_CASE("a fresh connection starts at an even share", "[sdk][unit]") {
-    // Its demand is seeded with an even share, whatever the others ask.
-    CHECK(split_credits(10, Loads{{10, 10, 0}, {0, 5, 0}}) == Shares{5, 5});
-    CHECK(split_credits(10, Loads{{10, 0, 0}, {0, 5, 0}}) == Shares{5, 5});
-    CHECK(split_credits(12, Loads{{11, 12, 0}, {1, 0, 0}, {0, 4, 0}}) == Shares{7, 1, 4});
+TEST_CASE("a fresh connection starts at an even share, once the window has room", "[sdk][unit]") {
+    // Its demand is seeded with an even share, whatever the others ask; its hello waits
+    // until the credit it is to take is free.
+    const auto waits = split_credits(10, Loads{{10, 10, 10}, {0, 5, 0}});
+    CHECK(waits.shares == Shares{5, 0});
+    CHECK(waits.waiting);
+    const auto goes = split_credits(10, Loads{{5, 10, 5}, {0, 5, 0}});
+    CHECK(goes.shares == Shares{5, 5});
+    CHECK_FALSE(goes.waiting);
+    CHECK(shares(10, Loads{{5, 0, 0}, {0, 5, 0}}) == Shares{5, 5});
+    CHECK(shares(12, Loads{{11, 12, 0}, {1, 0, 0}, {0, 4, 0}}) == Shares{7, 1, 0});
+    CHECK(shares(12, Loads{{7, 12, 0}, {1, 0, 0}, {0, 4, 0}}) == Shares{7, 1, 4});
 }
 
 TEST_CASE("a busy connection gets all but the floors of the idle ones", "[sdk][unit]") {
-    CHECK(split_credits(10, Loads{{4, 8, 4}, {3, 0, 0}, {3, 0, 0}}) == Shares{8, 1, 1});
-    CHECK(split_credits(10, Loads{{3, 0, 0}, {4, 10, 4}, {3, 0.2, 0}}) == Shares{1, 8, 1});
+    CHECK(shares(10, Loads{{4, 8, 4}, {3, 0, 0}, {3, 0, 0}}) == Shares{4, 1, 1});
+    CHECK(shares(10, Loads{{4, 8, 4}, {1, 0, 0}, {1, 0, 0}}) == Shares{8, 1, 1});
+    CHECK(shares(10, Loads{{1, 0, 0}, {4, 10, 4}, {1, 0.2, 0}}) == Shares{1, 8, 1});
     // Partly idle: the busy one gets what the other does not ask for.
-    CHECK(split_credits(16, Loads{{8, 16, 8}, {8, 3, 2}}) == Shares{13, 3});
+    CHECK(shares(16, Loads{{8, 16, 8}, {8, 3, 2}}) == Shares{8, 3});
+    CHECK(shares(16, Loads{{8, 16, 8}, {3, 3, 2}}) == Shares{13, 3});
 }
 
-TEST_CASE("shares never sum past max(total, connections)", "[sdk][unit]") {
+TEST_CASE("credit and tasks never sum past the window, but for one per connection", "[sdk][unit]") {
     std::mt19937 random{7};
     const auto uniform = [&random](int low, int high) {
         return std::uniform_int_distribution<int>{low, high}(random);
@@ -101,48 +121,60 @@ TEST_CASE("shares never sum past max(total, connections)", "[sdk][unit]") {
         const auto n = static_cast<std::size_t>(uniform(1, 6));
         const std::int64_t bound = std::max<std::int64_t>(total, static_cast<std::int64_t>(n));
         Loads loads(n);
-        std::int64_t held = 0;  // what the connections hold before the call
+        Elsewhere elsewhere;
+        if (uniform(0, 3) == 0) elsewhere = {uniform(1, total), 1};  // a draining connection
+        std::int64_t before = elsewhere.reserved;  // what the connections take before the call
         for (auto& load : loads) {
             load.credit = uniform(0, 3) == 0 ? 0 : uniform(1, total);
-            load.in_flight = load.credit == 0 ? 0 : uniform(0, load.credit + 2);
+            load.reserved = load.credit == 0 ? 0 : uniform(0, load.credit + 2);
             load.demand = uniform(0, 2 * total) / 2.0;
-            held += std::max({load.credit, 1, load.in_flight});
+            before += std::max(load.credit, load.reserved);
         }
-        const auto shares = split_credits(total, loads);
-        REQUIRE(shares.size() == n);
+        const auto split = split_credits(total, loads, elsewhere);
+        REQUIRE(split.shares.size() == n);
         std::int64_t sum = 0;
-        std::int64_t taken = 0;
+        std::int64_t taken = elsewhere.reserved;
+        std::int64_t holding = elsewhere.holding;
         for (std::size_t i = 0; i < n; ++i) {
-            CHECK(shares[i] >= 1);
-            sum += shares[i];
-            taken += std::max(shares[i], loads[i].in_flight);
+            CHECK(split.shares[i] >= (loads[i].credit > 0 ? 1 : 0));
+            sum += split.shares[i];
+            const auto share_taken =
+                std::max({split.shares[i], loads[i].credit, loads[i].reserved});
+            taken += share_taken;
+            if (share_taken > 0) ++holding;
         }
         CHECK(sum <= bound);
-        // Raises never take room still held by tasks in flight (when there was none to start).
-        if (held <= bound) CHECK(taken <= bound);
+        // Raises take only room that is free: past the window by one per connection at most,
+        // and never past what was taken before.
+        CHECK(taken <= std::max<std::int64_t>(before, std::max<std::int64_t>(total, holding)));
     }
-    CHECK(split_credits(2, Loads{{1, 9, 1}, {1, 9, 1}, {0, 1, 0}}) == Shares{1, 1, 1});
+    CHECK(shares(2, Loads{{1, 9, 1}, {1, 9, 1}, {0, 1, 0}}) == Shares{1, 1, 1});
+    CHECK(shares(2, Loads{{1, 9, 2}, {0, 9, 0}, {0, 1, 0}}) == Shares{1, 0, 0});
 }
 
 TEST_CASE("small changes of share are not worth a credit frame", "[sdk][unit]") {
     // Less than 2 credits and at most 10%: kept.
-    CHECK(split_credits(40, Loads{{20, 21, 0}, {20, 19, 0}}) == Shares{20, 20});
-    CHECK(split_credits(40, Loads{{30, 29, 0}, {10, 11, 0}}) == Shares{30, 10});
-    // 2 credits, or more than 10%: moved.
-    CHECK(split_credits(40, Loads{{20, 22, 0}, {20, 18, 0}}) == Shares{22, 18});
-    CHECK(split_credits(8, Loads{{4, 5, 0}, {4, 3, 0}}) == Shares{5, 3});
+    CHECK(shares(40, Loads{{20, 21, 0}, {20, 19, 0}}) == Shares{20, 20});
+    CHECK(shares(40, Loads{{30, 29, 0}, {10, 11, 0}}) == Shares{30, 10});
+    // 2 credits, or more than 10%: moved (a raise once the lowered credit is released).
+    CHECK(shares(40, Loads{{20, 22, 0}, {20, 18, 0}}) == Shares{20, 18});
+    CHECK(shares(40, Loads{{20, 22, 0}, {18, 18, 0}}) == Shares{22, 18});
+    CHECK(shares(8, Loads{{4, 5, 0}, {3, 3, 0}}) == Shares{5, 3});
     // A decrease held back is given up when keeping it would push the sum past the total.
-    CHECK(split_credits(40, Loads{{30, 29, 0}, {5, 6, 0}, {5, 5, 0}}) == Shares{29, 6, 5});
-    // A fresh connection always gets its share.
-    CHECK(split_credits(40, Loads{{20, 20, 0}, {0, 20, 0}}) == Shares{20, 20});
+    CHECK(shares(40, Loads{{30, 29, 0}, {5, 6, 0}, {5, 5, 0}}) == Shares{29, 5, 5});
+    CHECK(shares(40, Loads{{29, 29, 0}, {5, 6, 0}, {5, 5, 0}}) == Shares{29, 6, 5});
+    // A fresh connection gets its share where the window has room for it.
+    CHECK(shares(40, Loads{{20, 20, 0}, {0, 20, 0}}) == Shares{20, 20});
 }
 
 TEST_CASE("raises wait for the tasks a shrunk connection still holds", "[sdk][unit]") {
-    CHECK(split_credits(10, Loads{{9, 10, 9}, {1, 10, 1}}) == Shares{5, 1});
-    CHECK(split_credits(10, Loads{{5, 10, 7}, {1, 10, 1}}) == Shares{5, 3});
-    CHECK(split_credits(10, Loads{{5, 10, 3}, {3, 10, 3}}) == Shares{5, 5});
-    // The floor is granted regardless.
-    CHECK(split_credits(10, Loads{{10, 10, 10}, {0, 5, 0}}) == Shares{5, 1});
+    CHECK(shares(10, Loads{{9, 10, 9}, {1, 10, 1}}) == Shares{5, 1});
+    CHECK(shares(10, Loads{{5, 10, 7}, {1, 10, 1}}) == Shares{5, 3});
+    CHECK(shares(10, Loads{{5, 10, 3}, {3, 10, 3}}) == Shares{5, 5});
+    // A hello waits for room too.
+    CHECK(shares(10, Loads{{10, 10, 10}, {0, 5, 0}}) == Shares{5, 0});
+    // Connections outside the split (draining) take their part of the window.
+    CHECK(shares(10, Loads{{5, 10, 5}}, Elsewhere{3, 1}) == Shares{7});
 }
 
 TEST_CASE("demand doubles under a backlog and decays when idle", "[sdk][unit]") {
@@ -215,8 +247,9 @@ TEST_CASE("rebalancing moves credit to a backlog and back, then holds still", "[
             if (i == 0 || b_busy) load.received = 10 * static_cast<std::uint64_t>(credits[i]);
             demand[i] = next_demand(demand[i], load, kTotal);
         }
-        const auto next =
-            split_credits(kTotal, Loads{{credits[0], demand[0], 0}, {credits[1], demand[1], 0}});
+        // Each interval, the nodes have read the credits of the one before.
+        const auto next = shares(kTotal, Loads{{credits[0], demand[0], credits[0]},
+                                               {credits[1], demand[1], credits[1]}});
         const bool changed = next != credits;
         credits = next;
         return changed;
@@ -237,7 +270,9 @@ TEST_CASE("rebalancing moves credit to a backlog and back, then holds still", "[
         ++rounds;
     }
     CHECK(credits == Shares{5, 5});
-    CHECK(rounds <= 4);
+    // Slower than the way out: each raise of B waits an interval for A's node to have read
+    // A's lowered credit.
+    CHECK(rounds <= 6);
     for (int i = 0; i < 10; ++i) CHECK_FALSE(tick(true));
 }
 

@@ -128,6 +128,34 @@ TEST_CASE("a task reaches the handler and its answer returns once, on its connec
     CHECK(stats.tasks_in_flight == 0);
 }
 
+TEST_CASE("the handler gets the database of each task, default where the node names none",
+          "[sdk]") {
+    FakeNode node;
+    std::mutex mutex;
+    std::vector<std::string> databases;
+    WorkerClient client{test_options({node.url()}), [&](const Task& task, Responder responder) {
+                            {
+                                const std::lock_guard lock{mutex};
+                                databases.push_back(task.database);
+                            }
+                            responder.complete();
+                        }};
+    client.start();
+    REQUIRE(eventually([&] { return has_hello(node, 0); }));
+    // A node with several databases names each task's; an older one names none.
+    const auto in_database = [](std::string frame, const std::string& database) {
+        return frame.insert(1, R"("database":")" + database + R"(",)");
+    };
+    node.send(0, in_database(task_frame("t1", "echo"), "orders"));
+    node.send(0, task_frame("t2", "echo", R"({"database":"input, not the task's"})"));
+    const std::string members[] = {in_database(task_frame("t3", "echo"), "billing"),
+                                   task_frame("t4", "echo")};
+    node.send(0, protocol::encode_batch(members));
+    REQUIRE(eventually([&] { return client.stats().tasks_completed == 4; }));
+    const std::lock_guard lock{mutex};
+    CHECK(databases == std::vector<std::string>{"orders", "default", "billing", "default"});
+}
+
 TEST_CASE("a Responder destroyed unanswered fails its task as retryable", "[sdk]") {
     FakeNode node;
     WorkerClient client{test_options({node.url()}), [](const protocol::Task&, Responder) {}};

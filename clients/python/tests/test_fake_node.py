@@ -114,6 +114,9 @@ class FakeNodeTest(unittest.IsolatedAsyncioTestCase):
         async def big(task: outboxd.Task, context: outboxd.Context) -> Any:
             return "x" * 200
 
+        async def database(task: outboxd.Task, context: outboxd.Context) -> Any:
+            return task.database
+
         async def hold(task: outboxd.Task, context: outboxd.Context) -> Any:
             waits = [asyncio.ensure_future(context.wait_cancelled()),
                      asyncio.ensure_future(self.release.wait())]
@@ -128,7 +131,7 @@ class FakeNodeTest(unittest.IsolatedAsyncioTestCase):
                         reconnect_min=0.05, reconnect_max=0.2, rebalance_interval=0)
         settings.update(options)
         return outboxd.Worker(outboxd.WorkerOptions(**settings),
-                              {"noop": noop, "big": big, "hold": hold})
+                              {"noop": noop, "big": big, "hold": hold, "database": database})
 
     async def test_protocol_of_one_connection(self) -> None:
         node = await self.node("fake-1")
@@ -137,7 +140,8 @@ class FakeNodeTest(unittest.IsolatedAsyncioTestCase):
             hello = await node.next()
             self.assertEqual(hello, {"type": "hello", "worker_id": "fake-test",
                                      "namespaces": ["default"], "task_queue": "default",
-                                     "node": None, "activity_types": ["noop", "big", "hold"],
+                                     "node": None,
+                                     "activity_types": ["noop", "big", "hold", "database"],
                                      "max_in_flight": 64, "batch": True,
                                      "max_frame_bytes": 1 << 20})
             await node.welcome(max_frame_bytes=2048, max_result_bytes=100)
@@ -153,6 +157,12 @@ class FakeNodeTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(all(len(text.encode()) <= 2048 for text in node.texts))
             self.assertEqual(answers["7.1"], {"type": "complete", "task_id": "7.1",
                                               "result": {"n": 7}})
+
+            # The handler sees the task's database; a node that names none means the default.
+            await node.send(task("d1.1", "database", database="orders"))
+            self.assertEqual((await node.next())["result"], "orders")
+            await node.send(task("d2.1", "database"))
+            self.assertEqual((await node.next())["result"], "default")
 
             # A result over the welcome's max_result_bytes fails the task for good.
             await node.send(task("big.1", "big"))
@@ -185,7 +195,7 @@ class FakeNodeTest(unittest.IsolatedAsyncioTestCase):
             stats = worker.stats()
         self.assertEqual(stats.tasks_cancelled, 1)
         self.assertGreaterEqual(stats.reconnects, 1)
-        self.assertEqual(stats.tasks_completed, 31)
+        self.assertEqual(stats.tasks_completed, 33)
 
     async def test_credit_follows_the_cluster_list(self) -> None:
         a, b = await self.node("a"), await self.node("b")

@@ -16,7 +16,7 @@ import outboxd
 from outboxd import protocol
 from outboxd.backoff import RetryBackoff
 from outboxd.cluster import KnownNode, NodeInfo, parse_nodes, plan_cluster
-from outboxd.credit import (ConnectionLoad, IntervalLoad, LoadMeter, even_split, next_demand,
+from outboxd.credit import (ConnectionLoad, IntervalLoad, LoadMeter, next_demand,
                             split_credits)
 from outboxd.session import Session
 from outboxd.staging import StageError, rows_document
@@ -34,24 +34,27 @@ def task_frame(**overrides: Any) -> dict:
     return frame
 
 
+def shares(total: int, loads: List[ConnectionLoad], **elsewhere: int) -> List[int]:
+    return split_credits(total, loads, **elsewhere).shares
+
+
 class CreditTest(unittest.TestCase):
     def test_even_split(self) -> None:
-        self.assertEqual(even_split(256, 3), [86, 85, 85])
-        self.assertEqual(even_split(2, 3), [1, 1, 1])  # at least 1 each, past the total
-        self.assertEqual(even_split(16, 0), [])
+        self.assertEqual(shares(256, [ConnectionLoad()] * 3), [86, 85, 85])
+        self.assertEqual(shares(2, [ConnectionLoad()] * 3), [1, 1, 1])  # 1 each, past the total
+        self.assertEqual(shares(16, []), [])
 
     def test_backlog_takes_the_credit_of_an_idle_connection(self) -> None:
-        # Both at 128; the first kept full, the second idle: the window moves over time.
+        # Both at 128; the first kept full, the second idle: the window moves over time, as
+        # the second's node comes to apply its lowered credit (reserved falls back to it).
         credits = [128, 128]
         demands = [128.0, 128.0]
-        in_flight = [128, 0]
         for _ in range(10):
             loads = [IntervalLoad(credits[0], 500, 1.0, credits[0]),
                      IntervalLoad(credits[1], 0, 0.0, 0.0)]
             demands = [next_demand(demands[i], loads[i], 256) for i in range(2)]
-            in_flight = [credits[0], 0]
-            credits = split_credits(256, [ConnectionLoad(credits[i], demands[i], in_flight[i])
-                                          for i in range(2)])
+            credits = shares(256, [ConnectionLoad(credits[0], demands[0], credits[0]),
+                                   ConnectionLoad(credits[1], demands[1], credits[1])])
             self.assertLessEqual(sum(credits), 256)
         self.assertGreater(credits[0], 240)
         self.assertGreaterEqual(credits[1], 1)
@@ -59,13 +62,21 @@ class CreditTest(unittest.TestCase):
     def test_raises_wait_for_room(self) -> None:
         # The second connection still holds 100 tasks of its old credit: the first may grow
         # only into what is free.
-        shares = split_credits(200, [ConnectionLoad(100, 200, 100), ConnectionLoad(100, 1, 100)])
-        self.assertEqual(shares, [100, 1])
-        shares = split_credits(200, [ConnectionLoad(100, 200, 100), ConnectionLoad(1, 1, 0)])
-        self.assertEqual(shares, [199, 1])
+        self.assertEqual(
+            shares(200, [ConnectionLoad(100, 200, 100), ConnectionLoad(100, 1, 100)]), [100, 1])
+        self.assertEqual(shares(200, [ConnectionLoad(100, 200, 100), ConnectionLoad(1, 1, 0)]),
+                         [199, 1])
+        # A lowered credit frees nothing until the node can have seen it (reserved says so).
+        split = split_credits(10, [ConnectionLoad(10, 10, 10), ConnectionLoad(0, 5, 0)])
+        self.assertEqual((split.shares, split.waiting), ([5, 0], True))
+        split = split_credits(10, [ConnectionLoad(5, 10, 5), ConnectionLoad(0, 5, 0)])
+        self.assertEqual((split.shares, split.waiting), ([5, 5], False))
+        # Connections outside the split (draining) take their part of the window.
+        self.assertEqual(shares(10, [ConnectionLoad(5, 10, 5)], reserved_elsewhere=3,
+                                holding_elsewhere=1), [7])
 
     def test_hysteresis_keeps_small_changes(self) -> None:
-        self.assertEqual(split_credits(100, [ConnectionLoad(50, 51, 0), ConnectionLoad(50, 49, 0)]),
+        self.assertEqual(shares(100, [ConnectionLoad(50, 51, 50), ConnectionLoad(50, 49, 50)]),
                          [50, 50])
 
     def test_meter(self) -> None:
@@ -153,6 +164,11 @@ class ProtocolTest(unittest.TestCase):
             heartbeat_timeout_ms=500, priority=9))
         self.assertEqual((task.trace_id, task.heartbeat_timeout_ms, task.priority),
                          ("4bf92f3577b34da6a3ce929d0e0e4736", 500, 9))
+        # The database the row is in; nodes from before several databases leave it out.
+        self.assertEqual(outboxd.Task.from_frame(task_frame(database="orders")).database,
+                         "orders")
+        self.assertEqual(outboxd.Task.from_frame(task_frame()).database, "default")
+        self.assertEqual(outboxd.Task.from_frame(task_frame(database=None)).database, "default")
         frame = task_frame()
         del frame["dispatch_key"]
         with self.assertRaisesRegex(Exception, "dispatch_key"):

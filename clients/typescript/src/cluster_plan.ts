@@ -1,10 +1,26 @@
 // What a worker does when a node tells it the cluster's live nodes (welcome, cluster frames):
 // which nodes to connect to and which connections to give up.
 
-/** A node as `welcome.cluster` and `cluster.nodes` list it. */
+/** A node as `welcome.cluster` and `cluster.nodes` list it (other fields, such as shards, aside). */
 export interface NodeInfo {
   node_id: string;
   url: string;
+}
+
+/**
+ * The nodes of a welcome's `cluster` or a cluster frame's `nodes`; entries that are not objects
+ * with a string `node_id` and `url` are skipped, and fields beside those (`shards`, `databases`)
+ * are left out.
+ */
+export function parseNodes(listed: unknown): NodeInfo[] {
+  const nodes: NodeInfo[] = [];
+  if (!Array.isArray(listed)) return nodes;
+  for (const entry of listed as Array<Partial<NodeInfo> | null>) {
+    if (entry !== null && typeof entry === "object" && typeof entry.url === "string" && typeof entry.node_id === "string") {
+      nodes.push({ node_id: entry.node_id, url: entry.url });
+    }
+  }
+  return nodes;
 }
 
 /** A node URL the client keeps a link to. */
@@ -28,12 +44,14 @@ export interface ClusterPlan {
  * differently from the URL it advertises, its node id while that link is connected. A link
  * known only by the node's id that is not connected is stale (the node restarted elsewhere):
  * the listed URL is connected to, and the stale link dropped unless it is a seed. Seeds are
- * never dropped.
+ * never dropped. An empty list says nothing (a live node always lists itself) and changes
+ * nothing.
  */
 export function planCluster(known: readonly KnownNode[], listed: readonly NodeInfo[]): ClusterPlan {
+  const plan: ClusterPlan = { connect: [], drop: [] };
+  if (listed.length === 0) return plan;
   const same = (node: KnownNode, info: NodeInfo) =>
     info.url === node.url || (node.connected && node.nodeId !== undefined && info.node_id === node.nodeId);
-  const plan: ClusterPlan = { connect: [], drop: [] };
   for (const info of listed) {
     const planned = plan.connect.some((other) => other.url === info.url);
     if (!planned && !known.some((node) => same(node, info))) plan.connect.push(info);

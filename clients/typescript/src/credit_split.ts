@@ -1,16 +1,17 @@
 // How a worker's credit window is shared over its node connections. Each node serves only its
 // own shards, so one may have a backlog while another is idle: every rebalance interval the
 // client measures each connection (LoadMeter), turns that into a demand (nextDemand) and
-// re-splits the window (splitCredits). Nothing here reads a clock or sends a frame: time and
-// state are passed in, so every step is deterministic and unit-tested.
+// re-splits the window (splitCredits); the credit ledger (credit_ledger.ts) drives them. Nothing
+// here reads a clock or sends a frame: time and state are passed in, so every step is
+// deterministic and unit-tested.
 //
 // The policy, as the C++ SDK's: a connection whose window was kept full asks for twice its
 // credit, any other for what it used plus headroom; idle demand halves each interval. The
-// window is then shared max-min fairly over those asks, never below 1 credit per connection,
-// so that connections with equal demand get equal shares and a connection that cannot get
-// enough credit to prove its backlog still grows (a split proportional to measured rates
-// would keep whatever split it started from, since a connection's rate is bounded by its
-// credit).
+// window is then shared max-min fairly over those asks, never below 1 credit per connection
+// (a raise waits for room in the window), so that connections with equal demand get equal
+// shares and a connection that cannot get enough credit to prove its backlog still grows (a
+// split proportional to measured rates would keep whatever split it started from, since a
+// connection's rate is bounded by its credit).
 
 /** The largest credit window a hello or credit frame may state. */
 export const MAX_CREDIT_WINDOW = 10000;
@@ -109,8 +110,25 @@ export interface ConnectionLoad {
   credit: number;
   /** From nextDemand; a fresh connection: an even share. */
   demand: number;
-  /** Tasks it holds now. */
-  inFlight: number;
+  /**
+   * The most tasks it may hold: those it holds, or more while its node may still act on a
+   * credit larger than `credit` (a lowered credit on its way). At least `credit`.
+   */
+  reserved: number;
+}
+
+/** Connections outside the split (draining): what they take of the window, and how many hold any. */
+export interface Elsewhere {
+  reserved: number;
+  holding: number;
+}
+
+/** What splitCredits decided. */
+export interface CreditSplit {
+  /** The new share of each connection, in connection order. */
+  shares: number[];
+  /** Some connection got less than it should, for want of room in the window yet. */
+  waiting: boolean;
 }
 
 /** Exact shares summing to `total` (> asks.length), each ask >= 1: max-min fair. */
@@ -174,14 +192,21 @@ function worthChanging(credit: number, target: number): boolean {
  *   max(total, connections).
  * - hysteresis: a connection with credit keeps it unless the target differs by 2 or more or by
  *   more than 10%, except where that would push the sum over max(total, connections).
- * - raises wait for room: tasks outlive the credit that let them in, so a shrunk connection may
- *   hold more tasks than its new share. A raise is granted only as far as the sum of
- *   max(share, tasks held) stays within max(total, connections); the floor of 1 always is.
+ * - raises wait for room: a connection takes max(share, reserved) of the window, and a lowered
+ *   share frees nothing until the caller lowers `reserved`. A raise is granted only as far as
+ *   the sum over every connection (those `elsewhere` too) stays within `total`, or within one
+ *   per connection that holds credit or tasks where those are more. A connection's first credit
+ *   (its hello) comes before any other raise. What cannot be granted yet follows in a later
+ *   call (`waiting`), once tasks are answered.
  * Shares never exceed MAX_CREDIT_WINDOW.
  */
-export function splitCredits(total: number, connections: readonly ConnectionLoad[]): number[] {
+export function splitCredits(
+  total: number,
+  connections: readonly ConnectionLoad[],
+  elsewhere: Elsewhere = { reserved: 0, holding: 0 },
+): CreditSplit {
   const n = connections.length;
-  if (n === 0) return [];
+  if (n === 0) return { shares: [], waiting: false };
   const bound = Math.max(total, n);
 
   let shares = new Array<number>(n).fill(1);
@@ -214,28 +239,35 @@ export function splitCredits(total: number, connections: readonly ConnectionLoad
     sum -= shares[i]! - targets[i]!;
     shares[i] = targets[i]!;
   }
+  const wanted = shares.slice();
 
-  // Raises wait for room: a connection holds max(share, in flight) of the bound.
-  let held = 0;
+  // Raises wait for room: a connection takes max(share, reserved) of the window.
+  let held = elsewhere.reserved;
+  let holding = elsewhere.holding;
   const from = new Array<number>(n);
   for (let i = 0; i < n; i++) {
     const c = connections[i]!;
-    from[i] = shares[i]! > c.credit ? Math.max(c.credit, 1, Math.min(c.inFlight, shares[i]!)) : shares[i]!;
-    held += Math.max(from[i]!, c.inFlight);
+    const occupied = Math.max(c.credit, c.reserved);
+    from[i] = shares[i]! > c.credit ? Math.min(occupied, shares[i]!) : shares[i]!;
+    const taken = Math.max(from[i]!, occupied);
+    held += taken;
+    if (taken > 0) holding++;
   }
-  let room = Math.max(bound - held, 0);
+  // First credits: one each, past the window only as one per connection that holds any.
   for (let i = 0; i < n; i++) {
-    const grant = Math.min(shares[i]! - from[i]!, room);
+    if (from[i] === 0 && shares[i]! > 0 && held + 1 <= Math.max(total, holding + 1)) {
+      from[i] = 1;
+      held++;
+      holding++;
+    }
+  }
+  let room = Math.max(Math.max(total, holding) - held, 0);
+  let waiting = false;
+  for (let i = 0; i < n; i++) {
+    const grant = from[i]! > 0 ? Math.min(shares[i]! - from[i]!, room) : 0;
     room -= grant;
     shares[i] = Math.min(from[i]! + grant, MAX_CREDIT_WINDOW);
+    if (shares[i]! < wanted[i]!) waiting = true;
   }
-  return shares;
-}
-
-/** The even split: equal shares, the remainder to the first, at least 1 each. */
-export function evenSplit(total: number, connections: number): number[] {
-  return splitCredits(
-    total,
-    Array.from({ length: connections }, () => ({ credit: 0, demand: 0, inFlight: 0 })),
-  );
+  return { shares, waiting };
 }

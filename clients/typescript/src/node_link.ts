@@ -1,8 +1,7 @@
-// One node URL the client keeps a connection to, across reconnects: the session of the moment,
-// its credit share and the reconnect schedule. The Worker drives it.
+// One node URL the client keeps a connection to, across reconnects: the session of the moment
+// and the reconnect schedule (its credit is the worker's ledger's). The Worker drives it.
 
 import { RetryBackoff } from "./backoff";
-import { LoadMeter } from "./credit_split";
 import type { NodeSession } from "./node_session";
 
 export const enum Phase {
@@ -10,7 +9,7 @@ export const enum Phase {
   Waiting,
   /** Connection started, not upgraded yet. */
   Connecting,
-  /** Hello sent: takes part in the credit split. */
+  /** Upgraded: takes part in the credit split (its hello waits for room in the window). */
   Open,
   /** The node said drain: answer what it sent, expect nothing new. */
   Draining,
@@ -26,11 +25,6 @@ export class NodeLink {
   attempts = 0;
   /** Attempts in a row that failed before the upgrade. */
   failures = 0;
-  /** Share last advertised; 0 until the hello is sent. */
-  credit = 0;
-  /** The smoothed demand (credit_split.ts) and the load of the current interval. */
-  demand = 0;
-  readonly meter = new LoadMeter();
   retryTimer: NodeJS.Timeout | undefined;
 
   constructor(

@@ -37,7 +37,15 @@ export interface Task {
   readonly heartbeat_timeout_ms?: number;
   /** W3C trace context of the request that staged the row, when it has one. */
   readonly traceparent?: string;
+  /**
+   * The outbox database the row is in: `"default"` on a node with one database (and from nodes
+   * too old to say).
+   */
+  readonly database: string;
 }
+
+/** The database of a task whose node names none. */
+export const DEFAULT_DATABASE = "default";
 
 /** What a handler gets beside its task. One per task; valid until the task is answered. */
 export interface TaskContext {

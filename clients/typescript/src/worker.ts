@@ -11,8 +11,9 @@ import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
 
 import { RetryBackoff } from "./backoff";
-import { planCluster, type KnownNode, type NodeInfo } from "./cluster_plan";
-import { evenSplit, MAX_CREDIT_WINDOW, nextDemand, splitCredits } from "./credit_split";
+import { parseNodes, planCluster, type KnownNode } from "./cluster_plan";
+import { CreditLedger, type CreditFrame } from "./credit_ledger";
+import { MAX_CREDIT_WINDOW } from "./credit_split";
 import { NonRetryableError } from "./errors";
 import {
   batchBytesFor,
@@ -28,7 +29,7 @@ import {
 import { NodeLink, Phase } from "./node_link";
 import { NodeSession, type SessionOwner, type SessionSettings } from "./node_session";
 import { TaskRun, type TaskOwner } from "./task_run";
-import type { Handler, Logger, Task, WorkerOptions, WorkerStats } from "./types";
+import { DEFAULT_DATABASE, type Handler, type Logger, type Task, type WorkerOptions, type WorkerStats } from "./types";
 import { parseWsUrl } from "./ws_url";
 
 /** Frames a node may leave unread beyond twice the credit window (control frames). */
@@ -92,6 +93,10 @@ export class Worker implements SessionOwner, TaskOwner {
   private readonly tlsSeeded: boolean;
 
   private readonly links: NodeLink[] = [];
+  /** The credit of each connection, keyed by its session. */
+  private readonly ledger: CreditLedger<NodeSession>;
+  private settleTimer: NodeJS.Timeout | undefined;
+  private settleAt: number | undefined;
   private readonly counters: WorkerStats = {
     connectedNodes: 0,
     tasksReceived: 0,
@@ -166,6 +171,7 @@ export class Worker implements SessionOwner, TaskOwner {
       maxWriteQueue: 2 * this.maxInFlight + CONTROL_FRAME_SLACK,
     };
     this.tlsSeeded = urls.some((url) => parseWsUrl(url)?.tls === true);
+    this.ledger = new CreditLedger(this.maxInFlight, this.rebalanceIntervalMs);
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
@@ -182,8 +188,7 @@ export class Worker implements SessionOwner, TaskOwner {
     }
     if (this.rebalanceIntervalMs > 0) {
       this.rebalanceTimer = setInterval(() => {
-        this.measureDemand();
-        this.rebalanceCredits();
+        if (!this.stopping) this.applyCredit(this.ledger.tick(performance.now()));
       }, this.rebalanceIntervalMs);
     }
     return this;
@@ -259,6 +264,7 @@ export class Worker implements SessionOwner, TaskOwner {
     if (session !== undefined) {
       this.abandon(session, "its node left the cluster");
       session.abort();
+      this.applyCredit(this.ledger.close(session, performance.now()));
     }
   }
 
@@ -286,12 +292,12 @@ export class Worker implements SessionOwner, TaskOwner {
     if (link.session !== session) return;
     this.log.info(`outboxd worker: connected to ${link.url}`);
     link.phase = Phase.Open;
-    link.credit = 0;
     if (this.stopping) {
       session.close();
       return;
     }
-    this.rebalanceCredits(); // sends this connection's hello with its share
+    // Its hello goes out once the window has room for it (often at once).
+    this.applyCredit(this.ledger.open(session, performance.now()));
   }
 
   /** @internal */
@@ -307,7 +313,6 @@ export class Worker implements SessionOwner, TaskOwner {
       link.session = undefined;
       const drained = link.phase === Phase.Draining;
       const wasUp = drained || link.phase === Phase.Open;
-      link.credit = 0;
       if (this.stopping) {
         link.phase = Phase.Waiting;
       } else if (drained && !link.seed) {
@@ -325,7 +330,7 @@ export class Worker implements SessionOwner, TaskOwner {
         }
         this.scheduleReconnect(link);
       }
-      this.rebalanceCredits();
+      this.applyCredit(this.ledger.close(session, performance.now()));
     }
     if (this.stopping) this.stopProgress();
   }
@@ -348,7 +353,6 @@ export class Worker implements SessionOwner, TaskOwner {
       this.counters.framesInvalid++;
       return;
     }
-    link.meter.advance(performance.now(), session.inFlight.size, link.credit);
     if (message.type === "batch") {
       const frames = message["frames"];
       if (!Array.isArray(frames)) {
@@ -373,7 +377,7 @@ export class Worker implements SessionOwner, TaskOwner {
   private onFrame(link: NodeLink, session: NodeSession, frame: NodeFrame): void {
     switch (frame.type) {
       case "task":
-        return this.onTask(link, session, frame as unknown as Task);
+        return this.onTask(session, frame as unknown as Task);
       case "cancel":
         return this.onCancel(link, session, frame);
       case "cluster":
@@ -392,9 +396,8 @@ export class Worker implements SessionOwner, TaskOwner {
 
   // --- frames from nodes ------------------------------------------------------------------
 
-  private onTask(link: NodeLink, session: NodeSession, task: Task): void {
+  private onTask(session: NodeSession, task: Task): void {
     this.counters.tasksReceived++;
-    link.meter.received++;
     const taskId = task.task_id;
     if (typeof taskId !== "string") {
       this.counters.framesInvalid++;
@@ -406,8 +409,11 @@ export class Worker implements SessionOwner, TaskOwner {
       this.counters.tasksFailed++;
       return;
     }
+    // Older nodes name no database: theirs is the default one.
+    if (typeof task.database !== "string" || task.database === "") (task as { database: string }).database = DEFAULT_DATABASE;
     const run = new TaskRun(this, session, taskId);
     session.inFlight.set(taskId, run);
+    this.ledger.received(session, performance.now());
     const handler = this.handlers.get(task.activity_type);
     if (handler === undefined) {
       this.fail(run, new NonRetryableError(`this worker has no handler for activity type '${task.activity_type}'`));
@@ -465,13 +471,9 @@ export class Worker implements SessionOwner, TaskOwner {
     for (const other of duplicates) this.removeLink(other);
     if (duplicateOfSeed) {
       // Not from inside this link's own frame handling: once it is done.
-      setImmediate(() => {
-        this.removeLink(link);
-        this.rebalanceCredits();
-      });
+      setImmediate(() => this.removeLink(link));
       return;
     }
-    if (duplicates.length > 0) this.rebalanceCredits();
     // Reset only once the node accepted us: a node that upgrades then refuses (bad token,
     // draining) must keep backing off.
     link.backoff.reset();
@@ -481,15 +483,8 @@ export class Worker implements SessionOwner, TaskOwner {
   }
 
   private onCluster(listed: unknown): void {
-    // An empty list says nothing (a live node always lists itself): never drop on it.
-    if (!this.followCluster || this.stopping || !Array.isArray(listed) || listed.length === 0) return;
-    const nodes: NodeInfo[] = [];
-    for (const entry of listed as Array<Partial<NodeInfo> | null>) {
-      if (entry !== null && typeof entry === "object" && typeof entry.url === "string" && typeof entry.node_id === "string") {
-        nodes.push({ node_id: entry.node_id, url: entry.url });
-      }
-    }
-    if (nodes.length === 0) return;
+    if (!this.followCluster || this.stopping) return;
+    const nodes = parseNodes(listed);
     const known: KnownNode[] = this.links.map((link) => ({
       url: link.url,
       nodeId: link.nodeId,
@@ -509,14 +504,13 @@ export class Worker implements SessionOwner, TaskOwner {
         this.connect(link);
       }
     }
-    if (plan.drop.length > 0) this.rebalanceCredits();
   }
 
   private onDrain(link: NodeLink, session: NodeSession): void {
     if (link.phase !== Phase.Open) return;
     this.log.info(`outboxd worker: ${link.url} is draining; ${session.inFlight.size} task(s) of it in flight`);
     link.phase = Phase.Draining;
-    this.rebalanceCredits();
+    this.applyCredit(this.ledger.drain(session, performance.now()));
     if (session.inFlight.size === 0) session.close();
   }
 
@@ -578,9 +572,10 @@ export class Worker implements SessionOwner, TaskOwner {
 
   private answer(run: TaskRun, session: NodeSession, frame: string): void {
     const link = session.link;
-    link.meter.advance(performance.now(), session.inFlight.size, link.credit);
     session.inFlight.delete(run.taskId);
     session.enqueue(frame);
+    // After the answer: a credit frame it makes room for goes out behind it.
+    this.applyCredit(this.ledger.answered(session, performance.now()));
     if (this.stopping) this.stopProgress();
     else if (link.phase === Phase.Draining && session.inFlight.size === 0 && link.session === session) session.close();
   }
@@ -604,44 +599,11 @@ export class Worker implements SessionOwner, TaskOwner {
 
   // --- credit -----------------------------------------------------------------------------
 
-  private measureDemand(): void {
+  /** Sends what the ledger decided: hellos and credit frames. */
+  private applyCredit(frames: readonly CreditFrame<NodeSession>[]): void {
     if (this.stopping) return;
-    const now = performance.now();
-    for (const link of this.links) {
-      if (link.phase !== Phase.Open || link.credit === 0) continue;
-      // Too short a look says little: a connection opened late in the interval keeps its
-      // starting demand until the next tick.
-      if (link.meter.elapsed(now) < this.rebalanceIntervalMs / 2) continue;
-      const load = link.meter.take(now, link.inFlight, link.credit);
-      link.demand = nextDemand(link.demand, load, this.maxInFlight);
-    }
-  }
-
-  private rebalanceCredits(): void {
-    if (this.stopping) return;
-    const live = this.links.filter((link) => link.phase === Phase.Open);
-    if (live.length === 0) return;
-    const total = this.maxInFlight;
-    let shares: number[];
-    if (this.rebalanceIntervalMs > 0) {
-      shares = splitCredits(
-        total,
-        live.map((link) => {
-          // A fresh connection starts from an even share of the demand.
-          if (link.credit === 0) link.demand = total / live.length;
-          return { credit: link.credit, demand: link.demand, inFlight: link.inFlight };
-        }),
-      );
-    } else {
-      shares = evenSplit(total, live.length);
-    }
-    const now = performance.now();
-    for (let i = 0; i < live.length; i++) {
-      const link = live[i]!;
-      const share = shares[i]!;
-      const session = link.session;
-      if (link.credit === share || session === undefined) continue;
-      if (link.credit === 0) {
+    for (const { connection: session, hello, credit } of frames) {
+      if (hello) {
         session.enqueue(
           helloFrame({
             workerId: this.workerId,
@@ -649,19 +611,33 @@ export class Worker implements SessionOwner, TaskOwner {
             taskQueue: this.taskQueue,
             node: this.node,
             activityTypes: [...this.handlers.keys()],
-            maxInFlight: share,
+            maxInFlight: credit,
             batch: this.batchFrames,
             maxFrameBytes: this.maxFrameBytes,
           }),
         );
-        link.meter.restart(now);
       } else {
-        this.log.debug(`outboxd worker: credit for ${link.url}: ${link.credit} -> ${share} (demand ${link.demand.toFixed(1)})`);
-        link.meter.advance(now, link.inFlight, link.credit);
-        session.enqueue(creditFrame(share));
+        this.log.debug(`outboxd worker: credit for ${session.link.url}: ${credit}`);
+        session.enqueue(creditFrame(credit));
       }
-      link.credit = share;
     }
+    this.armSettle();
+  }
+
+  /** Keeps a timer for the earliest lowered credit the ledger will release. */
+  private armSettle(): void {
+    const due = this.ledger.settleDue();
+    if (due === undefined || (this.settleAt !== undefined && this.settleAt <= due)) return;
+    if (this.settleTimer !== undefined) clearTimeout(this.settleTimer);
+    this.settleAt = due;
+    this.settleTimer = setTimeout(
+      () => {
+        this.settleTimer = undefined;
+        this.settleAt = undefined;
+        this.applyCredit(this.ledger.settle(performance.now()));
+      },
+      Math.max(due - performance.now(), 0),
+    );
   }
 
   // --- stopping ---------------------------------------------------------------------------
@@ -672,6 +648,7 @@ export class Worker implements SessionOwner, TaskOwner {
     this.stopping = true;
     this.log.info(`outboxd worker: stopping; ${this.inFlightCount()} task(s) in flight`);
     if (this.rebalanceTimer !== undefined) clearInterval(this.rebalanceTimer);
+    if (this.settleTimer !== undefined) clearTimeout(this.settleTimer);
     for (const link of this.links) {
       if (link.retryTimer !== undefined) clearTimeout(link.retryTimer);
       link.retryTimer = undefined;

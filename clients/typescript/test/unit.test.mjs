@@ -7,14 +7,16 @@ import { describe, test } from "node:test";
 
 import { RetryBackoff } from "../dist/backoff.js";
 import { planCluster } from "../dist/cluster_plan.js";
-import { evenSplit, nextDemand, splitCredits } from "../dist/credit_split.js";
+import { nextDemand, splitCredits } from "../dist/credit_split.js";
 import { completeFrame, heartbeatFrame, jsonTextHasNul } from "../dist/frames.js";
 import outboxd from "../dist/index.js";
 import { FakeNode, task } from "./fake_node.mjs";
 
 const { Worker, NonRetryableError, TaskCancelledError } = outboxd;
 const quiet = { stopSignals: [], logger: {} };
-const loads = (list) => list.map(([credit, demand, inFlight]) => ({ credit, demand, inFlight }));
+const loads = (list) => list.map(([credit, demand, reserved]) => ({ credit, demand, reserved }));
+const shares = (total, list, elsewhere) => splitCredits(total, loads(list), elsewhere).shares;
+const evenSplit = (total, n) => shares(total, Array.from({ length: n }, () => [0, 0, 0]));
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("credit split", () => {
@@ -28,31 +30,41 @@ describe("credit split", () => {
   });
 
   test("equal demand keeps the even split", () => {
-    assert.deepEqual(splitCredits(12, loads([[0, 4, 0], [0, 4, 0], [0, 4, 0]])), [4, 4, 4]);
-    assert.deepEqual(splitCredits(11, loads([[6, 0, 0], [5, 0, 0]])), [6, 5]);
-    assert.deepEqual(splitCredits(11, loads([[6, 11, 6], [5, 10, 5]])), [6, 5]);
-    assert.deepEqual(splitCredits(10, loads([[7, 0.5, 0], [3, 0.5, 0]])), [5, 5]);
-    assert.deepEqual(splitCredits(10, loads([[5, 3, 2], [5, 0, 0]])), [5, 5]);
+    assert.deepEqual(shares(12, [[0, 4, 0], [0, 4, 0], [0, 4, 0]]), [4, 4, 4]);
+    assert.deepEqual(shares(11, [[6, 0, 6], [5, 0, 5]]), [6, 5]);
+    assert.deepEqual(shares(11, [[6, 11, 6], [5, 10, 5]]), [6, 5]);
+    // The second's raise waits until the first's node can have read its lowered credit.
+    assert.deepEqual(shares(10, [[7, 0.5, 7], [3, 0.5, 3]]), [5, 3]);
+    assert.deepEqual(shares(10, [[5, 0.5, 5], [3, 0.5, 3]]), [5, 5]);
+    assert.deepEqual(shares(10, [[5, 3, 5], [5, 0, 5]]), [5, 5]);
   });
 
-  test("a fresh connection starts at an even share", () => {
-    assert.deepEqual(splitCredits(10, loads([[10, 10, 0], [0, 5, 0]])), [5, 5]);
-    assert.deepEqual(splitCredits(12, loads([[11, 12, 0], [1, 0, 0], [0, 4, 0]])), [7, 1, 4]);
+  test("a fresh connection starts at an even share, once the window has room", () => {
+    // The first one's node may not have read its lowered credit yet: the hello waits.
+    assert.deepEqual(splitCredits(10, loads([[10, 10, 10], [0, 5, 0]])), { shares: [5, 0], waiting: true });
+    assert.deepEqual(splitCredits(10, loads([[5, 10, 5], [0, 5, 0]])), { shares: [5, 5], waiting: false });
+    assert.deepEqual(shares(12, [[7, 12, 7], [1, 0, 1], [0, 4, 0]]), [7, 1, 4]);
   });
 
   test("a busy connection gets all but the floors of the idle ones", () => {
-    assert.deepEqual(splitCredits(10, loads([[4, 8, 4], [3, 0, 0], [3, 0, 0]])), [8, 1, 1]);
-    assert.deepEqual(splitCredits(10, loads([[3, 0, 0], [4, 10, 4], [3, 0.2, 0]])), [1, 8, 1]);
-    assert.deepEqual(splitCredits(16, loads([[8, 16, 8], [8, 3, 2]])), [13, 3]);
+    assert.deepEqual(shares(10, [[4, 8, 4], [3, 0, 3], [3, 0, 3]]), [4, 1, 1]);
+    assert.deepEqual(shares(10, [[4, 8, 4], [1, 0, 1], [1, 0, 1]]), [8, 1, 1]);
+    assert.deepEqual(shares(10, [[1, 0, 1], [4, 10, 4], [1, 0.2, 1]]), [1, 8, 1]);
+    assert.deepEqual(shares(16, [[8, 16, 8], [3, 3, 2]]), [13, 3]);
   });
 
   test("hysteresis, and raises that wait for room", () => {
-    assert.deepEqual(splitCredits(40, loads([[20, 21, 0], [20, 19, 0]])), [20, 20]);
-    assert.deepEqual(splitCredits(40, loads([[20, 22, 0], [20, 18, 0]])), [22, 18]);
-    assert.deepEqual(splitCredits(40, loads([[30, 29, 0], [5, 6, 0], [5, 5, 0]])), [29, 6, 5]);
-    assert.deepEqual(splitCredits(10, loads([[9, 10, 9], [1, 10, 1]])), [5, 1]);
-    assert.deepEqual(splitCredits(10, loads([[5, 10, 7], [1, 10, 1]])), [5, 3]);
-    assert.deepEqual(splitCredits(10, loads([[10, 10, 10], [0, 5, 0]])), [5, 1]);
+    assert.deepEqual(shares(40, [[20, 21, 20], [20, 19, 20]]), [20, 20]);
+    assert.deepEqual(shares(40, [[20, 22, 20], [20, 18, 20]]), [20, 18]);
+    assert.deepEqual(shares(40, [[20, 22, 20], [18, 18, 18]]), [22, 18]);
+    assert.deepEqual(shares(40, [[30, 29, 30], [5, 6, 5], [5, 5, 5]]), [29, 5, 5]);
+    assert.deepEqual(shares(10, [[9, 10, 9], [1, 10, 1]]), [5, 1]);
+    assert.deepEqual(shares(10, [[5, 10, 7], [1, 10, 1]]), [5, 3]);
+    // Connections outside the split (draining) take their part of the window.
+    assert.deepEqual(shares(10, [[5, 10, 5]], { reserved: 3, holding: 1 }), [7]);
+    // More connections than the window: 1 each, once the window has room for them.
+    assert.deepEqual(shares(2, [[1, 0, 2], [0, 0, 0], [0, 0, 0]]), [1, 0, 0]);
+    assert.deepEqual(shares(2, [[1, 0, 1], [0, 0, 0], [0, 0, 0]]), [1, 1, 1]);
   });
 
   test("demand doubles under a backlog and decays when idle", () => {
@@ -215,6 +227,27 @@ describe("against a fake node", () => {
       assert.ok(signal.reason instanceof TaskCancelledError);
       assert.equal(signal.reason.message, "the task's workflow was cancelled");
       assert.equal(worker.stats().tasksCancelled, 1);
+    } finally {
+      await worker.stop(1000);
+      await node.close();
+    }
+  });
+
+  test("the task's database: as the frame names it, or the default one", async () => {
+    const node = await FakeNode.start();
+    const worker = new Worker({ ...quiet, url: node.url, handlers: { db: (t) => t.database } }).start();
+    try {
+      await node.until(() => node.frames("hello").length === 1);
+      const socket = node.connections[0];
+      node.welcome(socket);
+      socket.send(JSON.stringify(task("1.1", { activity_type: "db", database: "orders" })));
+      await node.until(() => node.frames("complete").length === 1);
+      socket.send(JSON.stringify(task("2.1", { activity_type: "db" }))); // an older node names none
+      await node.until(() => node.frames("complete").length === 2);
+      assert.deepEqual(
+        node.frames("complete").map((f) => f.result),
+        ["orders", "default"],
+      );
     } finally {
       await worker.stop(1000);
       await node.close();

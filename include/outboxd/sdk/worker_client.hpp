@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "outboxd/worker/protocol.hpp"
@@ -30,7 +31,11 @@ struct WorkerOptions {
     std::string task_queue = "default";
     std::optional<std::string> node;  // this worker's node label
     std::vector<std::string> activity_types;
-    std::int32_t max_in_flight = 16;   // total over all node connections
+    // Total over all node connections: the tasks the client holds plus the credit it still
+    // offers never exceed it (only with more connections than that does each get 1). A node
+    // learned while the others hold the whole window gets its hello as their tasks come back;
+    // a lowered credit counts at its old value until its node must have read it.
+    std::int32_t max_in_flight = 16;
     std::optional<std::string> token;  // sent as Authorization: Bearer
     // PEM CA certificates that wss:// nodes' certificates must chain to; unset: the
     // system's trust store. A node's certificate must also name the host of its URL.
@@ -47,7 +52,8 @@ struct WorkerOptions {
     std::chrono::milliseconds close_timeout{1000};  // stop(): longest wait for a close handshake
     // Every rebalance_interval the credit window is re-split towards the nodes that keep the
     // credit they are given filled (a backlog), away from idle ones; every connection keeps
-    // at least 1 credit, and a new one starts at an even share. 0: always the even split.
+    // at least 1 credit, and a new one starts at an even share (once the window has room).
+    // 0: always the even split.
     std::chrono::milliseconds rebalance_interval{500};
     // Ask nodes for batch frames and send answers as batch frames where the node reads them
     // (several frames that are ready at once leave in one write); false: one frame each.
@@ -88,7 +94,12 @@ private:
     std::shared_ptr<State> state_;
 };
 
-using TaskHandler = std::function<void(const worker::protocol::Task&, Responder)>;
+// One task, as a handler gets it: the fields of the task frame (README, "Worker protocol"),
+// `database` the outbox database the task's row is in ("default" on a node with one
+// database, and from nodes too old to name it).
+using Task = worker::protocol::Task;
+
+using TaskHandler = std::function<void(const Task&, Responder)>;
 
 struct WorkerStats {
     std::size_t connected_nodes = 0;

@@ -2,14 +2,15 @@
 
 Each node serves only its own shards, so one node may have a backlog while another is idle.
 Every rebalance interval the worker measures each connection (``LoadMeter``), turns that
-into a demand (``next_demand``) and re-splits the window (``split_credits``). Nothing here
-reads a clock or does I/O: times are passed in, so every step is deterministic and tested
-without a network.
+into a demand (``next_demand``) and re-splits the window (``split_credits``); the credit
+ledger (``credit_ledger.py``) drives them. Nothing here reads a clock or does I/O: times are
+passed in, so every step is deterministic and tested without a network.
 
 The policy, as the C++ SDK has it: a connection whose window was kept full asks for twice
 its credit, any other for what it held on average plus half again; idle demand halves each
 interval. The window is then shared max-min fairly over those asks, never below 1 credit a
-connection (so that a node can always hand out new work). A split proportional to measured
+connection (so that a node can always hand out new work), and a raise waits until the
+window has room for it. A split proportional to measured
 rates would keep whatever split it started from, since a connection's rate is bounded by
 its credit; asking for twice the credit lets a squeezed connection grow back.
 """
@@ -110,7 +111,18 @@ class ConnectionLoad:
 
     credit: int = 0  # share advertised now; 0 before its hello
     demand: float = 0.0  # from next_demand
-    in_flight: int = 0  # tasks it holds now
+    # The most tasks it may hold: those it holds, or more while its node may still act on a
+    # credit larger than ``credit`` (a lowered credit on its way). At least ``credit``.
+    reserved: int = 0
+
+
+@dataclass(frozen=True)
+class CreditSplit:
+    """What split_credits decided: the new share of each connection, in connection order, and
+    whether some connection got less than it should because the window had no room yet."""
+
+    shares: List[int]
+    waiting: bool
 
 
 def _fill(total: float, asks: Sequence[float]) -> List[float]:
@@ -163,20 +175,25 @@ def _worth_changing(credit: int, target: int) -> bool:
     return change >= MIN_STEP or change > MIN_CHANGE * credit
 
 
-def split_credits(total: int, connections: Sequence[ConnectionLoad]) -> List[int]:
+def split_credits(total: int, connections: Sequence[ConnectionLoad], *,
+                  reserved_elsewhere: int = 0, holding_elsewhere: int = 0) -> CreditSplit:
     """The new share of each connection, in connection order.
 
     - Targets: at least 1 each; the rest of ``total`` max-min fairly over the demands. The
       targets sum to max(total, len(connections)); equal demands give the even split.
     - Hysteresis: a connection with credit keeps it unless the target differs by 2 or more
-      or by more than 10%, except where that would push the sum over the bound.
-    - Raises wait for room: tasks outlive the credit that let them in, so a raise is granted
-      only as far as the sum of max(share, tasks held) stays within the bound; the rest
-      follows in a later call, once tasks are answered.
+      or by more than 10%, except where that would push the sum over that bound.
+    - Raises wait for room: a connection takes max(share, reserved) of the window, and a
+      lowered share frees nothing until the caller lowers ``reserved``. A raise is granted
+      only as far as the sum over every connection (those outside the split too:
+      ``reserved_elsewhere``, of which ``holding_elsewhere`` hold anything) stays within the
+      window, or within one per connection that holds credit or tasks where those are more.
+      A connection's first credit (its hello) comes before any other raise. What cannot be
+      granted yet follows in a later call (``waiting``), once tasks are answered.
     """
     n = len(connections)
     if n == 0:
-        return []
+        return CreditSplit([], False)
     bound = max(total, n)
     shares = [1] * n
     if bound > n:
@@ -197,24 +214,28 @@ def split_credits(total: int, connections: Sequence[ConnectionLoad]) -> List[int
             break
         total_shares -= shares[i] - targets[i]
         shares[i] = targets[i]
+    wanted = list(shares)
 
+    # Raises wait for room: a connection takes max(share, reserved) of the window.
     starts = []
-    held = 0
+    held = reserved_elsewhere
+    holding = holding_elsewhere
     for i, connection in enumerate(connections):
-        if shares[i] > connection.credit:
-            start = max(connection.credit, 1, min(connection.in_flight, shares[i]))
-        else:
-            start = shares[i]
+        occupied = max(connection.credit, connection.reserved)
+        start = min(occupied, shares[i]) if shares[i] > connection.credit else shares[i]
         starts.append(start)
-        held += max(start, connection.in_flight)
-    room = max(bound - held, 0)
+        taken = max(start, occupied)
+        held += taken
+        holding += 1 if taken > 0 else 0
+    # First credits: one each, past the window only as one per connection that holds any.
     for i in range(n):
-        grant = min(shares[i] - starts[i], room)
+        if starts[i] == 0 and shares[i] > 0 and held + 1 <= max(total, holding + 1):
+            starts[i] = 1
+            held += 1
+            holding += 1
+    room = max(max(total, holding) - held, 0)
+    for i in range(n):
+        grant = min(shares[i] - starts[i], room) if starts[i] > 0 else 0
         room -= grant
         shares[i] = min(starts[i] + grant, MAX_CREDIT_WINDOW)
-    return shares
-
-
-def even_split(total: int, connections: int) -> List[int]:
-    """Equal shares, the remainder one each to the first connections, at least 1 each."""
-    return split_credits(total, [ConnectionLoad()] * connections)
+    return CreditSplit(shares, any(share < want for share, want in zip(shares, wanted)))

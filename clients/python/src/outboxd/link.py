@@ -1,5 +1,5 @@
 """One node URL a worker keeps a connection to, across reconnects: the connection of the
-moment, its credit and demand, and the reconnect schedule.
+moment and the reconnect schedule (its credit is the worker's ledger's).
 
 The link runs one coroutine: connect, read frames until the connection ends, then back off
 and connect again, until the worker stops, drops the link (the node left the cluster) or the
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import time
 from typing import TYPE_CHECKING, Any, Dict, Optional
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,7 +19,6 @@ from websockets.legacy.client import connect
 
 from . import protocol
 from .backoff import RetryBackoff
-from .credit import LoadMeter
 from .session import Session
 
 if TYPE_CHECKING:
@@ -36,7 +34,7 @@ USER_AGENT = "outboxd-python"
 class Phase(enum.Enum):
     WAITING = "waiting"  # no connection; the next attempt is scheduled
     CONNECTING = "connecting"  # connection started, not upgraded yet
-    OPEN = "open"  # hello sent: takes part in the credit split
+    OPEN = "open"  # upgraded: takes part in the credit split (its hello waits for room)
     DRAINING = "draining"  # the node said drain: answer what it sent, expect nothing new
     DORMANT = "dormant"  # drained and gone; a learned node waits to be listed again
 
@@ -59,9 +57,6 @@ class NodeLink:
         self.node_id: Optional[str] = None
         self.phase = Phase.WAITING
         self.session: Optional[Session] = None
-        self.credit = 0  # share last advertised; 0 until the hello is sent
-        self.demand = 0.0
-        self.meter = LoadMeter(time.monotonic())
         self.backoff = backoff
         self.attempts = 0  # connections started
         self.failures = 0  # attempts in a row that failed before the upgrade
@@ -163,7 +158,6 @@ class NodeLink:
         session = Session(ws, self.name)
         self.session = session
         self.phase = Phase.OPEN
-        self.credit = 0
         logger.info("connected to %s", self.name)
         self.worker.on_opened(self)
         return session

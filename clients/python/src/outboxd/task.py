@@ -33,6 +33,10 @@ class NonRetryableError(ActivityError):
         super().__init__(message, retryable=False)
 
 
+# The database of a task frame that names none.
+DEFAULT_DATABASE = "default"
+
+
 class TaskFrameError(ValueError):
     """A task frame without a field the protocol requires."""
 
@@ -40,12 +44,14 @@ class TaskFrameError(ValueError):
 @dataclass(frozen=True)
 class Task:
     """One delivery of an outbox row (README, "Worker protocol"). ``attempt`` is one-based;
-    delivery is at least once, so make the effect idempotent on ``dispatch_key``."""
+    delivery is at least once, so make the effect idempotent on ``dispatch_key``.
+    ``database`` names the outbox database the row is in ("default" on a node with one
+    database, and from nodes too old to say)."""
 
     __slots__ = (
         "task_id", "dispatch_key", "workflow_id", "ordinal", "run_id", "namespace",
         "task_queue", "node", "activity_type", "input", "attempt", "timeout_ms", "priority",
-        "heartbeat_timeout_ms", "traceparent",
+        "heartbeat_timeout_ms", "traceparent", "database",
     )
 
     task_id: str
@@ -63,6 +69,7 @@ class Task:
     priority: int
     heartbeat_timeout_ms: Optional[int]  # heartbeat at least this often, when set
     traceparent: Optional[str]  # W3C trace context of the request that staged the row
+    database: str  # the outbox database of the row
 
     @property
     def trace_id(self) -> Optional[str]:
@@ -79,9 +86,15 @@ class Task:
                 get("run_id"), frame["namespace"], frame["task_queue"], get("node"),
                 frame["activity_type"], get("input"), frame["attempt"], get("timeout_ms", 0),
                 get("priority", 0), get("heartbeat_timeout_ms"), get("traceparent"),
+                _database(get("database")),
             )
         except KeyError as missing:
             raise TaskFrameError(f"task frame has no {missing}") from None
+
+
+def _database(value: Any) -> str:
+    """A task frame's database; older nodes leave it out: theirs is the default one."""
+    return value if isinstance(value, str) and value else DEFAULT_DATABASE
 
 
 class Context:

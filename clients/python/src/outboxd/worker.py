@@ -1,7 +1,7 @@
 """The asyncio worker: runs activity handlers for tasks from every node of a cluster.
 
 Given one seed URL, the worker connects to every live node it learns of from ``welcome`` and
-``cluster`` frames, splits its credit window over those connections (``credit.py``),
+``cluster`` frames, splits its credit window over those connections (``credit_ledger.py``),
 reconnects with backoff, and answers every task it runs once: the handler's return value
 completes it, an exception fails it. A node's ``drain`` frame, ``stop()``, SIGTERM and SIGINT
 stop taking tasks and let the ones in flight finish.
@@ -27,7 +27,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Set,
 from . import protocol
 from .backoff import RetryBackoff
 from .cluster import NodeInfo, KnownNode, parse_nodes, plan_cluster, url_problem
-from .credit import ConnectionLoad, even_split, next_demand, split_credits
+from .credit_ledger import CreditFrame, CreditLedger
 from .link import NodeLink, Phase, log_url
 from .options import WorkerOptions, WorkerStats
 from .session import Session
@@ -62,6 +62,10 @@ class Worker:
         # Built up front, so that a CA file that cannot be loaded fails here, not on connect.
         self.tls_context: ssl.SSLContext = options.tls_context()
         self._links: List[NodeLink] = []  # seeds first, then in the order learned
+        # The credit of each connection, keyed by its Session.
+        self._ledger = CreditLedger(options.max_in_flight, options.rebalance_interval)
+        self._settle_timer: Optional[asyncio.TimerHandle] = None
+        self._settle_at: Optional[float] = None
         self._stats = WorkerStats()
         self._failure_log = RateLimitedLog(logger)
         self._runners: Set["asyncio.Task[None]"] = set()  # strong references to handler tasks
@@ -149,6 +153,8 @@ class Worker:
 
     async def _shutdown(self) -> None:
         self.stopping = True
+        if self._settle_timer is not None:
+            self._settle_timer.cancel()
         logger.info("stopping; %d task(s) in flight", self._in_flight_count())
         for link in self._links:
             link.interrupt()
@@ -207,6 +213,9 @@ class Worker:
             return
         logger.info("node %s left the cluster; closing", link.name)
         self._links.remove(link)
+        if link.session is not None:
+            # Its tasks leave the window now: the node re-arms them when the connection goes.
+            self._apply_credit(self._ledger.close(link.session, time.monotonic()))
         link.drop()
 
     # Connection events (from NodeLink).
@@ -219,7 +228,9 @@ class Worker:
         logger.warning("unusable frame from %s: %s", link.name, why)
 
     def on_opened(self, link: NodeLink) -> None:
-        self._rebalance_credits()  # sends this connection's hello with its share
+        assert link.session is not None
+        # Its hello goes out once the window has room for it (often at once).
+        self._apply_credit(self._ledger.open(link.session, time.monotonic()))
 
     def on_closed(self, link: NodeLink, session: Session, reason: str) -> None:
         drained = link.phase is Phase.DRAINING
@@ -231,7 +242,6 @@ class Worker:
                 context._cancel("the connection to the node was lost")
             session.in_flight.clear()
         link.session = None
-        link.credit = 0
         if self.stopping or link.dropped:
             link.phase = Phase.WAITING
         elif drained and not link.seed:
@@ -241,7 +251,7 @@ class Worker:
             logger.info("seed %s drained; reconnecting after backoff", link.name)
         elif was_up:
             logger.warning("disconnected from %s: %s", link.name, reason)
-        self._rebalance_credits()
+        self._apply_credit(self._ledger.close(session, time.monotonic()))
         self._check_idle()
 
     def on_message(self, link: NodeLink, session: Session, message: Dict[str, Any]) -> None:
@@ -275,7 +285,6 @@ class Worker:
         session.node_max_frame_bytes = _natural(welcome.get("max_frame_bytes"))
         # One node, one link: a seed may name a node differently from the URL it advertises.
         # The seed stays; a learned link to the same node goes.
-        links_before = len(self._links)
         for other in list(self._links):
             if other is link or other.node_id != link.node_id or link.node_id is None:
                 continue
@@ -283,10 +292,7 @@ class Worker:
                 self._remove_link(other)
             elif not link.seed and other.seed and other.connected:
                 self._remove_link(link)
-                self._rebalance_credits()
                 return
-        if len(self._links) < links_before:
-            self._rebalance_credits()
         # Reset only once the node accepted the hello: one that upgrades and then refuses
         # (a draining node) must keep backing off.
         link.backoff.reset()
@@ -296,7 +302,7 @@ class Worker:
         self._on_cluster(parse_nodes(welcome.get("cluster")))
 
     def _on_cluster(self, nodes: List[NodeInfo]) -> None:
-        if not self.options.follow_cluster or self.stopping or not nodes:
+        if not self.options.follow_cluster or self.stopping:
             return
         known = [KnownNode(link.url, link.node_id, link.seed, link.connected)
                  for link in self._links]
@@ -309,8 +315,6 @@ class Worker:
             if learned is not None:
                 logger.info("learned node %s at %s", info.node_id, learned.name)
                 learned.node_id = info.node_id
-        if plan.drop:
-            self._rebalance_credits()
 
     def _on_drain(self, link: NodeLink) -> None:
         if link.phase is not Phase.OPEN:
@@ -318,7 +322,8 @@ class Worker:
         logger.info("%s is draining; %d task(s) of it in flight", link.name, link.in_flight())
         self._stats.drains += 1
         link.phase = Phase.DRAINING
-        self._rebalance_credits()
+        if link.session is not None:
+            self._apply_credit(self._ledger.drain(link.session, time.monotonic()))
 
     def _on_cancel(self, link: NodeLink, session: Session, frame: Dict[str, Any]) -> None:
         context = session.in_flight.get(frame.get("task_id"))  # type: ignore[arg-type]
@@ -369,8 +374,7 @@ class Worker:
             session.send(protocol.encode_fail(
                 task_id, f"no handler for activity type '{task.activity_type}'", True))
             return
-        link.meter.advance(time.monotonic(), len(session.in_flight), link.credit)
-        link.meter.received += 1
+        self._ledger.received(session, time.monotonic())
         context = Context(task_id, session)
         session.in_flight[task_id] = context
         runner = asyncio.get_running_loop().create_task(
@@ -439,13 +443,14 @@ class Worker:
             # The connection it came on is gone; the node re-arms the task itself.
             self._stats.answers_dropped += 1
             return
-        link.meter.advance(time.monotonic(), len(session.in_flight), link.credit)
         del session.in_flight[context.task_id]
         session.send(frame)
         if completed:
             self._stats.tasks_completed += 1
         else:
             self._stats.tasks_failed += 1
+        # After the answer: a credit frame it makes room for goes out behind it.
+        self._apply_credit(self._ledger.answered(session, time.monotonic()))
         if self.stopping:
             self._check_idle()
 
@@ -459,59 +464,43 @@ class Worker:
     # Credit.
 
     async def _rebalance_periodically(self) -> None:
-        interval = self.options.rebalance_interval
         while True:
-            await asyncio.sleep(interval)
-            self._measure_demand(interval)
-            self._rebalance_credits()
+            await asyncio.sleep(self.options.rebalance_interval)
+            self._apply_credit(self._ledger.tick(time.monotonic()))
 
-    def _measure_demand(self, interval: float) -> None:
-        now = time.monotonic()
-        total = self.options.max_in_flight
-        for link in self._links:
-            if link.phase is not Phase.OPEN or link.credit == 0:
-                continue
-            # Too short a look says little: a connection opened late keeps its first demand.
-            if link.meter.elapsed(now) < interval / 2:
-                continue
-            load = link.meter.take(now, link.in_flight(), link.credit)
-            link.demand = next_demand(link.demand, load, total)
-
-    def _rebalance_credits(self) -> None:
+    def _apply_credit(self, frames: List[CreditFrame]) -> None:
+        """Sends what the ledger decided: hellos and credit frames."""
         if self.stopping:
             return
-        live = [link for link in self._links if link.phase is Phase.OPEN and link.session]
-        if not live:
-            return
-        total = self.options.max_in_flight
-        if self.options.rebalance_interval > 0:
-            for link in live:
-                if link.credit == 0:  # a fresh connection starts from an even share
-                    link.demand = total / len(live)
-            shares = split_credits(total, [ConnectionLoad(link.credit, link.demand,
-                                                          link.in_flight()) for link in live])
-        else:
-            shares = even_split(total, len(live))
-        now = time.monotonic()
-        for link, share in zip(live, shares):
-            if link.credit == share:
-                continue
-            session = link.session
-            assert session is not None
-            if link.credit == 0:
+        for frame in frames:
+            session = frame.connection
+            if frame.hello:
                 options = self.options
                 session.send(protocol.encode_hello(
                     worker_id=options.worker_id, namespaces=options.namespaces,
                     task_queue=options.task_queue, node=options.node,
-                    activity_types=list(self._handlers), max_in_flight=share,
+                    activity_types=list(self._handlers), max_in_flight=frame.credit,
                     batch=options.batch_frames, max_frame_bytes=options.max_frame_bytes))
-                link.meter.restart(now)
             else:
-                logger.debug("credit for %s: %d -> %d (demand %.1f)", link.name, link.credit,
-                             share, link.demand)
-                link.meter.advance(now, link.in_flight(), link.credit)
-                session.send(protocol.encode_credit(share))
-            link.credit = share
+                logger.debug("credit for %s: %d", session.url, frame.credit)
+                session.send(protocol.encode_credit(frame.credit))
+        self._arm_settle()
+
+    def _arm_settle(self) -> None:
+        """Keeps a timer for the earliest lowered credit the ledger will release."""
+        due = self._ledger.settle_due()
+        if due is None or (self._settle_at is not None and self._settle_at <= due):
+            return
+        if self._settle_timer is not None:
+            self._settle_timer.cancel()
+        self._settle_at = due
+        self._settle_timer = asyncio.get_running_loop().call_later(
+            max(due - time.monotonic(), 0.0), self._on_settle)
+
+    def _on_settle(self) -> None:
+        self._settle_timer = None
+        self._settle_at = None
+        self._apply_credit(self._ledger.settle(time.monotonic()))
 
 
 class RateLimitedLog:
