@@ -1,11 +1,13 @@
-// The HTTP API of a real node that serves several outbox databases on the test PostgreSQL
-// (README, "HTTP API", "Several databases"): ?database= picks one, is required where one row,
-// workflow or setting is named, and is checked; listings span every database, tagged, and
-// page across them exactly once; bulk actions sum; credentials and the audit log stay in the
-// control database; a scoped credential reaches its namespaces in every database. A node of
-// one database answers as it always did, its items tagged "default".
+// The HTTP API and `outboxd ctl` of a real node that serves several outbox databases on the
+// test PostgreSQL (README, "HTTP API", "Several databases", "Operator CLI"): ?database= picks
+// one, is required where one row, workflow or setting is named, and is checked; listings span
+// every database, tagged, and page across them exactly once; bulk actions sum; credentials
+// and the audit log stay in the control database; a scoped credential reaches its namespaces
+// in every database; ctl --database. A node of one database answers as it always did, its
+// items tagged "default".
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <utility>
@@ -100,6 +102,24 @@ std::vector<json> pages(std::uint16_t port, const std::string& target, const cha
         after = out.back()["next"].get<std::string>();
     }
     return out;
+}
+
+// `outboxd ctl` run against the node: its exit status and what it printed.
+struct CtlRun {
+    int status = -1;
+    std::string output;
+};
+
+CtlRun ctl(const E2eCluster& cluster, std::uint16_t port, std::vector<std::string> args,
+           std::map<std::string, std::string> env = {}) {
+    static std::atomic<int> runs{0};
+    std::vector<std::string> argv{test::bin_dir() + "/outboxd", "ctl", "--url",
+                                  "http://127.0.0.1:" + std::to_string(port)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    env.emplace("OUTBOXD_ADMIN_TOKEN", kAdmin);
+    test::Process process{argv, env, cluster.dir() + "/ctl-" + std::to_string(runs++) + ".log"};
+    const auto status = process.wait(60s);
+    return {status.value_or(-1), process.log()};
 }
 
 }  // namespace
@@ -538,4 +558,48 @@ TEST_CASE(
     CHECK(audit[0]["database"] == "default");
     CHECK(cluster.db.exec("SELECT database FROM audit_log ORDER BY id DESC")[0][0]
               .as<std::string>() == "default");
+}
+
+TEST_CASE("outboxd ctl --database: sent on every call, a DATABASE column where several appear",
+          "[e2e][ctl][databases]") {
+    E2eCluster cluster{"databases_ctl"};
+    const auto port = start_three(cluster);
+    for (const auto& name : kDatabases) {
+        REQUIRE(call(port, "POST", in("/v1/outbox", name), stage_body("wf", "default")).status ==
+                200);
+        dead_letters(database_of(cluster, name), name, 2);
+    }
+
+    const auto shown = ctl(cluster, port, {"--database", "billing", "row", "show", "wf:0"});
+    INFO(shown.output);
+    CHECK(shown.status == 0);
+    CHECK_THAT(shown.output, Catch::Contains("billing"));
+    const auto from_env =
+        ctl(cluster, port, {"row", "show", "wf:0"}, {{"OUTBOXD_DATABASE", "shipping"}});
+    CHECK(from_env.status == 0);
+    CHECK_THAT(from_env.output, Catch::Contains("shipping"));
+    const auto missing = ctl(cluster, port, {"row", "show", "wf:0"});
+    CHECK(missing.status == 1);
+    CHECK_THAT(missing.output, Catch::Contains("database_required"));
+    const auto unknown = ctl(cluster, port, {"--database", "nope", "namespace", "list"});
+    CHECK(unknown.status == 1);
+    CHECK_THAT(unknown.output, Catch::Contains("unknown_database"));
+
+    const auto every = ctl(cluster, port, {"dead-letters", "list"});
+    CHECK(every.status == 0);
+    CHECK(every.output.starts_with("DATABASE  DISPATCH_KEY"));
+    for (const auto& name : kDatabases) CHECK_THAT(every.output, Catch::Contains(name + "-1"));
+    const auto one = ctl(cluster, port, {"--database", "orders", "dead-letters", "list"});
+    CHECK(one.status == 0);
+    CHECK(one.output.starts_with("DISPATCH_KEY"));
+    CHECK_THAT(one.output, !Catch::Contains("billing-1"));
+    CHECK(ctl(cluster, port, {"namespace", "list"}).output.starts_with("DATABASE  NAMESPACE"));
+
+    const auto paused = ctl(cluster, port, {"--database", "shipping", "workflow", "pause", "wf"});
+    CHECK(paused.status == 0);
+    CHECK(count(cluster.database("shipping"), "SELECT count(*) FROM paused_workflows") == 1);
+    CHECK(count(cluster.db, "SELECT count(*) FROM paused_workflows") == 0);
+    const auto requeued = ctl(cluster, port, {"dead-letters", "requeue", "--all"});
+    CHECK(requeued.status == 0);
+    CHECK(requeued.output == "requeued 6 (billing 2, orders 2, shipping 2)\n");
 }
