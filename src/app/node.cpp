@@ -141,6 +141,7 @@ http::ServerSettings server_settings(const config::Config& c) {
     s.http_idle_timeout = c.http_idle_timeout;
     s.default_max_in_flight = c.default_max_in_flight;
     s.metrics_private = c.metrics_private;
+    s.control_database = config::control_database(config::served_databases(c), c).name;
     if (c.tls_cert_file && c.tls_key_file)
         s.tls = http::TlsFiles{*c.tls_cert_file, *c.tls_key_file};
     // ws://host:port/v1/workers

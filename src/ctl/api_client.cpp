@@ -16,7 +16,7 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
 
-constexpr std::size_t kMaxReplyBytes = 64 * 1024 * 1024;
+constexpr std::size_t kMaxReplyBytes = std::size_t{64} * 1024 * 1024;
 
 template <typename Stream>
 Reply exchange(Stream& stream, bhttp::request<bhttp::string_body>& request) {
@@ -72,6 +72,11 @@ Endpoint parse_endpoint(std::string_view url) {
     endpoint.host = host;
     endpoint.port = port;
     return endpoint;
+}
+
+std::string with_query(const std::string& target, std::string_view key, std::string_view value) {
+    const char separator = target.find('?') == std::string::npos ? '?' : '&';
+    return target + separator + encode_component(key) + "=" + encode_component(value);
 }
 
 std::string encode_component(std::string_view text) {

@@ -29,6 +29,10 @@ public:
 // Percent-encodes one path segment or query value (everything but unreserved characters).
 [[nodiscard]] std::string encode_component(std::string_view text);
 
+// `target` with `key=value` added to its query (value percent-encoded).
+[[nodiscard]] std::string with_query(const std::string& target, std::string_view key,
+                                     std::string_view value);
+
 struct Reply {
     int status = 0;
     std::string body;

@@ -63,6 +63,9 @@ std::optional<std::string> credential() {
 // What every command shares: the node, the output mode and the streams.
 struct Context {
     std::string url = env("OUTBOXD_URL").value_or("http://127.0.0.1:8080");
+    // Sent as ?database= on every call: the outbox database to act on (none: the node's
+    // one, or every one for listings and bulk actions).
+    std::optional<std::string> database = env("OUTBOXD_DATABASE");
     std::optional<std::string> ca_file;
     std::optional<std::string> token;  // credential(), read before the command runs
     bool json_out = false;
@@ -74,7 +77,8 @@ struct Context {
               const json& body = nullptr) const {
         const ApiClient client{parse_endpoint(url), {token, ca_file}};
         const auto reply =
-            client.call(method, target, body.is_null() ? std::string{} : body.dump());
+            client.call(method, database ? with_query(target, "database", *database) : target,
+                        body.is_null() ? std::string{} : body.dump());
         json answer;
         try {
             answer = json::parse(reply.body);
@@ -170,17 +174,20 @@ void print_cluster(const Context& ctx) {
 void print_namespaces(const Context& ctx) {
     const auto answer = ctx.call("GET", "/v1/namespaces");
     if (ctx.printed_json(answer)) return;
-    Table table{{"NAMESPACE", "PENDING", "CLAIMED", "DEAD", "DONE/MIN", "FAILED/MIN", "WEIGHT",
-                 "MAX_IN_FLIGHT", "ORDERING"}};
-    for (const auto& ns : answer.value("namespaces", json::array())) {
+    const auto items = answer.value("namespaces", json::array());
+    const DatabaseColumn database{items};
+    Table table{database.headers({"NAMESPACE", "PENDING", "CLAIMED", "DEAD", "DONE/MIN",
+                                  "FAILED/MIN", "WEIGHT", "MAX_IN_FLIGHT", "ORDERING"})};
+    for (const auto& ns : items) {
         const auto settings = ns.value("settings", json::object());
         const auto finished = ns.value("finished_last_minute", json::object());
-        table.add({cell(ns.value("namespace", json{})), cell(ns.value("pending", json{})),
-                   cell(ns.value("claimed", json{})), cell(ns.value("dead_letters", json{})),
-                   cell(finished.value("done", json{})), cell(finished.value("failed", json{})),
-                   cell(settings.value("weight", json{})),
-                   cell(settings.value("effective_max_in_flight", json{})),
-                   cell(settings.value("ordering", json{}))});
+        table.add(database.cells(
+            ns, {cell(ns.value("namespace", json{})), cell(ns.value("pending", json{})),
+                 cell(ns.value("claimed", json{})), cell(ns.value("dead_letters", json{})),
+                 cell(finished.value("done", json{})), cell(finished.value("failed", json{})),
+                 cell(settings.value("weight", json{})),
+                 cell(settings.value("effective_max_in_flight", json{})),
+                 cell(settings.value("ordering", json{}))}));
     }
     table.print(*ctx.out);
 }
@@ -230,11 +237,15 @@ void list_dead_letters(const Context& ctx, const Filters& filters,
                        const std::optional<std::string>& after) {
     const auto answer = ctx.call("GET", "/v1/dead-letters" + filters.query(after));
     if (ctx.printed_json(answer)) return;
-    Table table{{"DISPATCH_KEY", "NAMESPACE", "ACTIVITY", "ATTEMPT", "FAILED_AT", "ERROR"}};
-    for (const auto& l : answer.value("dead_letters", json::array())) {
-        table.add({cell(l.value("dispatch_key", json{})), cell(l.value("namespace", json{})),
-                   cell(l.value("activity_type", json{})), cell(l.value("attempt", json{})),
-                   cell(l.value("failed_at", json{})), cell(l.value("last_error", json{}))});
+    const auto items = answer.value("dead_letters", json::array());
+    const DatabaseColumn database{items};
+    Table table{database.headers(
+        {"DISPATCH_KEY", "NAMESPACE", "ACTIVITY", "ATTEMPT", "FAILED_AT", "ERROR"})};
+    for (const auto& l : items) {
+        table.add(database.cells(
+            l, {cell(l.value("dispatch_key", json{})), cell(l.value("namespace", json{})),
+                cell(l.value("activity_type", json{})), cell(l.value("attempt", json{})),
+                cell(l.value("failed_at", json{})), cell(l.value("last_error", json{}))}));
     }
     table.print(*ctx.out);
     if (const auto next = answer.value("next", json{}); next.is_string()) {
@@ -252,7 +263,16 @@ void bulk_dead_letters(const Context& ctx, const std::string& action, const Filt
     const auto answer = ctx.call("POST", "/v1/dead-letters/" + action, filters.body());
     if (ctx.printed_json(answer)) return;
     const auto* counted = action == "requeue" ? "requeued" : "purged";
-    *ctx.out << counted << " " << cell(answer.value(counted, json{})) << '\n';
+    *ctx.out << counted << " " << cell(answer.value(counted, json{}));
+    // Over several databases, how many in each.
+    if (const auto each = answer.value("by_database", json::object()); each.size() > 1) {
+        std::string parts;
+        for (const auto& [database, count] : each.items()) {
+            parts += (parts.empty() ? "" : ", ") + database + " " + cell(count);
+        }
+        *ctx.out << " (" << parts << ")";
+    }
+    *ctx.out << '\n';
 }
 
 void show_workflow(const Context& ctx, const std::string& id, bool all) {
@@ -334,11 +354,14 @@ void list_audit(const Context& ctx, const std::optional<std::int32_t>& limit,
         query += (query.empty() ? "?" : "&") + std::string{"after="} + encode_component(*after);
     const auto answer = ctx.call("GET", "/v1/audit" + query);
     if (ctx.printed_json(answer)) return;
-    Table table{{"AT", "CREDENTIAL", "METHOD", "ROUTE", "NAMESPACE", "CHANGE"}};
-    for (const auto& e : answer.value("audit", json::array())) {
-        table.add({cell(e.value("at", json{})), cell(e.value("credential_id", json{})),
-                   cell(e.value("method", json{})), cell(e.value("route", json{})),
-                   cell(e.value("namespace", json{})), cell(e.value("change", json{}), 80)});
+    const auto items = answer.value("audit", json::array());
+    const DatabaseColumn database{items};
+    Table table{database.headers({"AT", "CREDENTIAL", "METHOD", "ROUTE", "NAMESPACE", "CHANGE"})};
+    for (const auto& e : items) {
+        table.add(database.cells(
+            e, {cell(e.value("at", json{})), cell(e.value("credential_id", json{})),
+                cell(e.value("method", json{})), cell(e.value("route", json{})),
+                cell(e.value("namespace", json{})), cell(e.value("change", json{}), 80)}));
     }
     table.print(*ctx.out);
     if (const auto next = answer.value("next", json{}); next.is_string()) {
@@ -351,12 +374,19 @@ void list_audit(const Context& ctx, const std::optional<std::int32_t>& limit,
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
     CLI::App app{
         "outboxd ctl: operate a cluster over a node's HTTP API. The credential comes from "
-        "OUTBOXD_TOKEN, else OUTBOXD_ADMIN_TOKEN, or from the file their _FILE form names.",
+        "OUTBOXD_TOKEN, else OUTBOXD_ADMIN_TOKEN, or from the file their _FILE form names. "
+        "On a node that serves several outbox databases, --database names the one to act on; "
+        "listings and bulk actions without it cover every database (a DATABASE column shows "
+        "where each item is).",
         "outboxd ctl"};
     Context ctx;
     ctx.out = &out;
     app.add_option("--url", ctx.url, "The node's API (env OUTBOXD_URL)")->capture_default_str();
     app.add_option("--ca-file", ctx.ca_file, "Trust this CA for an https:// node");
+    app.add_option("--database", ctx.database,
+                   "The outbox database to act on, sent as ?database= (env OUTBOXD_DATABASE); "
+                   "required by row, workflow and single-item commands when the node serves "
+                   "several");
     app.add_flag("--json", ctx.json_out, "Print the API's JSON instead of tables");
     app.require_subcommand(1);
     std::function<void()> action;

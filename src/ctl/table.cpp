@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ostream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,29 @@ void Table::print(std::ostream& out) const {
     };
     line(headers_);
     for (const auto& row : rows_) line(row);
+}
+
+DatabaseColumn::DatabaseColumn(const nlohmann::json& items) {
+    if (!items.is_array()) return;
+    std::set<std::string> seen;
+    for (const auto& item : items) {
+        if (!item.is_object()) continue;
+        const auto database = item.find("database");
+        if (database != item.end() && database->is_string())
+            seen.insert(database->get<std::string>());
+    }
+    shown_ = seen.size() > 1;
+}
+
+std::vector<std::string> DatabaseColumn::headers(std::vector<std::string> rest) const {
+    if (shown_) rest.insert(rest.begin(), "DATABASE");
+    return rest;
+}
+
+std::vector<std::string> DatabaseColumn::cells(const nlohmann::json& item,
+                                               std::vector<std::string> rest) const {
+    if (shown_) rest.insert(rest.begin(), cell(item.value("database", nlohmann::json{})));
+    return rest;
 }
 
 void print_fields(std::ostream& out, const nlohmann::json& object) {

@@ -67,6 +67,36 @@ std::string schedule_json(const store::ScheduleRecord& record, bool payloads) {
     return text + R"(,"input":)" + s.input_json + "}";
 }
 
+std::string with_database(const std::string& object, const std::string& database) {
+    auto tagged = "{\"database\":" + json_text(database);
+    if (object.size() > 2) tagged += ',';
+    return tagged + object.substr(1);
+}
+
+json tagged_items(const std::vector<std::pair<std::string, json>>& parts) {
+    json items = json::array();
+    for (const auto& [database, part] : parts) {
+        for (const auto& item : part) {
+            auto tagged = item;
+            tagged["database"] = database;
+            items.push_back(std::move(tagged));
+        }
+    }
+    return items;
+}
+
+std::string tagged_items(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& parts) {
+    std::string items = "[";
+    for (const auto& [database, part] : parts) {
+        for (const auto& item : part) {
+            if (items.size() > 1) items += ',';
+            items += with_database(item, database);
+        }
+    }
+    return items + "]";
+}
+
 ApiResponse json_response(const json& body, int status) {
     return {status, "application/json", json_text(body)};
 }

@@ -24,6 +24,18 @@ namespace outboxd::http {
 [[nodiscard]] ApiResponse json_response(const nlohmann::json& body, int status = 200);
 [[nodiscard]] ApiResponse text_response(std::string json_text, int status = 200);
 
+// `object` (the text of a JSON object) tagged with the database it lives in:
+// {"database":"<name>",…}.
+[[nodiscard]] std::string with_database(const std::string& object, const std::string& database);
+
+// The items of a listing over databases: each database's items (a JSON array), each tagged
+// with its database, one database after the other.
+[[nodiscard]] nlohmann::json tagged_items(
+    const std::vector<std::pair<std::string, nlohmann::json>>& parts);
+// The same of items kept as JSON texts (stored JSON spliced in): a JSON array's text.
+[[nodiscard]] std::string tagged_items(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& parts);
+
 // GET /v1/outbox/{key}: one row; without `payloads` (a reader without read_payloads), its
 // input, result and progress are null and "payloads_hidden" is true.
 [[nodiscard]] std::string row_json(const store::OutboxRow& row, bool payloads = true);

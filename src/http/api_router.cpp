@@ -104,6 +104,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
             405, "method_not_allowed",
             request.method + " is not allowed here; use " + methods_text(found.methods)));
     }
+    auto databases = api_.databases(found.route->databases, target);
+    if (auto* refused = std::get_if<ApiResponse>(&databases)) return respond(std::move(*refused));
     const std::string_view path{request.target.data(),
                                 std::min(request.target.find('?'), request.target.size())};
     const RouteRequest route{request,
@@ -111,7 +113,8 @@ void ApiRouter::handle(const ApiRequest& request, Respond respond) {
                              std::move(found.params),
                              path.ends_with('/'),
                              std::get<std::shared_ptr<const auth::Grant>>(std::move(admitted)),
-                             found.route->pattern};
+                             found.route->pattern,
+                             std::get<std::vector<engine::OutboxEngine*>>(std::move(databases))};
     found.route->handler(route, std::move(respond));
 }
 

@@ -10,6 +10,9 @@
 namespace outboxd::http {
 namespace {
 
+// How much of a parameter's name an error message echoes.
+constexpr std::size_t kEchoedNameBytes = 64;
+
 std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space) {
     std::string out;
     out.reserve(text.size());
@@ -96,13 +99,16 @@ std::variant<ParsedTarget, TargetError> parse_target(std::string_view target) {
             const auto pair = query.substr(0, amp);
             const auto eq = pair.find('=');
             auto key = checked(percent_decode(pair.substr(0, eq), true), "query");
+            if (auto* error = std::get_if<TargetError>(&key)) return std::move(*error);
+            auto& name = std::get<std::string>(key);
             auto value = checked(
                 percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true),
-                "query");
-            if (auto* error = std::get_if<TargetError>(&key)) return std::move(*error);
+                "query parameter '" + util::sanitize_text(name, kEchoedNameBytes) + "'");
             if (auto* error = std::get_if<TargetError>(&value)) return std::move(*error);
-            auto& name = std::get<std::string>(key);
-            if (!name.empty()) parsed.query[name] = std::get<std::string>(std::move(value));
+            if (!name.empty()) {
+                if (parsed.query.contains(name)) parsed.repeated.insert(name);
+                parsed.query[name] = std::get<std::string>(std::move(value));
+            }
             if (amp == std::string_view::npos) break;
             query.remove_prefix(amp + 1);
         }

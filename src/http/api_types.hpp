@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -47,10 +48,11 @@ using Respond = std::function<void(ApiResponse)>;
 // Splits a target into its decoded path segments and decoded query parameters, or says why
 // it cannot: a target that is not a path starting with '/', malformed percent-encoding, or a
 // decoded segment or parameter that is not valid UTF-8 or holds a NUL byte (names from a URL
-// end up in SQL parameters and responses).
+// end up in SQL parameters and responses). A bad parameter value is named by its parameter.
 struct ParsedTarget {
-    std::vector<std::string> segments;  // "/v1/outbox/a%2Fb" -> {"v1", "outbox", "a/b"}
-    std::map<std::string, std::string> query;
+    std::vector<std::string> segments;         // "/v1/outbox/a%2Fb" -> {"v1", "outbox", "a/b"}
+    std::map<std::string, std::string> query;  // a parameter given twice: its last value
+    std::set<std::string> repeated;            // the parameters given more than once
 };
 struct TargetError {
     std::string message;

@@ -1,5 +1,5 @@
-// The audit log (README, "Security"): every change made through the API, newest first, in
-// pages. Admin of every namespace only.
+// The audit log (README, "Security"): every change made through the API, in whichever
+// database, newest first, in pages, from the control database. Admin of every namespace only.
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +32,7 @@ void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
     auto after = parse_after(r.target.query);
     if (auto* bad = std::get_if<ApiResponse>(&after)) return respond(std::move(*bad));
     api.on_lane(
+        r.database(),
         [limit = *limit,
          before = std::get<std::optional<std::int64_t>>(after)](store::AdminStores& db) {
             const auto entries = db.access.audit(limit, before);
@@ -43,7 +44,8 @@ void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
                                              {"credential_id", e.credential_id},
                                              {"method", e.method},
                                              {"route", e.route},
-                                             {"namespace", optional_json(e.namespace_name)}});
+                                             {"namespace", optional_json(e.namespace_name)},
+                                             {"database", optional_json(e.database)}});
                 fields.pop_back();
                 if (i > 0) text += ',';
                 // The change as stored (jsonb text, built by the node).
@@ -61,9 +63,9 @@ void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
 }  // namespace
 
 void add_audit_routes(RouteTable& table, const ApiContext& api) {
-    table.add(
-        {"GET", "/v1/audit", Access::needs_everywhere(auth::Role::admin),
-         [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
+    table.add({"GET", "/v1/audit", Access::needs_everywhere(auth::Role::admin),
+               [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); },
+               Databases::control});
 }
 
 }  // namespace outboxd::http

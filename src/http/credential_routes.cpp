@@ -61,7 +61,7 @@ void create(const ApiContext& api, const RouteRequest& r, Respond respond) {
     auto* auth = &api.services().auth;
     auto changed = api.services().credentials_changed;
     api.change(
-        r, std::nullopt,
+        r, r.database(), std::nullopt,
         [record, secret = made.secret, now = now_of(api)](store::AdminStores& db) mutable {
             record.created_at = db.access.create_credential(record);
             auto body = credential_json(record, now);
@@ -80,8 +80,9 @@ void create(const ApiContext& api, const RouteRequest& r, Respond respond) {
         std::move(respond));
 }
 
-void list(const ApiContext& api, Respond respond) {
+void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
     api.on_lane(
+        r.database(),
         [now = now_of(api)](store::AdminStores& db) {
             json list = json::array();
             for (const auto& c : db.access.list_credentials().credentials) {
@@ -94,6 +95,7 @@ void list(const ApiContext& api, Respond respond) {
 
 void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
     api.on_lane(
+        r.database(),
         [id = r.params[0], now = now_of(api)](store::AdminStores& db) {
             const auto found = db.access.get_credential(id);
             return found ? json_response(credential_json(*found, now)) : missing(id);
@@ -105,7 +107,7 @@ void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
     auto* auth = &api.services().auth;
     auto changed = api.services().credentials_changed;
     api.change(
-        r, std::nullopt,
+        r, r.database(), std::nullopt,
         [id = r.params[0]](store::AdminStores& db) {
             if (!db.access.delete_credential(id)) return missing(id);
             return json_response({{"id", id}, {"deleted", true}});
@@ -126,17 +128,22 @@ void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
 
 void add_credential_routes(RouteTable& table, const ApiContext& api) {
     const auto admin = Access::needs_everywhere(auth::Role::admin);
-    table.add({"POST", "/v1/credentials", admin, [&api](const RouteRequest& r, Respond respond) {
-                   create(api, r, std::move(respond));
-               }});
-    table.add({"GET", "/v1/credentials", admin,
-               [&api](const RouteRequest&, Respond respond) { list(api, std::move(respond)); }});
+    // In the control database, whatever ?database= names.
+    const auto control = Databases::control;
     table.add(
-        {"GET", "/v1/credentials/{id}", admin,
-         [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
+        {"POST", "/v1/credentials", admin,
+         [&api](const RouteRequest& r, Respond respond) { create(api, r, std::move(respond)); },
+         control});
+    table.add({"GET", "/v1/credentials", admin,
+               [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); },
+               control});
+    table.add({"GET", "/v1/credentials/{id}", admin,
+               [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); },
+               control});
     table.add(
         {"DELETE", "/v1/credentials/{id}", admin,
-         [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); }});
+         [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); },
+         control});
 }
 
 }  // namespace outboxd::http

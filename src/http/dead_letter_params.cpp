@@ -1,10 +1,12 @@
 #include "dead_letter_params.hpp"
 
 #include <charconv>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "database_param.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::http {
@@ -53,15 +55,54 @@ std::optional<store::DeadLetterCursor> decode_cursor(const std::string& text) {
     return store::DeadLetterCursor{store::TimePoint{std::chrono::microseconds{*micros}}, *id};
 }
 
+std::string encode_page_cursor(const PageCursor& cursor) {
+    auto text = encode_cursor(cursor.at);
+    if (cursor.database) text += "." + *cursor.database;
+    return text;
+}
+
+std::optional<PageCursor> decode_page_cursor(const std::string& text) {
+    // A database name holds no '.': the second one, if any, starts it.
+    const auto first = text.find('.');
+    const auto second = first == std::string::npos ? first : text.find('.', first + 1);
+    auto at = decode_cursor(text.substr(0, second));
+    if (!at) return std::nullopt;
+    if (second == std::string::npos) return PageCursor{*at, std::nullopt};
+    auto database = text.substr(second + 1);
+    if (!is_database_name(database)) return std::nullopt;
+    return PageCursor{*at, std::move(database)};
+}
+
+bool listed_before(const std::string& da, const store::DeadLetter& a, const std::string& db,
+                   const store::DeadLetter& b) {
+    if (a.failed_at != b.failed_at) {
+        if (!a.failed_at || !b.failed_at) return !a.failed_at;
+        return *a.failed_at > *b.failed_at;
+    }
+    if (da != db) return da < db;
+    return a.id > b.id;
+}
+
+store::DeadLetterCursor cursor_within(const std::string& database, const PageCursor& after) {
+    if (!after.database || *after.database == database) return after.at;
+    // On the cursor's failed_at, a database named before the cursor's has shown every letter
+    // (only earlier ones remain), one named after it none (all of them remain).
+    const bool shown = database < *after.database;
+    return {after.at.failed_at, shown ? std::numeric_limits<std::int64_t>::min()
+                                      : std::numeric_limits<std::int64_t>::max()};
+}
+
 std::variant<DeadLetterQuery, std::string> parse_dead_letter_query(
     const std::map<std::string, std::string>& query, std::int32_t max_limit) {
     static const std::set<std::string> known{"namespace",    "activity_type", "error",
                                              "older_than_s", "limit",         "after"};
     DeadLetterQuery out;
     for (const auto& [key, value] : query) {
+        if (key == kDatabaseParam) continue;  // the router's
         if (!known.contains(key)) {
             return "unknown parameter '" + util::sanitize_text(key, 80) +
-                   "'; use namespace, activity_type, error, older_than_s, limit or after";
+                   "'; use namespace, activity_type, error, older_than_s, limit, after or "
+                   "database";
         }
         if (value.empty()) continue;  // `?namespace=`: as if left out
         if (key == "namespace" || key == "activity_type" || key == "error") {
@@ -80,7 +121,7 @@ std::variant<DeadLetterQuery, std::string> parse_dead_letter_query(
                 return "'limit' must be an integer between 1 and " + std::to_string(max_limit);
             out.limit = static_cast<std::int32_t>(*limit);
         } else {
-            out.after = decode_cursor(value);
+            out.after = decode_page_cursor(value);
             if (!out.after) return "'after' must be the 'next' cursor of an earlier page";
         }
     }

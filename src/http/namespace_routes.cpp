@@ -1,5 +1,5 @@
 // Namespaces (README, "Tenant controls", "Delivery controls"): every namespace's counts and
-// settings, and one namespace's settings.
+// settings, in one database or every one, and one namespace's settings in one database.
 
 #include <map>
 
@@ -14,36 +14,56 @@ namespace {
 
 using nlohmann::json;
 
+// A namespace's settings in `database`, as GET /v1/namespaces/{ns} shows them and the
+// listing holds them.
+json settings_json(const std::string& name, const std::optional<store::NamespaceSettings>& s,
+                   std::int64_t default_quota, const std::string& database) {
+    auto out = namespace_json(name, s, default_quota);
+    out["database"] = database;
+    return out;
+}
+
+// One database's namespaces: its counts and settings, those `grant` reads only.
+json namespaces_of(store::AdminStores& db, const auth::Grant& grant, std::int64_t default_quota,
+                   const std::string& database) {
+    auto counts = db.admin.namespace_counts();
+    // A reader lists its namespaces only.
+    std::erase_if(counts,
+                  [&](const auto& c) { return !grant.may(auth::Role::reader, c.namespace_name); });
+    std::map<std::string, store::NamespaceSettings> settings;
+    for (auto& s : db.admin.list_namespaces()) settings.emplace(s.name, std::move(s));
+    json list = json::array();
+    for (const auto& c : counts) {
+        const auto found = settings.find(c.namespace_name);
+        const auto own = found == settings.end()
+                             ? std::nullopt
+                             : std::optional<store::NamespaceSettings>{found->second};
+        list.push_back({{"namespace", c.namespace_name},
+                        {"settings", settings_json(c.namespace_name, own, default_quota, database)},
+                        {"pending", c.pending},
+                        {"claimed", c.claimed},
+                        {"dead_letters", c.dead_letters},
+                        {"finished_last_minute",
+                         {{"done", c.done_last_minute},
+                          {"failed", c.failed_last_minute},
+                          {"cancelled", c.cancelled_last_minute}}}});
+    }
+    return list;
+}
+
 void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
-    const auto default_quota = api.settings().default_max_in_flight;
-    api.on_lane(
-        [default_quota, grant = r.grant](store::AdminStores& db) {
-            auto counts = db.admin.namespace_counts();
-            // A reader lists its namespaces only.
-            std::erase_if(counts, [&](const auto& c) {
-                return !grant->may(auth::Role::reader, c.namespace_name);
-            });
-            std::map<std::string, store::NamespaceSettings> settings;
-            for (auto& s : db.admin.list_namespaces()) settings.emplace(s.name, std::move(s));
-            json list = json::array();
-            for (const auto& c : counts) {
-                const auto found = settings.find(c.namespace_name);
-                const auto own = found == settings.end()
-                                     ? std::nullopt
-                                     : std::optional<store::NamespaceSettings>{found->second};
-                list.push_back({{"namespace", c.namespace_name},
-                                {"settings", namespace_json(c.namespace_name, own, default_quota)},
-                                {"pending", c.pending},
-                                {"claimed", c.claimed},
-                                {"dead_letters", c.dead_letters},
-                                {"finished_last_minute",
-                                 {{"done", c.done_last_minute},
-                                  {"failed", c.failed_last_minute},
-                                  {"cancelled", c.cancelled_last_minute}}}});
-            }
-            return json_response({{"namespaces", list}});
-        },
-        std::move(respond));
+    ApiContext::Walk<json> plan;
+    plan.next = [default_quota = api.settings().default_max_in_flight, grant = r.grant](
+                    const engine::OutboxEngine& database, const ApiContext::Parts<json>&) {
+        return std::optional<ApiContext::PartJob<json>>{
+            [default_quota, grant, name = database.name()](store::AdminStores& db) {
+                return namespaces_of(db, *grant, default_quota, name);
+            }};
+    };
+    plan.combine = [](const ApiContext::Parts<json>& parts) {
+        return json_response({{"namespaces", tagged_items(parts)}});
+    };
+    api.walk(r.databases, std::move(plan), std::move(respond));
 }
 
 void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
@@ -54,15 +74,15 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
     if (!r.grant->may(auth::Role::operator_, r.params[0])) {
         return respond(forbidden_in(auth::Role::operator_, r.params[0]));
     }
-    auto* cache = &api.engine().namespaces();
+    auto* cache = &r.database().namespaces();
     const auto default_quota = api.settings().default_max_in_flight;
     api.change(
-        r, r.params[0],
-        [settings = std::get<store::NamespaceSettings>(std::move(parsed)),
-         default_quota](store::AdminStores& db) {
+        r, r.database(), r.params[0],
+        [settings = std::get<store::NamespaceSettings>(std::move(parsed)), default_quota,
+         database = r.database().name()](store::AdminStores& db) {
             db.admin.put_namespace(settings);
-            return json_response(namespace_json(
-                settings.name, db.admin.get_namespace(settings.name), default_quota));
+            return json_response(settings_json(settings.name, db.admin.get_namespace(settings.name),
+                                               default_quota, database));
         },
         // The change is in effect on this node when the answer goes out; other nodes take it
         // within their cache TTL.
@@ -81,8 +101,11 @@ void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
     }
     const auto default_quota = api.settings().default_max_in_flight;
     api.on_lane(
-        [name = r.params[0], default_quota](store::AdminStores& db) {
-            return json_response(namespace_json(name, db.admin.get_namespace(name), default_quota));
+        r.database(),
+        [name = r.params[0], default_quota,
+         database = r.database().name()](store::AdminStores& db) {
+            return json_response(
+                settings_json(name, db.admin.get_namespace(name), default_quota, database));
         },
         std::move(respond));
 }
@@ -91,15 +114,15 @@ void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
 
 void add_namespace_routes(RouteTable& table, const ApiContext& api) {
     using auth::Role;
-    table.add(
-        {"GET", "/v1/namespaces", Access::needs(Role::reader),
-         [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
-    table.add(
-        {"GET", "/v1/namespaces/{ns}", Access::needs(Role::reader),
-         [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
-    table.add(
-        {"PUT", "/v1/namespaces/{ns}", Access::needs(Role::operator_),
-         [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); }});
+    table.add({"GET", "/v1/namespaces", Access::needs(Role::reader),
+               [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); },
+               Databases::any});
+    table.add({"GET", "/v1/namespaces/{ns}", Access::needs(Role::reader),
+               [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); },
+               Databases::one});
+    table.add({"PUT", "/v1/namespaces/{ns}", Access::needs(Role::operator_),
+               [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); },
+               Databases::one});
 }
 
 }  // namespace outboxd::http

@@ -33,6 +33,7 @@ void stage(const ApiContext& api, const RouteRequest& r, Respond respond) {
     }
     // Staging is no change an operator makes: the audit log keeps changes, not writes.
     api.on_lane(
+        r.database(),
         [rows = std::move(rows)](store::AdminStores& db) {
             try {
                 const auto result = db.admin.append(rows);
@@ -47,26 +48,33 @@ void stage(const ApiContext& api, const RouteRequest& r, Respond respond) {
         std::move(respond));
 }
 
+void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    api.on_lane(
+        r.database(),
+        [key = r.params[0], grant = r.grant,
+         database = r.database().name()](store::AdminStores& db) {
+            const auto row = db.admin.find(key);
+            // Another tenant's row is as missing as one that never was.
+            if (!row || !grant->may(auth::Role::reader, row->namespace_name)) {
+                return not_found("no outbox row with dispatch_key '" + key + "'");
+            }
+            return text_response(with_database(
+                row_json(*row, grant->may(auth::Role::read_payloads, row->namespace_name)),
+                database));
+        },
+        std::move(respond));
+}
+
 }  // namespace
 
 void add_outbox_routes(RouteTable& table, const ApiContext& api) {
     table.add(
         {"POST", "/v1/outbox", Access::needs(auth::Role::producer),
-         [&api](const RouteRequest& r, Respond respond) { stage(api, r, std::move(respond)); }});
+         [&api](const RouteRequest& r, Respond respond) { stage(api, r, std::move(respond)); },
+         Databases::one});
     table.add({"GET", "/v1/outbox/{key}", Access::needs(auth::Role::reader),
-               [&api](const RouteRequest& r, Respond respond) {
-                   api.on_lane(
-                       [key = r.params[0], grant = r.grant](store::AdminStores& db) {
-                           const auto row = db.admin.find(key);
-                           // Another tenant's row is as missing as one that never was.
-                           if (!row || !grant->may(auth::Role::reader, row->namespace_name)) {
-                               return not_found("no outbox row with dispatch_key '" + key + "'");
-                           }
-                           return text_response(row_json(
-                               *row, grant->may(auth::Role::read_payloads, row->namespace_name)));
-                       },
-                       std::move(respond));
-               }});
+               [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); },
+               Databases::one});
 }
 
 }  // namespace outboxd::http

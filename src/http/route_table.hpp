@@ -18,6 +18,10 @@
 #include "api_types.hpp"
 #include "outboxd/auth/grant.hpp"
 
+namespace outboxd::engine {
+class OutboxEngine;
+}
+
 namespace outboxd::http {
 
 // Who may call a route (README, "Security"): anyone, any valid credential, or one that
@@ -41,6 +45,16 @@ struct Access {
     bool operator==(const Access&) const = default;
 };
 
+// Which of the node's outbox databases a route acts on, from its `?database=` (README,
+// "HTTP API"). The router checks the parameter and looks the database up before the handler
+// runs; a handler never reads it.
+enum class Databases {
+    none,     // not a database's route (probes, metrics, the console): the parameter is not read
+    one,      // one row, workflow or setting: the named one; required when there are several
+    any,      // a listing or a bulk change: the named one, else every one
+    control,  // credentials and the audit log: the control database, whatever is named
+};
+
 // What a handler is given of its request.
 struct RouteRequest {
     const ApiRequest& request;
@@ -51,6 +65,12 @@ struct RouteRequest {
     // on an open route called without a credential).
     std::shared_ptr<const auth::Grant> grant;
     std::string_view route;  // the route's pattern ("/v1/outbox/{key}")
+    // The databases it acts on, in the node's order (none for Databases::none): one, or
+    // every one for a listing or bulk change that named none. Engines outlive requests.
+    std::vector<engine::OutboxEngine*> databases;
+
+    // The one database of a route of Databases::one or ::control.
+    [[nodiscard]] engine::OutboxEngine& database() const { return *databases.front(); }
 };
 using RouteHandler = std::function<void(const RouteRequest&, Respond)>;
 
@@ -59,6 +79,7 @@ struct Route {
     std::string pattern;
     Access access;
     RouteHandler handler;
+    Databases databases = Databases::none;
 };
 
 class RouteTable {

@@ -109,32 +109,40 @@ ApiResponse missing(const std::string& id) {
 }
 
 void list(const ApiContext& api, const RouteRequest& r, Respond respond) {
-    api.on_lane(
-        [grant = r.grant](store::AdminStores& db) {
-            std::string list = R"({"schedules":[)";
+    using Texts = std::vector<std::string>;
+    ApiContext::Walk<Texts> plan;
+    plan.next = [grant = r.grant](const engine::OutboxEngine&, const ApiContext::Parts<Texts>&) {
+        return std::optional<ApiContext::PartJob<Texts>>{[grant](store::AdminStores& db) {
+            Texts list;
             for (const auto& record : db.schedules.list()) {
                 const auto& ns = record.spec.namespace_name;
                 if (!grant->may(auth::Role::reader, ns)) continue;
-                if (list.back() == '}') list += ',';
-                list += schedule_json(record, grant->may(auth::Role::read_payloads, ns));
+                list.push_back(schedule_json(record, grant->may(auth::Role::read_payloads, ns)));
             }
-            return text_response(list + "]}");
-        },
-        std::move(respond));
+            return list;
+        }};
+    };
+    plan.combine = [](const ApiContext::Parts<Texts>& parts) {
+        return text_response(R"({"schedules":)" + tagged_items(parts) + "}");
+    };
+    api.walk(r.databases, std::move(plan), std::move(respond));
 }
 
 void get(const ApiContext& api, const RouteRequest& r, Respond respond) {
     const auto& id = r.params[0];
     if (auto bad = bad_id(id)) return respond(std::move(*bad));
     api.on_lane(
-        [id, grant = r.grant](store::AdminStores& db) {
+        r.database(),
+        [id, grant = r.grant, database = r.database().name()](store::AdminStores& db) {
             const auto record = db.schedules.get(id);
             // Another tenant's schedule is as missing as one that never was.
             if (!record || !grant->may(auth::Role::reader, record->spec.namespace_name)) {
                 return missing(id);
             }
-            return text_response(schedule_json(
-                *record, grant->may(auth::Role::read_payloads, record->spec.namespace_name)));
+            return text_response(with_database(
+                schedule_json(*record,
+                              grant->may(auth::Role::read_payloads, record->spec.namespace_name)),
+                database));
         },
         std::move(respond));
 }
@@ -143,7 +151,7 @@ void remove(const ApiContext& api, const RouteRequest& r, Respond respond) {
     const auto& id = r.params[0];
     if (auto bad = bad_id(id)) return respond(std::move(*bad));
     api.change(
-        r, std::nullopt,
+        r, r.database(), std::nullopt,
         [id, grant = r.grant](store::AdminStores& db) {
             if (!grant->may_everywhere(auth::Role::operator_)) {
                 const auto record = db.schedules.get(id);
@@ -171,8 +179,9 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
     }
     auto ns = spec.namespace_name;
     api.change(
-        r, std::move(ns),
-        [spec = std::move(spec), grant = r.grant](store::AdminStores& db) {
+        r, r.database(), std::move(ns),
+        [spec = std::move(spec), grant = r.grant,
+         database = r.database().name()](store::AdminStores& db) {
             if (const auto before = db.schedules.get(spec.id)) {
                 const auto& was = before->spec.namespace_name;
                 if (auto refused =
@@ -183,7 +192,7 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
             db.schedules.put(spec);
             const auto record = db.schedules.get(spec.id);
             if (!record) return error_response(503, "conflict", "the schedule vanished; try again");
-            return text_response(schedule_json(*record));
+            return text_response(with_database(schedule_json(*record), database));
         },
         std::move(respond));
 }
@@ -192,18 +201,19 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond) {
 
 void add_schedule_routes(RouteTable& table, const ApiContext& api) {
     using auth::Role;
-    table.add(
-        {"GET", "/v1/schedules", Access::needs(Role::reader),
-         [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); }});
-    table.add(
-        {"GET", "/v1/schedules/{id}", Access::needs(Role::reader),
-         [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); }});
-    table.add(
-        {"PUT", "/v1/schedules/{id}", Access::needs(Role::operator_),
-         [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); }});
+    table.add({"GET", "/v1/schedules", Access::needs(Role::reader),
+               [&api](const RouteRequest& r, Respond respond) { list(api, r, std::move(respond)); },
+               Databases::any});
+    table.add({"GET", "/v1/schedules/{id}", Access::needs(Role::reader),
+               [&api](const RouteRequest& r, Respond respond) { get(api, r, std::move(respond)); },
+               Databases::one});
+    table.add({"PUT", "/v1/schedules/{id}", Access::needs(Role::operator_),
+               [&api](const RouteRequest& r, Respond respond) { put(api, r, std::move(respond)); },
+               Databases::one});
     table.add(
         {"DELETE", "/v1/schedules/{id}", Access::needs(Role::operator_),
-         [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); }});
+         [&api](const RouteRequest& r, Respond respond) { remove(api, r, std::move(respond)); },
+         Databases::one});
 }
 
 }  // namespace outboxd::http

@@ -40,8 +40,9 @@ void rows(const ApiContext& api, const RouteRequest& r, Respond respond) {
     const auto all = parse_flag(r.target.query, "all");
     if (!all) return respond(error_response(400, "invalid_request", "all must be true or false"));
     api.on_lane(
-        [workflow = r.params[0], limit = *limit, all = *all,
-         grant = r.grant](store::AdminStores& db) {
+        r.database(),
+        [workflow = r.params[0], limit = *limit, all = *all, grant = r.grant,
+         database = r.database().name()](store::AdminStores& db) {
             auto found = all ? db.admin.all_workflow_rows(workflow, limit)
                              : db.admin.workflow_rows(workflow, limit);
             // A reader sees its namespaces' rows, as if the others were not there.
@@ -70,10 +71,12 @@ void rows(const ApiContext& api, const RouteRequest& r, Respond respond) {
             // A workflow none of whose rows it sees is, to a scoped reader, one never staged.
             const auto flags = everywhere || !found.empty() ? db.admin.workflow_flags(workflow)
                                                             : store::WorkflowFlags{};
-            return text_response(
-                workflow_json(workflow, found, flags, held_by, [&grant](const std::string& ns) {
-                    return grant->may(auth::Role::read_payloads, ns);
-                }));
+            return text_response(with_database(workflow_json(workflow, found, flags, held_by,
+                                                             [&grant](const std::string& ns) {
+                                                                 return grant->may(
+                                                                     auth::Role::read_payloads, ns);
+                                                             }),
+                                               database));
         },
         std::move(respond));
 }
@@ -112,7 +115,7 @@ std::optional<std::string> audit_namespace(const auth::Grant& grant) {
 RouteHandler pause_or_resume(const ApiContext& api, bool pause) {
     return [&api, pause](const RouteRequest& r, Respond respond) {
         api.change(
-            r, audit_namespace(*r.grant),
+            r, r.database(), audit_namespace(*r.grant),
             [workflow = r.params[0], pause, grant = r.grant](store::AdminStores& db) {
                 if (auto refused = workflow_refusal(*grant, db, workflow)) return *refused;
                 const bool changed =
@@ -127,7 +130,7 @@ RouteHandler pause_or_resume(const ApiContext& api, bool pause) {
 void cancel(const ApiContext& api, const RouteRequest& r, Respond respond) {
     auto* metrics = &api.services().metrics;
     api.change(
-        r, audit_namespace(*r.grant),
+        r, r.database(), audit_namespace(*r.grant),
         [workflow = r.params[0], metrics, grant = r.grant](store::AdminStores& db) {
             if (auto refused = workflow_refusal(*grant, db, workflow)) return *refused;
             const auto cancelled = db.admin.cancel_workflow(workflow);
@@ -145,16 +148,17 @@ void cancel(const ApiContext& api, const RouteRequest& r, Respond respond) {
 
 void add_workflow_routes(RouteTable& table, const ApiContext& api) {
     using auth::Role;
-    table.add(
-        {"GET", "/v1/workflows/{id}", Access::needs(Role::reader),
-         [&api](const RouteRequest& r, Respond respond) { rows(api, r, std::move(respond)); }});
+    table.add({"GET", "/v1/workflows/{id}", Access::needs(Role::reader),
+               [&api](const RouteRequest& r, Respond respond) { rows(api, r, std::move(respond)); },
+               Databases::one});
     table.add({"POST", "/v1/workflows/{id}/pause", Access::needs(Role::operator_),
-               pause_or_resume(api, true)});
+               pause_or_resume(api, true), Databases::one});
     table.add({"POST", "/v1/workflows/{id}/resume", Access::needs(Role::operator_),
-               pause_or_resume(api, false)});
+               pause_or_resume(api, false), Databases::one});
     table.add(
         {"POST", "/v1/workflows/{id}/cancel", Access::needs(Role::operator_),
-         [&api](const RouteRequest& r, Respond respond) { cancel(api, r, std::move(respond)); }});
+         [&api](const RouteRequest& r, Respond respond) { cancel(api, r, std::move(respond)); },
+         Databases::one});
 }
 
 }  // namespace outboxd::http

@@ -33,12 +33,12 @@ inline constexpr Statement kDeleteCredential{"credential_delete",
     "DELETE FROM credentials WHERE id = $1 RETURNING id"};
 
 inline constexpr Statement kRecordAudit{"audit_record", R"SQL(
-INSERT INTO audit_log (credential_id, method, route, namespace, change)
-VALUES ($1, $2, $3, $4, $5::jsonb))SQL"};
+INSERT INTO audit_log (credential_id, method, route, namespace, change, database)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6))SQL"};
 
 inline constexpr Statement kListAudit{"audit_list",
     "SELECT id, " OUTBOXD_SQL_MICROS("at") ", credential_id, method, route, namespace,"
-    " change::text FROM audit_log WHERE $1::bigint IS NULL OR id < $1"
+    " change::text, database FROM audit_log WHERE $1::bigint IS NULL OR id < $1"
     " ORDER BY id DESC LIMIT $2"};
 
 // The table's version and the database's clock: whether a node's copy is still current.

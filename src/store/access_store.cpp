@@ -80,7 +80,7 @@ void AccessStore::record(const AuditEntry& e) {
     session_.pg().transact(sql::kRecordAudit, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{sql::kRecordAudit.name}, text_param(e.credential_id),
                          text_param(e.method), text_param(e.route), e.namespace_name,
-                         text_param(e.change_json));
+                         text_param(e.change_json), e.database);
     });
 }
 
@@ -96,6 +96,7 @@ std::vector<AuditEntry> AccessStore::audit(std::int32_t limit, std::optional<std
             e.route = r[4].as<std::string>();
             e.namespace_name = pg::optional_text(r[5]);
             e.change_json = r[6].as<std::string>();
+            e.database = pg::optional_text(r[7]);
             out.push_back(std::move(e));
         }
         return out;

@@ -65,7 +65,10 @@ NodeHandle& E2eCluster::start_node(const std::string& name,
 
 NodeHandle& E2eCluster::launch_node(const std::string& name,
                                     std::map<std::string, std::string> env) {
-    env.emplace("OUTBOXD_DATABASE_URL", db.url());
+    // A node of several databases names them all (databases_env); both are refused.
+    if (!env.contains("OUTBOXD_DATABASES") && !env.contains("OUTBOXD_DATABASES_FILE")) {
+        env.emplace("OUTBOXD_DATABASE_URL", db.url());
+    }
     env.emplace("OUTBOXD_LISTEN", "127.0.0.1:0");
     env.emplace("OUTBOXD_NODE_ID", name);
     env.emplace("OUTBOXD_LOG_LEVEL", "info");
@@ -74,6 +77,28 @@ NodeHandle& E2eCluster::launch_node(const std::string& name,
                                              dir_ + "/" + name + ".log");
     nodes.push_back({name, 0, std::move(process)});
     return nodes.back();
+}
+
+TestDatabase& E2eCluster::add_database(const std::string& name, bool migrated) {
+    more_databases.emplace_back(name, std::make_unique<TestDatabase>(migrated));
+    return *more_databases.back().second;
+}
+
+const TestDatabase& E2eCluster::database(const std::string& name) const {
+    for (const auto& [added, database] : more_databases) {
+        if (added == name) return *database;
+    }
+    throw std::runtime_error("no database added as '" + name + "'");
+}
+
+std::map<std::string, std::string> E2eCluster::databases_env(const std::string& first,
+                                                             const std::string& control) const {
+    // nlohmann::ordered_json: the node's order of databases is the order written.
+    nlohmann::ordered_json databases = {{first, db.url()}};
+    for (const auto& [name, database] : more_databases) databases[name] = database->url();
+    std::map<std::string, std::string> env{{"OUTBOXD_DATABASES", databases.dump()}};
+    if (!control.empty()) env.emplace("OUTBOXD_CONTROL_DATABASE", control);
+    return env;
 }
 
 void E2eCluster::await_ready(NodeHandle& node) {

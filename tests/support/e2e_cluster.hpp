@@ -83,7 +83,20 @@ public:
     [[nodiscard]] std::string url_via(std::uint16_t port) const;
     [[nodiscard]] const std::string& dir() const { return dir_; }
 
+    // Several databases (README, "Several databases"): another fresh database of the test
+    // cluster, named `name` for OUTBOXD_DATABASES; dropped with the cluster.
+    TestDatabase& add_database(const std::string& name, bool migrated = true);
+    // The database added as `name`.
+    [[nodiscard]] const TestDatabase& database(const std::string& name) const;
+    // The env of a node serving `db` as `first` and every added database by its name, in the
+    // order added (OUTBOXD_DATABASES, plus `control` as OUTBOXD_CONTROL_DATABASE when given).
+    // A node started with it gets no OUTBOXD_DATABASE_URL.
+    [[nodiscard]] std::map<std::string, std::string> databases_env(
+        const std::string& first, const std::string& control = {}) const;
+
     TestDatabase db;
+    // Added databases, by name; declared before the processes, so that they outlive them.
+    std::vector<std::pair<std::string, std::unique_ptr<TestDatabase>>> more_databases;
     std::deque<NodeHandle> nodes;  // deque: references stay valid as nodes are added
     std::vector<std::unique_ptr<Process>> workers;
 

@@ -8,8 +8,8 @@
 
 namespace outboxd::ctl {
 
-// `argv[0]` is "ctl"; the rest are its words. Reads OUTBOXD_URL and OUTBOXD_ADMIN_TOKEN (or
-// OUTBOXD_ADMIN_TOKEN_FILE).
+// `argv[0]` is "ctl"; the rest are its words. Reads OUTBOXD_URL, OUTBOXD_DATABASE and
+// OUTBOXD_TOKEN or OUTBOXD_ADMIN_TOKEN (or their _FILE forms).
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 }  // namespace outboxd::ctl

@@ -51,6 +51,9 @@ struct ServerSettings {
     std::vector<std::string> node_hosts;
     // GET /metrics needs a credential that is reader of every namespace.
     bool metrics_private = false;
+    // The database that holds the credentials and the audit log (OUTBOXD_CONTROL_DATABASE);
+    // empty: the first one.
+    std::string control_database;
 };
 
 // The host of a URL's authority, lower case ("[::1]:8080" -> "::1", "Node-1:80" -> "node-1").

@@ -34,6 +34,8 @@ struct AuditEntry {
     std::string method;
     std::string route;
     std::optional<std::string> namespace_name;
+    // The outbox database the change was made in (none: recorded before databases were).
+    std::optional<std::string> database;
     std::string change_json = "{}";
 };
 

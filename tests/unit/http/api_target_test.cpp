@@ -46,5 +46,20 @@ TEST_CASE("a request target with bad encoding says which part is wrong", "[http]
     CHECK(error_of("/v1/%zz") == "malformed percent-encoding in the URL path");
     CHECK(error_of("/v1/a%00b") == "the URL path holds a NUL byte");
     CHECK(error_of("/v1/%ff") == "the URL path is not valid UTF-8");
-    CHECK(error_of("/v1?x=%4") == "malformed percent-encoding in the URL query");
+    CHECK(error_of("/v1?x=%4") == "malformed percent-encoding in the URL query parameter 'x'");
+    CHECK(error_of("/v1?%4=x") == "malformed percent-encoding in the URL query");
+    CHECK(error_of("/v1?database=a%00b") == "the URL query parameter 'database' holds a NUL byte");
+    CHECK(error_of("/v1?database=%ff") == "the URL query parameter 'database' is not valid UTF-8");
+    // A hostile name is echoed cut short and printable.
+    CHECK(error_of("/v1?" + std::string(10000, 'k') + "=%00").size() < 200);
+}
+
+TEST_CASE("a query parameter given twice keeps its last value and is marked", "[http]") {
+    const auto parsed = parse_target("/v1/dead-letters?database=a&limit=5&database=b&x=1&x=1");
+    const auto* target = std::get_if<ParsedTarget>(&parsed);
+    REQUIRE(target);
+    CHECK(target->query.at("database") == "b");
+    CHECK(target->repeated == std::set<std::string>{"database", "x"});
+    const auto once = std::get<ParsedTarget>(parse_target("/v1?database=a&limit=5"));
+    CHECK(once.repeated.empty());
 }
