@@ -222,6 +222,28 @@ step('namespaces view: the numbers the database holds', async () => {
   });
 });
 
+step('one database: no switcher, no Database column, no ?database= on any call', async () => {
+  const calls = [];
+  const onRequest = (request) => {
+    const url = new URL(request.url());
+    if (url.pathname.startsWith('/v1/')) calls.push(url.pathname + url.search);
+  };
+  page.on('request', onRequest);
+  // Ends on the namespaces, where the next step starts.
+  for (const [hash, table] of [['#/cluster', 'cluster-nodes'], ['#/dead-letters', 'dl-table'], ['#/namespaces', 'ns-table']]) {
+    await go(hash);
+    await waitFor(`the ${table} filled`, async () => (await page.$$(`${tid(table)} tbody tr`)).length > 0);
+    assert.equal(await visible(tid('db-switch')), false);
+    assert.deepEqual(await page.$$eval(`${tid(table)} thead th`, (ths) => ths.map((th) => th.textContent)
+      .filter((t) => /database/i.test(t))), []);
+    if (table === 'cluster-nodes') assert.equal(await page.$(tid('cluster-databases')), null);
+  }
+  page.off('request', onRequest);
+  assert.ok(calls.length >= 3, JSON.stringify(calls));
+  assert.deepEqual(calls.filter((c) => /[?&]database=/.test(c)), []);
+  await waitFor('the billing row', async () => (await namespaceRows()).billing);
+});
+
 step('live updates: newly staged rows show up without a reload', async () => {
   await page.evaluate(() => { window.__sameDocument = true; });
   const before = (await namespaceRows()).billing.pending;
