@@ -2,19 +2,23 @@
 """Every panel of the Grafana dashboard (deploy/grafana/outboxd.json) draws something from
 a real cluster. Runs under with_cluster.py (2 nodes):
 
-  1. checks the dashboard's shape: a datasource variable every target uses, a namespace
-     variable from label_values, unique panel ids, the contract metrics all on a panel;
+  1. checks the dashboard's shape: a datasource variable every target uses, a database
+     variable from label_values(outboxd_database_up, database) (multi, with All), a namespace
+     variable from label_values, unique panel ids, the contract metrics all on a panel, and
+     every selector of a metric labelled by database filtering by `database=~"$database"`;
   2. starts Debian's Prometheus (1 s scrapes, its own temporary storage) on both nodes;
   3. loads the cluster: two outboxd-worker processes, an outboxd-receiver behind an HTTP
      target, rows staged over the API in three namespaces (some failing, retried and then
      dead-lettered, one workflow cancelled) and a few bad WebSocket frames;
   4. runs every target's PromQL, with the template variables substituted as Grafana would
-     ($namespace as All and as one namespace), as a range query over the last 30 s, until
-     each returns a series with a finite value (and a panel grouped by outcome, error code,
-     HTTP code class or instance a series for each one the load produced), and the
-     namespace variable lists the three namespaces; fails naming the panels that never do;
+     ($database and $namespace as All and as one value), as a range query over the last 30 s,
+     until each returns a series with a finite value (and a panel grouped by outcome, error
+     code, HTTP code class or instance a series for each one the load produced), the
+     namespace variable lists the three namespaces and the database variable the node's
+     database; fails naming the panels that never do;
   5. checks that every outboxd_* name a query uses is a family the loaded nodes export
-     (their /metrics `# TYPE` lines), so a misspelt name cannot hide behind an `or`.
+     (their /metrics `# TYPE` lines), so a misspelt name cannot hide behind an `or`, and that
+     every family the nodes export with a `database` label is filtered by $database.
 
 Prometheus, the workers, the receiver and the loader are stopped whatever happens.
 """
@@ -50,6 +54,24 @@ CONTRACT_METRICS = [
     "outboxd_owned_shards", "outboxd_cluster_nodes_live", "outboxd_workers_connected",
     "outboxd_protocol_errors_total", "outboxd_outcome_write_failures_total",
 ]
+# The metrics outboxd labels by database (each database's own figures): a query of one of
+# them must keep to the databases the `database` variable selects. The nodes' own /metrics
+# add any other family they export with the label.
+DATABASE_METRICS = {
+    "outboxd_outbox_inflight_rows", "outboxd_outbox_claimed_rows", "outboxd_tasks_outstanding",
+    "outboxd_rows_claimed_total", "outboxd_outcomes_total", "outboxd_dispatch_latency_seconds",
+    "outboxd_claim_seconds", "outboxd_claims_apart_total", "outboxd_owned_shards",
+    "outboxd_cluster_nodes_live", "outboxd_outcome_write_failures_total",
+    "outboxd_rows_released_total", "outboxd_rows_rearmed_total",
+    "outboxd_db_lane_rejected_total", "outboxd_outcomes_refused_total",
+    "outboxd_outcomes_abandoned_total", "outboxd_claim_route_errors_total",
+    "outboxd_ordered_blocked_workflows", "outboxd_heartbeats_total",
+    "outboxd_lease_statements_total", "outboxd_lease_rows_total",
+    "outboxd_maintenance_runs_total", "outboxd_database_up",
+}
+DATABASE_FILTER = 'database=~"$database"'
+# The database with_cluster.py gives a node of one database.
+DATABASE = "default"
 # Grafana's interval variables, as it would set them for a 30 s range at a 2 s step over a
 # 1 s scrape interval ($__rate_interval: at least four scrapes).
 STEP_S = 2
@@ -121,6 +143,23 @@ def panels_of(dashboard):
         yield from panel.get("panels", [])  # a collapsed row keeps its panels inside
 
 
+def family(name):
+    return re.sub(r"_(bucket|sum|count)$", "", name)
+
+
+def unfiltered(dashboard, labelled):
+    """Failures for the selectors of a family in `labelled` that do not keep to $database."""
+    failures = []
+    for panel in panels_of(dashboard):
+        for target in panel.get("targets", []):
+            for match in re.finditer(r"\b(outboxd_[a-z0-9_]+)\b(\{[^}]*\})?", target["expr"]):
+                if family(match.group(1)) in labelled and DATABASE_FILTER not in (match.group(2) or ""):
+                    failures.append((panel["title"], target["refId"], target["expr"],
+                                     f"{match.group(1)} is labelled by database: filter it by "
+                                     f"{DATABASE_FILTER}"))
+    return failures
+
+
 def check_shape(dashboard):
     if not isinstance(dashboard.get("schemaVersion"), int) or dashboard["schemaVersion"] < 39:
         fail(f"schemaVersion {dashboard.get('schemaVersion')!r}: want a current Grafana's (39+)")
@@ -128,6 +167,12 @@ def check_shape(dashboard):
     ds = variables.get("datasource")
     if not ds or ds.get("type") != "datasource" or ds.get("query") != "prometheus":
         fail("no `datasource` variable of type datasource over Prometheus data sources")
+    db = variables.get("database")
+    if (not db or db.get("type") != "query" or db.get("query", {}).get("query")
+            != "label_values(outboxd_database_up, database)"
+            or not db.get("multi") or not db.get("includeAll")):
+        fail("no `database` query variable label_values(outboxd_database_up, database), "
+             "multi-select with All")
     ns = variables.get("namespace")
     definition = json.dumps(ns.get("query")) if ns else ""
     if not ns or ns.get("type") != "query" or "label_values(" not in definition:
@@ -148,28 +193,40 @@ def check_shape(dashboard):
     for metric in CONTRACT_METRICS:
         if not any(re.search(rf"\b{metric}\b", e) for e in exprs):
             fail(f"no panel shows {metric}")
+    if not any(re.search(r"\boutboxd_database_up\b", e) for e in exprs):
+        fail("no panel shows outboxd_database_up")
+    for title, ref, expr, why in unfiltered(dashboard, DATABASE_METRICS):
+        fail(f"panel '{title}' query {ref}: {why}\n    {expr}")
     return variables
 
 
 def unexported_names(dashboard, variables):
-    """Failures for the outboxd_* names in queries that no node declares a family of."""
-    families = set()
+    """Failures for the outboxd_* names in queries that no node declares a family of, and for
+    the queries of a family the nodes label by database that do not keep to $database."""
+    families, labelled = set(), set()
     for node in NODES:
         with HTTP.open(node + "/metrics", timeout=10) as r:
             text = r.read().decode()
         families |= set(re.findall(r"^# TYPE (\S+) \S+$", text, re.M))
+        labelled |= {family(name) for name in
+                     re.findall(r'^(outboxd_[a-z0-9_]+)\{[^}\n]*\bdatabase="', text, re.M)}
 
     def known(name):
         base = re.sub(r"_(bucket|sum|count)$", "", name)
         return name in families or base in families
 
     queries = [(p["title"], t["expr"]) for p in panels_of(dashboard) for t in p.get("targets", [])]
-    queries.append(("variable namespace", json.dumps(variables["namespace"]["query"])))
+    for name in ("database", "namespace"):
+        queries.append((f"variable {name}", json.dumps(variables[name]["query"])))
     failures = [(title, "-", expr, f"{name} is not a family the nodes export")
                 for title, expr in queries
                 for name in re.findall(r"\boutboxd_[a-z0-9_]+", expr) if not known(name)]
+    if not labelled:
+        failures.append(("-", "-", "-", "the nodes export no family labelled by database"))
+    failures += unfiltered(dashboard, labelled)
     if not failures:
-        log(f"{len(queries)} queries name only exported families ({len(families)} on the nodes)")
+        log(f"{len(queries)} queries name only exported families ({len(families)} on the nodes); "
+            f"those of the {len(labelled)} labelled by database keep to $database")
     return failures
 
 
@@ -363,12 +420,15 @@ def substitute(expr, values):
     return re.sub(r"\$\{(\w+)(?::\w+)?\}|\[\[(\w+)\]\]|\$(\w+)", value, expr)
 
 
-def queries(dashboard, namespace_value):
+def queries(dashboard, chosen):
+    """Every target's query with the variables as `chosen` ({name: value}) sets them; for a
+    choice other than All, only the queries that use a variable it sets otherwise."""
+    narrowed = [name for name, value in chosen.items() if value != ".*"]
     for panel in panels_of(dashboard):
         for target in panel.get("targets", []):
-            if namespace_value != ".*" and "$namespace" not in target["expr"]:
+            if narrowed and not any(f"${name}" in target["expr"] for name in narrowed):
                 continue  # the same query as under All
-            values = dict(BUILTINS, namespace=namespace_value)
+            values = dict(BUILTINS, **chosen)
             yield panel["title"], target["refId"], substitute(target["expr"], values)
 
 
@@ -393,20 +453,22 @@ def verdict(expr, answer):
     return None
 
 
-def variable_verdict(prometheus, variable):
-    """None when label_values(selector, label) lists every namespace the load uses."""
+def variable_verdict(prometheus, variable, wanted):
+    """None when label_values(selector, label), with the variables it uses as All, lists every
+    value of `wanted`."""
     match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", variable["query"]["query"].strip())
     if not match:
         return f"not label_values(selector, label): {variable['query']['query']}"
-    values = prometheus.label_values(match.group(2), match.group(1))
-    missing = sorted(set(NAMESPACES) - set(values))
+    selector = substitute(match.group(1), {"database": ".*", "namespace": ".*"})
+    values = prometheus.label_values(match.group(2), selector)
+    missing = sorted(set(wanted) - set(values))
     return f"values {values}, missing {missing}" if missing else None
 
 
 def run_queries(prometheus, dashboard, variables):
     """Every check, again every 2 s until all pass or the deadline: (checks, failures)."""
-    checks = list(queries(dashboard, ".*")) + list(queries(dashboard, "default"))
-    namespace = variables["namespace"]
+    checks = (list(queries(dashboard, {"database": ".*", "namespace": ".*"}))
+              + list(queries(dashboard, {"database": DATABASE, "namespace": "default"})))
     deadline = time.monotonic() + QUERY_DEADLINE_S
     while True:
         failures = []
@@ -414,9 +476,11 @@ def run_queries(prometheus, dashboard, variables):
             why = verdict(expr, prometheus.query_range(expr))
             if why:
                 failures.append((title, ref, expr, why))
-        why = variable_verdict(prometheus, namespace)
-        if why:
-            failures.append(("variable namespace", "-", namespace["query"]["query"], why))
+        for name, wanted in (("database", [DATABASE]), ("namespace", NAMESPACES)):
+            variable = variables[name]
+            why = variable_verdict(prometheus, variable, wanted)
+            if why:
+                failures.append((f"variable {name}", "-", variable["query"]["query"], why))
         if not failures or time.monotonic() > deadline:
             return checks, failures
         time.sleep(2)
@@ -447,7 +511,7 @@ def main():
         for title, ref, expr in checks:
             log(f"ok: '{title}' {ref}: {expr}")
         log(f"ok: {len(checks)} queries of {len(panels)} panels returned data "
-            f"(namespace All and 'default'; {loader.staged} rows staged, "
+            f"(database and namespace All and 'default'; {loader.staged} rows staged, "
             f"{time.monotonic() - started:.0f} s)")
     finally:
         if loader:

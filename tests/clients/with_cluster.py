@@ -3,7 +3,9 @@
 PostgreSQL (OUTBOXD_TEST_PG_DIR, as CTest sets it, or OUTBOXD_TEST_ADMIN_DATABASE_URL) and N
 real outboxd nodes on free 127.0.0.1 ports. The command sees, in its environment:
 
-  OUTBOXD_TEST_DATABASE_URL  the fresh database (migrated by the nodes)
+  OUTBOXD_TEST_DATABASE_URL  the fresh database (migrated by the nodes); with --databases,
+                             the first one (the control database)
+  OUTBOXD_TEST_DATABASE_URLS with --databases: a JSON object, each database's name → its URL
   OUTBOXD_TEST_NODES         comma-separated http://127.0.0.1:PORT of the nodes, in order
   OUTBOXD_TEST_NODE_PIDS     comma-separated process ids, in the same order
   OUTBOXD_TEST_BIN_DIR       the directory of the outboxd binaries
@@ -11,17 +13,24 @@ real outboxd nodes on free 127.0.0.1 ports. The command sees, in its environment
   OUTBOXD_TEST_ARTIFACTS     a directory for screenshots and other artifacts (kept)
   OUTBOXD_TEST_CA_FILE       with --tls: the PEM CA the nodes' certificate chains to
 
-Usage: with_cluster.py --bin DIR [--nodes N] [--tokens] [--tls] [--node-env K=V]... -- command...
+Usage: with_cluster.py --bin DIR [--nodes N] [--tokens] [--tls] [--databases N|NAME,...]
+                      [--node-env K=V]... -- command...
 
 --tls (or OUTBOXD_TEST_TLS=1 in the environment, for CTest, whose test function passes no
 such option) makes a throwaway CA and a certificate for 127.0.0.1 and localhost with the
 openssl CLI and starts the nodes with OUTBOXD_TLS_CERT_FILE / OUTBOXD_TLS_KEY_FILE: they serve
 HTTPS and wss:// only, and OUTBOXD_TEST_NODES lists https:// URLs.
 
+--databases (or OUTBOXD_TEST_DATABASES in the environment, for CTest) makes the nodes serve
+several databases (README, "Several databases"): a fresh database on the test PostgreSQL for
+each name, given to the nodes as OUTBOXD_DATABASES instead of OUTBOXD_DATABASE_URL. A number N
+names them db1..dbN; a comma-separated list names them itself.
+
 Its exit status is the command's. Node logs are printed when the command fails. Every node
 is stopped and the database dropped afterwards, whatever happened.
 """
 import argparse
+import json
 import os
 import re
 import secrets
@@ -49,6 +58,24 @@ def database_url(admin, name):
     base, _, query = admin.partition("?")
     head = base[: base.rfind("/")] if base.count("/") > 2 else base
     return head + "/" + name + ("?" + query if query else "")
+
+
+DATABASE_NAME = re.compile(r"[a-z0-9_-]{1,32}")
+
+
+def database_names(spec):
+    """The names --databases gives: [] (one database, OUTBOXD_DATABASE_URL), db1..dbN, or the
+    names listed."""
+    spec = spec.strip()
+    if not spec:
+        return []
+    names = ([f"db{k}" for k in range(1, int(spec) + 1)] if spec.isdigit()
+             else [n.strip() for n in spec.split(",")])
+    bad = [n for n in names if not DATABASE_NAME.fullmatch(n)]
+    if not names or bad or len(set(names)) != len(names):
+        sys.exit(f"with_cluster: --databases {spec!r}: want N >= 1 or distinct names "
+                 "matching [a-z0-9_-]{1,32}")
+    return names
 
 
 def psql(url, sql):
@@ -147,6 +174,9 @@ def main():
     parser.add_argument("--tls", action="store_true",
                         default=os.environ.get("OUTBOXD_TEST_TLS", "") in ("1", "true"),
                         help="serve HTTPS and wss:// with a throwaway CA (OUTBOXD_TEST_TLS=1)")
+    parser.add_argument("--databases", default=os.environ.get("OUTBOXD_TEST_DATABASES", ""),
+                        metavar="N|NAME,...",
+                        help="serve several fresh databases (OUTBOXD_TEST_DATABASES)")
     parser.add_argument("--node-env", action="append", default=[], metavar="K=V")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -157,11 +187,17 @@ def main():
     admin = admin_url()
     name = "clients_" + secrets.token_hex(6)
     url = database_url(admin, name)
-    psql(admin, f"CREATE DATABASE {name}")
+    # The first database keeps the name and URL it has without --databases.
+    served = {n: (name if k == 0 else f"{name}_{k + 1}")
+              for k, n in enumerate(database_names(args.databases))}
+    urls = {n: database_url(admin, d) for n, d in served.items()}
+    where = {"OUTBOXD_DATABASES": json.dumps(urls)} if urls else {"OUTBOXD_DATABASE_URL": url}
     log_dir = tempfile.mkdtemp(prefix="outboxd-clients-")
     artifacts = os.environ.get("OUTBOXD_TEST_ARTIFACTS") or os.path.join(os.getcwd(), "artifacts")
     os.makedirs(artifacts, exist_ok=True)
     env = dict(os.environ)
+    for setting in ("OUTBOXD_DATABASE_URL", "OUTBOXD_DATABASES", "OUTBOXD_DATABASES_FILE"):
+        env.pop(setting, None)  # the nodes' databases are the ones made here
     tokens = {}
     if args.tokens:
         tokens = {"OUTBOXD_ADMIN_TOKEN": "admin-" + secrets.token_hex(8),
@@ -172,10 +208,14 @@ def main():
         ca_file, cert_file, key_file = make_certificates(log_dir)
         tls = {"OUTBOXD_TLS_CERT_FILE": cert_file, "OUTBOXD_TLS_KEY_FILE": key_file}
     nodes = []
+    created = []
     status = 1
     try:
+        for database in list(served.values()) or [name]:
+            psql(admin, f"CREATE DATABASE {database}")
+            created.append(database)
         for k in range(1, args.nodes + 1):
-            node_env = dict(env, OUTBOXD_DATABASE_URL=url, OUTBOXD_NODE_ID=f"node-{k}",
+            node_env = dict(env, **where, OUTBOXD_NODE_ID=f"node-{k}",
                             OUTBOXD_LISTEN="127.0.0.1:0", OUTBOXD_POLL_INTERVAL_MS="200",
                             OUTBOXD_LEASE_TTL_MS="2000", **tokens, **tls)
             for item in args.node_env:
@@ -188,6 +228,8 @@ def main():
                          OUTBOXD_TEST_ARTIFACTS=artifacts,
                          OUTBOXD_TEST_NODES=",".join(f"{scheme}://127.0.0.1:{n.port}" for n in nodes),
                          OUTBOXD_TEST_NODE_PIDS=",".join(str(n.process.pid) for n in nodes))
+        if urls:
+            child_env["OUTBOXD_TEST_DATABASE_URLS"] = json.dumps(urls)
         if ca_file:
             child_env["OUTBOXD_TEST_CA_FILE"] = ca_file
         if tokens:
@@ -203,10 +245,11 @@ def main():
             for node in nodes:
                 print(f"----- {node.name} log (last 60 lines) -----", file=sys.stderr)
                 print("\n".join(node.log().splitlines()[-60:]), file=sys.stderr)
-        try:
-            psql(admin, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        except subprocess.CalledProcessError:
-            pass  # dies with the throwaway cluster
+        for database in created:
+            try:
+                psql(admin, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+            except subprocess.CalledProcessError:
+                pass  # dies with the throwaway cluster
     return status
 
 

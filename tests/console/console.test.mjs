@@ -8,15 +8,11 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import puppeteer from 'puppeteer-core';
+import { clickIn, env, go, page, problems, run, setValue, shot, signInWith, sleep, step, textOf,
+  tid, visible, waitFor, where } from './harness.mjs';
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set (run under tests/clients/with_cluster.py --tokens)`);
-  return value;
-};
 const NODES = env('OUTBOXD_TEST_NODES').split(',');
 const BASE = NODES[0];
 const DATABASE = env('OUTBOXD_TEST_DATABASE_URL');
@@ -24,7 +20,6 @@ const ADMIN_TOKEN = env('OUTBOXD_TEST_ADMIN_TOKEN');
 const WORKER_TOKEN = env('OUTBOXD_TEST_WORKER_TOKEN');
 const BIN = env('OUTBOXD_TEST_BIN_DIR');
 const SHOTS = path.join(env('OUTBOXD_TEST_ARTIFACTS'), 'console');
-const CHROMIUM = process.env.OUTBOXD_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const FUTURE = '2030-01-01T00:00:00Z';
 const XSS = '<img src=x onerror="window.__xss=1">';
 const GRANT_VECTORS = new URL('../vectors/grant_may.json', import.meta.url);
@@ -33,25 +28,6 @@ const ACTIONS = ['wf-pause', 'wf-resume', 'wf-cancel', 'dl-requeue', 'dl-bulk', 
   'ns-open', 'ns-save'];
 
 // ---- helpers -------------------------------------------------------------------------------
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor(what, probe, timeoutMs = 10000) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      last = await probe();
-      if (last) return last;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
-    }
-    await sleep(100);
-  }
-}
 
 function sql(query) {
   return execFileSync('psql', ['-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', DATABASE, '-c', query],
@@ -89,64 +65,13 @@ function startWorker(namespaces = 'billing') {
   };
 }
 
-const tid = (id) => `[data-testid="${id}"]`;
-
 // ---- the run -------------------------------------------------------------------------------
 
-const steps = [];
-const step = (name, fn) => steps.push({ name, fn });
-let browser;
-let page;
 let worker;
-let phase = 'start';
-const consoleProblems = [];
-const cspViolations = [];
-
-async function shot(name) {
-  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-}
-
-async function go(hash) {
-  await page.evaluate((h) => { location.hash = h; }, hash);
-}
-
-// Clicks inside tables the poll redraws: found and clicked in one evaluation, so that a
-// redraw between finding and clicking cannot detach the element.
-async function clickIn(selector) {
-  await waitFor(`a clickable ${selector}`, () => page.evaluate((sel) => {
-    const el = document.querySelector(sel);
-    if (!el || el.disabled || !el.checkVisibility()) return false;
-    el.click();
-    return true;
-  }, selector));
-}
-
-async function setValue(selector, value) {
-  await page.waitForSelector(selector, { visible: true, timeout: 10000 });
-  await page.$eval(selector, (el, v) => { el.value = v; }, value);
-}
-
-// Rendered (not hidden, nor inside anything hidden). offsetParent would not do: it is null
-// for the fixed login overlay.
-const visible = (selector) => page.evaluate((sel) => {
-  const el = document.querySelector(sel);
-  return !!el && el.checkVisibility();
-}, selector);
-
-const textOf = (selector) => page.evaluate((sel) => document.querySelector(sel)?.textContent ?? null, selector);
 
 // The action buttons (ACTIONS) rendered on the page.
 const actionsShown = () => page.evaluate((ids) => ids.filter((id) =>
   [...document.querySelectorAll(`[data-testid="${id}"]`)].some((el) => el.checkVisibility())), ACTIONS);
-
-// Forgets the credential signed in, if any, and signs in with `token`.
-async function signInWith(token) {
-  if (await visible(tid('forget-token'))) await clickIn(tid('forget-token'));
-  await page.waitForSelector(tid('login'), { visible: true, timeout: 10000 });
-  await setValue(tid('login-token'), token);
-  await page.click(tid('login-submit'));
-  await waitFor('the login to close', async () => !(await visible(tid('login'))));
-}
 
 // The view's error line, once it says `pattern`; the login stays closed (a 403 is no 401).
 async function refusedWith(pattern) {
@@ -211,7 +136,7 @@ step('stage rows and produce genuine dead letters with outboxd-worker', async ()
 });
 
 step('the page is served with its CSP and asks for a credential', async () => {
-  phase = 'login';
+  where.phase = 'login';
   const response = await page.goto(`${BASE}/ui`, { waitUntil: 'load' });
   assert.equal(new URL(response.url()).pathname, '/ui/');
   assert.match(response.headers()['content-security-policy'] ?? '', /script-src 'self'/);
@@ -231,7 +156,7 @@ step('a wrong credential is refused; the worker token sees the cluster only; the
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
   }
   // Any valid credential signs in; what it may not read, the view says so.
-  phase = 'scoped';
+  where.phase = 'scoped';
   await signInWith(WORKER_TOKEN);
   assert.match(await textOf(tid('whoami')), /^bootstrap:worker · worker of every namespace$/);
   await go('#/cluster');
@@ -240,7 +165,7 @@ step('a wrong credential is refused; the worker token sees the cluster only; the
   await refusedWith(/^This credential may not read namespaces: this credential is not reader of any namespace\.$/);
   assert.deepEqual(await actionsShown(), []);
   assert.equal(await visible(tid('nav-audit')), false);
-  phase = 'signed in';
+  where.phase = 'signed in';
   await signInWith(ADMIN_TOKEN);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('outboxd.credential')), ADMIN_TOKEN);
   assert.equal(await visible(tid('forget-token')), true);
@@ -297,6 +222,28 @@ step('namespaces view: the numbers the database holds', async () => {
   });
 });
 
+step('one database: no switcher, no Database column, no ?database= on any call', async () => {
+  const calls = [];
+  const onRequest = (request) => {
+    const url = new URL(request.url());
+    if (url.pathname.startsWith('/v1/')) calls.push(url.pathname + url.search);
+  };
+  page.on('request', onRequest);
+  // Ends on the namespaces, where the next step starts.
+  for (const [hash, table] of [['#/cluster', 'cluster-nodes'], ['#/dead-letters', 'dl-table'], ['#/namespaces', 'ns-table']]) {
+    await go(hash);
+    await waitFor(`the ${table} filled`, async () => (await page.$$(`${tid(table)} tbody tr`)).length > 0);
+    assert.equal(await visible(tid('db-switch')), false);
+    assert.deepEqual(await page.$$eval(`${tid(table)} thead th`, (ths) => ths.map((th) => th.textContent)
+      .filter((t) => /database/i.test(t))), []);
+    if (table === 'cluster-nodes') assert.equal(await page.$(tid('cluster-databases')), null);
+  }
+  page.off('request', onRequest);
+  assert.ok(calls.length >= 3, JSON.stringify(calls));
+  assert.deepEqual(calls.filter((c) => /[?&]database=/.test(c)), []);
+  await waitFor('the billing row', async () => (await namespaceRows()).billing);
+});
+
 step('live updates: newly staged rows show up without a reload', async () => {
   await page.evaluate(() => { window.__sameDocument = true; });
   const before = (await namespaceRows()).billing.pending;
@@ -314,13 +261,13 @@ step('a bad namespace edit shows the node\'s 400 message; a good one is saved', 
   await clickIn(`tr[data-namespace="billing"] ${tid('ns-edit-button')}`);
   await waitFor('the edit form', async () => (await textOf(tid('ns-edit-name'))) === 'billing'
     && (await page.$eval(tid('ns-f-weight'), (el) => el.value)) === '1');
-  phase = 'bad edit';
+  where.phase = 'bad edit';
   await setValue(tid('ns-f-weight'), '0');
   await page.click(tid('ns-save'));
   await waitFor('the error message', async () => (await visible(tid('ns-edit-error')))
     && (await textOf(tid('ns-edit-error'))) === reference.body.error.message);
   assert.equal(sql(`SELECT count(*) FROM namespaces WHERE namespace = 'billing'`), '0');
-  phase = 'signed in';
+  where.phase = 'signed in';
   await setValue(tid('ns-f-weight'), '3');
   await setValue(tid('ns-f-max-in-flight'), '50');
   await setValue(tid('ns-f-rate'), '20');
@@ -445,7 +392,7 @@ step('workflow view: cancel, after a confirmation', async () => {
 step('an unreachable node is shown, and the page recovers', async () => {
   await go('#/namespaces');
   await waitFor('the table', async () => (await page.$$(tid('ns-row'))).length > 0);
-  phase = 'offline';
+  where.phase = 'offline';
   await page.setOfflineMode(true);
   await waitFor('the banner', async () => (await visible(tid('unreachable')))
     && (await textOf(tid('conn-status'))) === 'unreachable', 10000);
@@ -454,7 +401,7 @@ step('an unreachable node is shown, and the page recovers', async () => {
   await page.setOfflineMode(false);
   await waitFor('the banner to go', async () => !(await visible(tid('unreachable')))
     && (await textOf(tid('conn-status'))) === 'live', 10000);
-  phase = 'signed in';
+  where.phase = 'signed in';
 });
 
 step('a hidden tab makes no API calls; shown again, it refreshes at once', async () => {
@@ -514,7 +461,7 @@ step('rows and dead letters in two namespaces; a reader and an operator of billi
 });
 
 step('a reader of billing: its namespace only, payloads hidden, no action buttons', async () => {
-  phase = 'scoped';
+  where.phase = 'scoped';
   await signInWith(reader.secret);
   assert.equal(await textOf(tid('whoami')), `${reader.id} · reader of billing`);
   assert.equal(await visible(tid('nav-audit')), false);
@@ -605,7 +552,7 @@ step('an operator of billing: its actions, on its namespace only', async () => {
   assert.deepEqual(await actionsShown(), []);
   await go('#/audit');
   await refusedWith(/^This credential may not read the audit log: /);
-  phase = 'signed in';
+  where.phase = 'signed in';
 });
 
 step('an admin reads the audit log: the changes above, newest first, a page at a time', async () => {
@@ -650,7 +597,7 @@ step('an admin reads the audit log: the changes above, newest first, a page at a
 });
 
 step('forget the credential: the login again, also after a reload', async () => {
-  phase = 'login';
+  where.phase = 'login';
   await clickIn(tid('forget-token'));
   await page.waitForSelector(tid('login'), { visible: true, timeout: 5000 });
   assert.equal(await page.evaluate(() => sessionStorage.getItem('outboxd.credential')), null);
@@ -660,75 +607,20 @@ step('forget the credential: the login again, also after a reload', async () => 
 });
 
 step('no console errors and no CSP violations', async () => {
-  assert.deepEqual(cspViolations, []);
-  assert.deepEqual(consoleProblems, []);
+  assert.deepEqual(problems.csp, []);
+  assert.deepEqual(problems.console, []);
 });
 
 // Failed loads the test provokes: 401s before the login, 403s of scoped credentials, the bad
 // edit's 400, offline.
-function expected(message, where) {
+function expected(message, phase) {
   const text = message.text();
   const url = message.location()?.url ?? '';
-  if (where === 'login' && /status of 401/.test(text) && new URL(url, BASE).pathname.startsWith('/v1/')) return true;
-  if (where === 'scoped' && /status of 403/.test(text) && new URL(url, BASE).pathname.startsWith('/v1/')) return true;
-  if (where === 'bad edit' && /status of 400/.test(text) && url === `${BASE}/v1/namespaces/billing`) return true;
-  if (where === 'offline' && /net::ERR_INTERNET_DISCONNECTED/.test(text)) return true;
+  if (phase === 'login' && /status of 401/.test(text) && new URL(url, BASE).pathname.startsWith('/v1/')) return true;
+  if (phase === 'scoped' && /status of 403/.test(text) && new URL(url, BASE).pathname.startsWith('/v1/')) return true;
+  if (phase === 'bad edit' && /status of 400/.test(text) && url === `${BASE}/v1/namespaces/billing`) return true;
+  if (phase === 'offline' && /net::ERR_INTERNET_DISCONNECTED/.test(text)) return true;
   return false;
 }
 
-async function main() {
-  mkdirSync(SHOTS, { recursive: true });
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,  // --headless=new
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
-  });
-  page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 860 });
-  page.on('console', (message) => {
-    if (!['error', 'warn', 'warning', 'assert'].includes(message.type())) return;
-    if (expected(message, phase)) return;
-    consoleProblems.push(`${phase}: ${message.type()}: ${message.text()} (${message.location()?.url ?? ''})`);
-  });
-  page.on('pageerror', (error) => consoleProblems.push(`${phase}: page error: ${error.message}`));
-  await page.exposeFunction('__reportCsp', (v) => cspViolations.push(v));
-  await page.evaluateOnNewDocument(() => {
-    document.addEventListener('securitypolicyviolation', (e) => {
-      window.__reportCsp(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
-    });
-  });
-  const started = Date.now();
-  for (const { name, fn } of steps) {
-    const t0 = Date.now();
-    try {
-      await fn();
-      console.log(`ok - ${name} (${Date.now() - t0} ms)`);
-    } catch (error) {
-      console.log(`not ok - ${name}`);
-      console.error(error);
-      await shot('failure').catch(() => {});
-      return 1;
-    }
-  }
-  console.log(`# all ${steps.length} steps passed in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${SHOTS}`);
-  return 0;
-}
-
-async function cleanup() {
-  await worker?.stop().catch(() => {});
-  await browser?.close().catch(() => {});
-}
-
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => cleanup().finally(() => process.exit(1)));
-}
-
-let status = 1;
-try {
-  status = await main();
-} catch (error) {
-  console.error(error);
-} finally {
-  await cleanup();
-}
-process.exit(status);
+await run({ shotsDir: SHOTS, expected, cleanup: async () => { await worker?.stop(); } });

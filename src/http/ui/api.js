@@ -1,5 +1,8 @@
 // The node's API, as this page calls it: the credential from sessionStorage on every request,
-// a timeout, and errors sorted into the kinds the views handle differently.
+// the chosen database as `?database=` (databases.js), a timeout, and errors sorted into the
+// kinds the views handle differently.
+
+import { chosen, scoped } from './databases.js';
 
 const TOKEN_KEY = 'outboxd.credential';
 const TIMEOUT_MS = 8000;
@@ -69,15 +72,17 @@ export function query(params) {
 
 // Calls the API; resolves with the parsed JSON body, or throws ApiError / Unauthorized /
 // Forbidden / Unreachable. Every 5xx but the database's own refusals counts as the node in
-// trouble.
-export async function api(method, path, body) {
+// trouble. The call goes to `options.database` when the options name one (an item's own
+// database), else to the chosen database, if any (every database when none is chosen).
+export async function api(method, path, body, options = {}) {
+  const url = scoped(path, options.database === undefined ? chosen() : options.database);
   const headers = { Accept: 'application/json' };
   const token = storedToken();
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let response;
   try {
-    response = await fetch(path, {
+    response = await fetch(url, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),

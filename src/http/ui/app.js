@@ -1,13 +1,18 @@
 // The outboxd console: hash routes, the 2-second poll while the tab is visible, the login
-// with any credential (what it reaches comes from GET /v1/whoami, see access.js) and the
-// node's reachability in the header. Each view lives in view_*.js and exports
-// create(params, ctx) → {title, reads, el, refresh()}; refresh() fetches and redraws what
-// changes; `reads` names what it reads, for "this credential may not read …".
+// with any credential (what it reaches comes from GET /v1/whoami, see access.js), the
+// database switcher of a node of several databases (databases.js) and the node's
+// reachability in the header. Each view lives in view_*.js and exports
+// create({path, params, database}, ctx) → {title, reads, el, refresh()}; refresh() fetches
+// and redraws what changes; `reads` names what it reads, for "this credential may not read …".
+// The chosen database is part of the address ("#/namespaces?database=orders"), so that a
+// reload or a shared link keeps it: every link and navigation of a view goes through
+// ctx.href() / ctx.navigate(), which carry it.
 
 import { describe, grant, grantMaySomewhere, mayEverywhere, setGrant } from './access.js';
 import { api, ApiError, Forbidden, forgetToken, onLinkChange, storedToken, storeToken,
   Unauthorized, Unreachable } from './api.js';
-import { clock, fill } from './dom.js';
+import * as databases from './databases.js';
+import { clock, fill, h } from './dom.js';
 import * as audit from './view_audit.js';
 import * as cluster from './view_cluster.js';
 import * as namespaces from './view_namespaces.js';
@@ -26,7 +31,8 @@ let lastSuccess = null;
 // ---- routing -------------------------------------------------------------------------------
 
 // "#/dead-letters?namespace=a" → {name: 'dead-letters', path: [], params: {namespace: 'a'}};
-// "#/workflows/a%2Fb" → {name: 'workflows', path: ['a/b'], params: {}}.
+// "#/workflows/a%2Fb?database=orders" → {name: 'workflows', path: ['a/b'], params: {}}, the
+// database being databases.chosen()'s.
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');
   const [pathPart, queryPart = ''] = raw.split('?', 2);
@@ -34,7 +40,13 @@ function parseHash() {
     try { return decodeURIComponent(p); } catch { return p; }
   });
   const params = Object.fromEntries(new URLSearchParams(queryPart));
+  delete params.database;
   return { name: parts[0] ?? '', path: parts.slice(1), params };
+}
+
+// `hash` in `database` (default: the chosen one; null: every database), on a node of several.
+function href(hash, database = databases.chosen()) {
+  return databases.several() ? databases.withChoice(hash, database) : hash;
 }
 
 function navigate(hash) {
@@ -51,7 +63,7 @@ function route() {
 function render() {
   const { name, path, params } = parseHash();
   if (!ROUTES[name]) {
-    history.replaceState(null, '', '#/cluster');
+    history.replaceState(null, '', href('#/cluster'));
     return render();
   }
   for (const link of document.querySelectorAll('nav a')) {
@@ -59,10 +71,14 @@ function render() {
     link.classList.toggle('active', active);
     if (active) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
+    link.setAttribute('href', href(`#/${link.dataset.route}`));
   }
-  const view = ROUTES[name].create({ path, params }, context);
+  document.querySelector('.brand').setAttribute('href', href('#/cluster'));
+  showSwitcher();
+  const database = databases.chosen();
+  const view = ROUTES[name].create({ path, params, database }, context);
   current = { name, view };
-  document.title = `${view.title} · outboxd`;
+  document.title = [view.title, database, 'outboxd'].filter(Boolean).join(' · ');
   fill(document.getElementById('view'), view.el);
   showViewError(null);
   return view;
@@ -71,7 +87,10 @@ function render() {
 // ---- what views may ask of the app ---------------------------------------------------------
 
 const context = {
-  navigate,
+  // The address of a view (a hash) in `database` (default: the chosen one; null: every
+  // database), and going there.
+  href,
+  navigate: (hash, database) => navigate(href(hash, database)),
   refresh: () => poller.kick(),
   // An action failed (a button's request): the login on 401, else the message, for the view
   // to show beside the action (a 403's names the role the credential lacks).
@@ -86,6 +105,29 @@ const context = {
     return String(error?.message ?? error);
   },
 };
+
+// ---- the database switcher -----------------------------------------------------------------
+
+// Shown on a node of several databases: "All databases" and each name (one the address names
+// that the node does not serve too, so that the switcher shows what the views are asked for).
+// Rebuilt only when what it lists changes, so that a poll does not close it while open.
+let switcherShows = null;
+function showSwitcher() {
+  const box = $('db-switch');
+  box.hidden = !databases.several();
+  const chosen = databases.chosen() ?? '';
+  const names = databases.list();
+  const options = [['', 'All databases'], ...names.map((n) => [n, databases.ready(n) ? n : `${n} (not ready)`])];
+  if (chosen && !names.includes(chosen)) options.push([chosen, `${chosen} (not served here)`]);
+  const shows = JSON.stringify([options, chosen]);
+  if (box.hidden || shows === switcherShows) return;
+  switcherShows = shows;
+  fill($('db-select'), options.map(([value, label]) => h('option', { value, selected: value === chosen }, label)));
+}
+
+function switchDatabase() {
+  navigate(databases.withChoice(location.hash || '#/cluster', $('db-select').value || null));
+}
 
 function showViewError(text) {
   const box = $('view-error');
@@ -114,10 +156,14 @@ const poller = {
     this.busy = true;
     let view = current.view;
     try {
+      // A database added or gone changes the columns and questions of the views.
+      let rebuild = await databases.load();
       if (!grant()) {
         await loadGrant();
-        view = render();
+        rebuild = true;
       }
+      if (rebuild) view = render();
+      else showSwitcher();
       await view.refresh();
       if (view === current.view) {
         lastSuccess = new Date();
@@ -183,7 +229,7 @@ onLinkChange(({ reachable, since, problem }) => {
 // keeps it. Without a credential, a node that lets anyone do no more than a worker (only
 // OUTBOXD_ADMIN_TOKEN set) asks for one. Throws like api().
 async function loadGrant() {
-  const reached = await api('GET', '/v1/whoami');
+  const reached = await api('GET', '/v1/whoami', undefined, { database: null });
   if (!storedToken() && !grantMaySomewhere(reached, 'reader')) {
     throw new Unauthorized(401, 'unauthorized', 'a credential is required');
   }
@@ -264,6 +310,8 @@ function forget() {
 
 document.querySelector('#login form').addEventListener('submit', signIn);
 $('forget-token').addEventListener('click', forget);
+$('db-select').addEventListener('change', switchDatabase);
 window.addEventListener('hashchange', route);
 updateForget();
+await databases.load();
 route();

@@ -1,7 +1,10 @@
 // Audit: every change made through the API (GET /v1/audit, admin of every namespace), newest
 // first, a page at a time with its `next` cursor. The nav link shows only to such an admin.
+// The log is the control database's and records changes in every database, each with its
+// database's name (shown on a node of several).
 
 import { api, query } from './api.js';
+import * as databases from './databases.js';
 import { ago, fill, h, time } from './dom.js';
 
 const PAGE_DEFAULT = 50;
@@ -17,7 +20,7 @@ export function create({ params }, ctx) {
   const body = h('tbody');
   const table = h('table', { class: 'grid', testid: 'audit-table' },
     h('thead', {}, h('tr', {},
-      h('th', {}, 'At'), h('th', {}, 'Credential'), h('th', {}, 'Method'), h('th', {}, 'Route'),
+      h('th', {}, 'At'), databases.header(), h('th', {}, 'Credential'), h('th', {}, 'Method'), h('th', {}, 'Route'),
       h('th', {}, 'Namespace'), h('th', { class: 'wide' }, 'Change'))),
     body);
   const empty = h('p', { class: 'muted', testid: 'audit-empty', hidden: true });
@@ -33,7 +36,8 @@ export function create({ params }, ctx) {
     h('h1', {}, 'Audit log'),
     h('p', { class: 'muted small' }, 'Every change made through the API — settings, pause, ' +
       'resume, cancel, requeue, purge, credentials, HTTP targets, schedules — with the ' +
-      'credential that made it. Secrets in a change are recorded as "[redacted]".'),
+      'credential that made it. Secrets in a change are recorded as "[redacted]".' +
+      (databases.several() ? ' One log for every database: each change names the database it changed.' : '')),
     table, empty,
     h('div', { class: 'pager' }, first, prev, pageLabel, older));
 
@@ -62,6 +66,7 @@ export function create({ params }, ctx) {
 function entryRow(e) {
   return h('tr', { testid: 'audit-row', 'data-id': String(e.id) },
     h('td', { class: 'nowrap', testid: 'audit-at', title: ago(e.at), 'data-at': e.at }, time(e.at)),
+    databases.cell(e, 'audit-database'),
     h('td', { class: 'mono', testid: 'audit-credential' }, e.credential_id),
     h('td', { testid: 'audit-method' }, e.method),
     h('td', { class: 'mono', testid: 'audit-route' }, e.route),

@@ -3,17 +3,20 @@
 // every letter the filter matches (POST /v1/dead-letters/requeue, after a confirmation).
 // Requeue is offered for a letter of a namespace the credential operates; the bulk requeue
 // for the filter's namespace, or with none, when it operates some (the node then keeps the
-// bulk to those).
+// bulk to those). On a node of several databases with every database chosen, the list and the
+// bulk requeue span them all, and a letter is read and requeued in the database it is tagged
+// with.
 
 import { may, mayEverywhere, maySomewhere, namespacesFor } from './access.js';
 import { api, query, seg } from './api.js';
+import * as databases from './databases.js';
 import { ago, confirmIn, field, fill, h, pretty, time, withheld } from './dom.js';
 
 const PAGE_SIZES = [20, 50, 100, 500];
 const BULK_LIMIT = 1000;   // letters per bulk call; repeated until one answers 0
 const BULK_CALLS = 1000;   // at most a million letters per confirmation
 
-export function create({ params }, ctx) {
+export function create({ params, database }, ctx) {
   const filter = {
     namespace: params.namespace ?? '',
     activity_type: params.activity_type ?? '',
@@ -26,7 +29,10 @@ export function create({ params }, ctx) {
   const cursors = [null];  // the `after` of each page visited; cursors[0] is the first page
   let page = 0;
   let next = null;
-  const expanded = new Map();  // dispatch_key → the row from GET /v1/outbox/{key}, or null
+  // `${database}\0${dispatch_key}` → the row from GET /v1/outbox/{key}, or null (loading);
+  // a key may stand in several databases.
+  const expanded = new Map();
+  const id = (letter) => `${databases.of(letter)}\u0000${letter.dispatch_key}`;
 
   const inputs = {
     namespace: h('input', { type: 'text', value: filter.namespace, testid: 'dl-f-namespace', spellcheck: 'false' }),
@@ -56,7 +62,7 @@ export function create({ params }, ctx) {
     : null;
   const body = h('tbody');
   const table = h('table', { class: 'grid', testid: 'dl-table' },
-    h('thead', {}, h('tr', {},
+    h('thead', {}, h('tr', {}, databases.header(),
       h('th', {}, 'Dispatch key'), h('th', {}, 'Workflow'), h('th', {}, 'Namespace / queue'),
       h('th', {}, 'Activity'), h('th', { class: 'num' }, 'Attempts'), h('th', {}, 'Failed'),
       h('th', { class: 'wide' }, 'Last error'), h('th', {}, ''))),
@@ -95,12 +101,12 @@ export function create({ params }, ctx) {
     next = data.next ?? null;
     fill(body, letters.flatMap((letter) => {
       const rows = [letterRow(letter)];
-      if (expanded.has(letter.dispatch_key)) rows.push(detailRow(letter, expanded.get(letter.dispatch_key)));
+      if (expanded.has(id(letter))) rows.push(detailRow(letter, expanded.get(id(letter))));
       return rows;
     }));
     empty.hidden = letters.length > 0;
     empty.textContent = page > 0 ? 'No dead letters on this page any more.'
-      : `No dead letters${describe(filter) ? ` match ${describe(filter)}` : ''}.`;
+      : `No dead letters${database ? ` in ${database}` : ''}${describe(filter) ? ` match ${describe(filter)}` : ''}.`;
     pageLabel.textContent = `page ${page + 1}${letters.length ? ` · ${letters.length} shown` : ''}`;
     first.disabled = page === 0;
     prev.disabled = page === 0;
@@ -109,10 +115,13 @@ export function create({ params }, ctx) {
 
   function letterRow(letter) {
     const key = letter.dispatch_key;
-    const open = expanded.has(key);
-    return h('tr', { testid: 'dl-row', 'data-key': key, class: open ? 'open' : '' },
+    const where = databases.of(letter);
+    const open = expanded.has(id(letter));
+    return h('tr', { testid: 'dl-row', 'data-key': key, 'data-database': where, class: open ? 'open' : '' },
+      databases.cell(letter, 'dl-database'),
       h('td', { class: 'mono', testid: 'dl-key' }, key),
-      h('td', { class: 'mono' }, h('a', { href: `#/workflows/${seg(letter.workflow_id)}` }, letter.workflow_id)),
+      h('td', { class: 'mono' }, h('a', { href: ctx.href(`#/workflows/${seg(letter.workflow_id)}`, where) },
+        letter.workflow_id)),
       h('td', {}, letter.namespace, h('small', { class: 'muted' }, ` / ${letter.task_queue}`)),
       h('td', { testid: 'dl-activity' }, letter.activity_type),
       h('td', { class: 'num' }, String(letter.attempt)),
@@ -121,9 +130,9 @@ export function create({ params }, ctx) {
         clip(letter.last_error ?? '', 160)),
       h('td', { class: 'nowrap' },
         h('button', { type: 'button', class: 'quiet', testid: 'dl-inspect', 'aria-expanded': String(open),
-          onclick: () => inspect(key) }, open ? 'Close' : 'Inspect'),
+          onclick: () => inspect(letter) }, open ? 'Close' : 'Inspect'),
         may('operator', letter.namespace)
-          ? h('button', { type: 'button', testid: 'dl-requeue', onclick: (e) => requeue(key, e.currentTarget) },
+          ? h('button', { type: 'button', testid: 'dl-requeue', onclick: (e) => requeue(letter, e.currentTarget) },
             'Requeue')
           : null));
   }
@@ -147,33 +156,39 @@ export function create({ params }, ctx) {
             row.run_id ? [h('dt', {}, 'Run'), h('dd', { class: 'mono' }, row.run_id)] : null,
             row.node ? [h('dt', {}, 'Node label'), h('dd', {}, row.node)] : null,
             row.traceparent ? [h('dt', {}, 'Trace'), h('dd', { class: 'mono small' }, row.traceparent)] : null)));
-    return h('tr', { class: 'detail', testid: 'dl-detail', 'data-key': letter.dispatch_key },
-      h('td', { colspan: 8 }, content));
+    return h('tr', { class: 'detail', testid: 'dl-detail', 'data-key': letter.dispatch_key,
+      'data-database': databases.of(letter) },
+    h('td', { colspan: databases.several() ? 9 : 8 }, content));
   }
 
-  async function inspect(key) {
-    if (expanded.has(key)) {
-      expanded.delete(key);
+  // A letter is read and requeued in the database the listing tagged it with.
+  async function inspect(letter) {
+    const key = letter.dispatch_key;
+    const which = id(letter);
+    if (expanded.has(which)) {
+      expanded.delete(which);
       return ctx.refresh();
     }
-    expanded.set(key, null);
+    expanded.set(which, null);
     ctx.refresh();
     try {
-      const row = await api('GET', `/v1/outbox/${seg(key)}`);
-      if (expanded.has(key)) expanded.set(key, row);
+      const row = await api('GET', `/v1/outbox/${seg(key)}`, undefined, { database: databases.of(letter) });
+      if (expanded.has(which)) expanded.set(which, row);
     } catch (failure) {
-      expanded.delete(key);
+      expanded.delete(which);
       show(`Could not read ${key}: ${ctx.explain(failure)}`, 'bad');
     }
     ctx.refresh();
   }
 
-  async function requeue(key, button) {
+  async function requeue(letter, button) {
+    const key = letter.dispatch_key;
+    const where = databases.of(letter);
     button.disabled = true;
     try {
-      await api('POST', `/v1/dead-letters/${seg(key)}/requeue`);
-      expanded.delete(key);
-      show(`Requeued ${key}: pending again, attempt 0.`);
+      await api('POST', `/v1/dead-letters/${seg(key)}/requeue`, undefined, { database: where });
+      expanded.delete(id(letter));
+      show(`Requeued ${key}${where && !database ? ` in ${where}` : ''}: pending again, attempt 0.`);
     } catch (failure) {
       show(`Could not requeue ${key}: ${ctx.explain(failure)}`, 'bad');
     } finally {
@@ -187,9 +202,10 @@ export function create({ params }, ctx) {
     // Without a namespace in the filter, the node keeps the bulk to the credential's own.
     const own = filter.namespace || mayEverywhere('operator') ? null
       : namespacesFor('operator').map((ns) => `“${ns}”`).join(', ');
+    const where = !databases.several() ? '' : database ? `, in database ${database}` : ', in every database';
     const question = what
-      ? `Requeue every dead letter matching ${what}${own ? ` in ${own}` : ''}? They become pending again with attempt 0.`
-      : `No filter is applied: requeue EVERY dead letter of ${own ?? 'every namespace'}? They become pending again with attempt 0.`;
+      ? `Requeue every dead letter matching ${what}${own ? ` in ${own}` : ''}${where}? They become pending again with attempt 0.`
+      : `No filter is applied: requeue EVERY dead letter of ${own ?? 'every namespace'}${where}? They become pending again with attempt 0.`;
     bulkButton.disabled = true;
     const yes = await confirmIn(confirmBox, question, 'Requeue them', 'dl-bulk-confirm');
     if (!yes) {
@@ -205,14 +221,20 @@ export function create({ params }, ctx) {
       body.older_than_s = /^\d+$/.test(filter.older_than_s) ? Number(filter.older_than_s) : filter.older_than_s;
     }
     let total = 0;
+    const byDatabase = new Map();  // across every database: how many each gave
     try {
       for (let call = 0; call < BULK_CALLS; call += 1) {
-        const { requeued } = await api('POST', '/v1/dead-letters/requeue', body);
-        total += requeued;
-        if (requeued === 0) break;
+        const answer = await api('POST', '/v1/dead-letters/requeue', body);
+        total += answer.requeued;
+        for (const [name, n] of Object.entries(answer.by_database ?? {})) {
+          byDatabase.set(name, (byDatabase.get(name) ?? 0) + n);
+        }
+        if (answer.requeued === 0) break;
         show(`Requeued ${total} so far…`);
       }
-      show(`Requeued ${total} dead letter${total === 1 ? '' : 's'}.`);
+      const parts = databases.several() && !database
+        ? [...byDatabase].filter(([, n]) => n > 0).map(([name, n]) => `${name} ${n}`) : [];
+      show(`Requeued ${total} dead letter${total === 1 ? '' : 's'}${parts.length ? ` (${parts.join(', ')})` : ''}.`);
     } catch (failure) {
       show(`Requeued ${total}, then: ${ctx.explain(failure)}`, 'bad');
     } finally {

@@ -1,21 +1,25 @@
 // Namespaces: the live rows, dead letters and last minute's outcomes of every namespace the
 // credential reads (GET /v1/namespaces), and a form that replaces one namespace's settings
 // (PUT /v1/namespaces/{ns}; the node's 400 message is shown as it is) — read-only where the
-// credential is not its operator.
+// credential is not its operator. On a node of several databases a namespace's settings and
+// figures are each database's own: the listing has a row per database and namespace, and the
+// form edits the namespace in the database of its row, or asks which when every database is
+// chosen.
 
 import { may, maySomewhere } from './access.js';
 import { api, seg } from './api.js';
+import * as databases from './databases.js';
 import { clock, field, fill, h, pretty } from './dom.js';
 
-// Last values by namespace and column, to mark what changed since the previous poll.
+// Last values by database, namespace and column, to mark what changed since the previous poll.
 const previous = new Map();
 
-export function create({ path }, ctx) {
+export function create({ path, database }, ctx) {
   const editing = path[0] ?? null;
   const body = h('tbody');
   const foot = h('tfoot');
   const table = h('table', { class: 'grid', testid: 'ns-table' },
-    h('thead', {}, h('tr', {},
+    h('thead', {}, h('tr', {}, databases.header(),
       h('th', {}, 'Namespace'), h('th', { class: 'num' }, 'Pending'),
       h('th', { class: 'num' }, 'Claimed'), h('th', {}, 'Claimed / max in flight'),
       h('th', { class: 'num' }, 'Dead letters'), h('th', { class: 'num' }, 'Done / min'),
@@ -33,7 +37,10 @@ export function create({ path }, ctx) {
     if (name) ctx.navigate(`#/namespaces/${seg(name)}`);
   } }, openName, h('button', { type: 'submit', testid: 'ns-open' }, 'Edit settings')) : null;
 
-  const editor = editing ? editForm(editing, ctx) : null;
+  // Settings belong to one database: with every database chosen, the form asks which.
+  const editor = !editing ? null
+    : databases.several() && !database ? settingsChooser(editing)
+      : editForm(editing, databases.several() ? database : null, ctx);
   const el = h('section', { class: 'view', testid: 'view-namespaces' },
     h('div', { class: 'heading' }, h('h1', {}, 'Namespaces'), opener),
     table, empty, editor?.el);
@@ -42,7 +49,8 @@ export function create({ path }, ctx) {
     const data = await api('GET', '/v1/namespaces');
     const list = data.namespaces ?? [];
     empty.hidden = list.length > 0;
-    fill(body, list.map((ns) => row(ns, ns.namespace === editing, ctx)));
+    fill(body, list.map((ns) => row(ns, ns.namespace === editing
+      && (!databases.several() || ns.database === database), ctx)));
     fill(foot, totals(list));
   }
 
@@ -53,21 +61,24 @@ export function create({ path }, ctx) {
 
 function row(ns, selected, ctx) {
   const name = ns.namespace;
+  const where = databases.of(ns);
   const s = ns.settings ?? {};
   const done = ns.finished_last_minute ?? {};
   const cell = (testid, value, extra = {}) => {
-    const key = `${name}\u0000${testid}`;
+    const key = `${where}\u0000${name}\u0000${testid}`;
     const changed = previous.has(key) && previous.get(key) !== value;
     previous.set(key, value);
     return h('td', { class: `num${changed ? ' changed' : ''}`, testid, ...extra }, String(value));
   };
   const dead = ns.dead_letters > 0
-    ? h('a', { href: `#/dead-letters?namespace=${encodeURIComponent(name)}` }, String(ns.dead_letters))
+    ? h('a', { href: ctx.href(`#/dead-letters?namespace=${encodeURIComponent(name)}`, where) }, String(ns.dead_letters))
     : '0';
   const deadCell = cell('ns-dead', ns.dead_letters);
   fill(deadCell, dead);
   if (ns.dead_letters > 0) deadCell.classList.add('bad');
-  return h('tr', { testid: 'ns-row', 'data-namespace': name, class: selected ? 'selected' : '' },
+  return h('tr', { testid: 'ns-row', 'data-namespace': name, 'data-database': where,
+    class: selected ? 'selected' : '' },
+    databases.cell(ns, 'ns-database'),
     h('td', { testid: 'ns-name', class: 'mono' }, name),
     cell('ns-pending', ns.pending),
     cell('ns-claimed', ns.claimed),
@@ -79,14 +90,15 @@ function row(ns, selected, ctx) {
     h('td', { testid: 'ns-settings', class: 'small' }, summary(s)),
     h('td', {}, may('operator', name)
       ? h('button', { type: 'button', class: 'quiet', testid: 'ns-edit-button',
-        onclick: () => ctx.navigate(`#/namespaces/${seg(name)}`) }, 'Edit')
+        onclick: () => ctx.navigate(`#/namespaces/${seg(name)}`, where) }, 'Edit')
       : h('button', { type: 'button', class: 'quiet', testid: 'ns-view-button',
-        onclick: () => ctx.navigate(`#/namespaces/${seg(name)}`) }, 'Settings')));
+        onclick: () => ctx.navigate(`#/namespaces/${seg(name)}`, where) }, 'Settings')));
 }
 
 function totals(list) {
   const sum = (pick) => list.reduce((total, ns) => total + (pick(ns) ?? 0), 0);
   return h('tr', { testid: 'ns-totals' },
+    databases.several() ? h('th') : null,
     h('th', {}, `${list.length} namespace${list.length === 1 ? '' : 's'}`),
     h('td', { class: 'num', testid: 'ns-total-pending' }, String(sum((n) => n.pending))),
     h('td', { class: 'num', testid: 'ns-total-claimed' }, String(sum((n) => n.claimed))),
@@ -123,7 +135,14 @@ function summary(s) {
 
 // ---- the edit form -------------------------------------------------------------------------
 
-function editForm(name, ctx) {
+function settingsChooser(name) {
+  const { el } = databases.chooser(`Each database keeps its own settings of “${name}”. Which database?`,
+    () => `#/namespaces/${seg(name)}`);
+  return { el, load: async () => {} };
+}
+
+// The settings of namespace `name` in `database` (null: the node's only one).
+function editForm(name, database, ctx) {
   const editable = may('operator', name);
   const text = (testid, placeholder = '') => h('input', { type: 'text', inputmode: 'decimal',
     testid, placeholder, spellcheck: 'false' });
@@ -146,7 +165,8 @@ function editForm(name, ctx) {
   const saved = h('p', { class: 'ok', testid: 'ns-edit-saved', hidden: true });
   const save = editable ? h('button', { type: 'submit', class: 'primary', testid: 'ns-save' }, 'Save settings') : null;
   const form = h('form', { class: 'edit', novalidate: true, testid: 'ns-edit', onsubmit: submit },
-    h('h2', {}, 'Settings of ', h('span', { class: 'mono', testid: 'ns-edit-name' }, name)),
+    h('h2', {}, 'Settings of ', h('span', { class: 'mono', testid: 'ns-edit-name' }, name),
+      database ? [' in ', h('span', { class: 'mono', testid: 'ns-edit-database' }, database)] : null),
     editable
       ? h('p', { class: 'muted small' }, 'Saving replaces the namespace’s settings whole; ' +
         'every node applies them within its quota cache TTL.')
@@ -199,7 +219,7 @@ function editForm(name, ctx) {
     }
     save.disabled = true;
     try {
-      const settings = await api('PUT', `/v1/namespaces/${seg(name)}`, body);
+      const settings = await api('PUT', `/v1/namespaces/${seg(name)}`, body, { database });
       populate(settings);
       saved.hidden = false;
       saved.textContent = `Saved at ${clock()}.`;
@@ -216,7 +236,7 @@ function editForm(name, ctx) {
   let loaded = false;
   async function load() {
     if (loaded) return;
-    populate(await api('GET', `/v1/namespaces/${seg(name)}`));
+    populate(await api('GET', `/v1/namespaces/${seg(name)}`, undefined, { database }));
     loaded = true;
   }
   return { el: form, load };

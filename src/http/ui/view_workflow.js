@@ -1,9 +1,12 @@
 // Workflow: one workflow's rows in every state (GET /v1/workflows/{id}?all=true), whether it
 // is paused, cancelled or blocked, and its pause, resume and cancel buttons — offered to an
-// operator of every namespace its rows (those the credential sees) are in.
+// operator of every namespace its rows (those the credential sees) are in. A workflow lives in
+// one database: on a node of several with every database chosen, the view asks which, saying
+// how many live rows of it each one holds.
 
 import { mayEach, maySomewhere } from './access.js';
-import { api, seg } from './api.js';
+import { api, seg, Unauthorized } from './api.js';
+import * as databases from './databases.js';
 import { ago, badge, confirmIn, fill, h, pretty, time, withheld } from './dom.js';
 
 const RECENT_KEY = 'outboxd.recent_workflows';
@@ -11,7 +14,7 @@ const RECENT_MAX = 8;
 const ROW_CAP = 1000;  // what the route returns at most
 const LIVE = new Set(['pending', 'claimed']);
 
-export function create({ path }, ctx) {
+export function create({ path, database }, ctx) {
   const id = path[0] ?? null;
   const idInput = h('input', { type: 'text', value: id ?? '', placeholder: 'workflow id',
     testid: 'wf-id', spellcheck: 'false' });
@@ -26,13 +29,15 @@ export function create({ path }, ctx) {
     const el = h('section', { class: 'view', testid: 'view-workflows' },
       h('div', { class: 'heading' }, h('h1', {}, 'Workflows'), opener),
       recent.length ? [h('h2', {}, 'Opened recently'), h('ul', { class: 'recent' },
-        recent.map((r) => h('li', {}, h('a', { class: 'mono', href: `#/workflows/${seg(r)}` }, r))))]
+        recent.map((r) => h('li', {}, h('a', { class: 'mono', href: ctx.href(`#/workflows/${seg(r.id)}`, r.database ?? undefined) },
+          r.id), r.database && databases.several() ? h('small', { class: 'muted' }, ` in ${r.database}`) : null)))]
         : h('p', { class: 'muted' }, maySomewhere('operator')
           ? 'Enter a workflow id to see its rows and pause, resume or cancel it.'
           : 'Enter a workflow id to see its rows.'));
     return { title: 'Workflows', reads: 'workflows', el, refresh: async () => {} };
   }
-  remember(id);
+  if (databases.several() && !database) return whichDatabase(id, opener);
+  remember(id, database);
 
   const state = h('span', { testid: 'wf-state' });
   const blocked = h('span', { testid: 'wf-blocked' });
@@ -56,7 +61,8 @@ export function create({ path }, ctx) {
 
   const el = h('section', { class: 'view', testid: 'view-workflow' },
     h('div', { class: 'heading' },
-      h('h1', {}, 'Workflow ', h('span', { class: 'mono', testid: 'wf-title' }, id)), opener),
+      h('h1', {}, 'Workflow ', h('span', { class: 'mono', testid: 'wf-title' }, id),
+        database ? h('span', { class: 'tag', testid: 'wf-database' }, database) : null), opener),
     h('div', { class: 'toolbar' }, state, blocked, h('span', { class: 'spacer' }), pause, resume, cancel),
     confirmBox, flash, summary, table);
 
@@ -78,7 +84,7 @@ export function create({ path }, ctx) {
     fill(state, badge(word, 'wf-state-badge'));
     state.dataset.state = word;
     fill(blocked, current.blocked_by
-      ? ['blocked by the dead letter ', h('a', { class: 'mono', href: `#/dead-letters?namespace=${encodeURIComponent(rows.find((r) => r.dispatch_key === current.blocked_by)?.namespace ?? '')}` }, current.blocked_by)]
+      ? ['blocked by the dead letter ', h('a', { class: 'mono', href: ctx.href(`#/dead-letters?namespace=${encodeURIComponent(rows.find((r) => r.dispatch_key === current.blocked_by)?.namespace ?? '')}`) }, current.blocked_by)]
       : '');
     const operable = mayEach('operator', [...new Set(rows.map((r) => r.namespace))]);
     for (const button of [pause, resume, cancel]) button.hidden = !operable;
@@ -173,17 +179,47 @@ export function create({ path }, ctx) {
   return { title: `Workflow ${id}`, reads: 'this workflow', el, refresh };
 }
 
+// With every database chosen on a node of several: which database's workflow `id`? Each
+// choice says how many live rows of it that database holds (its cheap live view).
+function whichDatabase(id, opener) {
+  const counts = new Map();  // database → live rows, or the reason it could not be read
+  const chooser = databases.chooser(`A workflow lives in one database. Which database holds “${id}”?`,
+    () => `#/workflows/${seg(id)}`, (name) => (counts.has(name)
+      ? h('small', { class: 'muted', testid: 'db-choice-note' }, counts.get(name)) : null));
+  const el = h('section', { class: 'view', testid: 'view-workflow' },
+    h('div', { class: 'heading' },
+      h('h1', {}, 'Workflow ', h('span', { class: 'mono', testid: 'wf-title' }, id)), opener),
+    chooser.el);
+  async function refresh() {
+    await Promise.all(databases.list().map(async (name) => {
+      try {
+        const n = (await api('GET', `/v1/workflows/${seg(id)}`, undefined, { database: name })).rows?.length ?? 0;
+        counts.set(name, n ? `${n} live row${n === 1 ? '' : 's'}` : 'no live rows');
+      } catch (failure) {
+        if (failure instanceof Unauthorized) throw failure;
+        counts.set(name, `not read: ${failure.message}`);
+      }
+    }));
+    chooser.update();
+  }
+  return { title: `Workflow ${id}`, reads: 'this workflow', el, refresh };
+}
+
+// Workflows opened in this tab, newest first: [{id, database}] (database null on a node of
+// one database).
 function recentIds() {
   try {
     const list = JSON.parse(sessionStorage.getItem(RECENT_KEY) ?? '[]');
-    return Array.isArray(list) ? list.filter((x) => typeof x === 'string') : [];
+    return Array.isArray(list) ? list.filter((x) => typeof x?.id === 'string')
+      .map(({ id, database }) => ({ id, database: typeof database === 'string' ? database : null })) : [];
   } catch {
     return [];
   }
 }
 
-function remember(id) {
-  const list = [id, ...recentIds().filter((x) => x !== id)].slice(0, RECENT_MAX);
+function remember(id, database) {
+  const list = [{ id, database }, ...recentIds().filter((x) => x.id !== id || x.database !== database)]
+    .slice(0, RECENT_MAX);
   sessionStorage.setItem(RECENT_KEY, JSON.stringify(list));
 }
 
