@@ -421,3 +421,143 @@ TEST_CASE(
     WARN("after the outage: " << shipping_twice << " shipping rows delivered twice");
     for (const auto& node : cluster.nodes) CHECK(node.process->running());
 }
+
+namespace {
+
+constexpr int kChurnNodes = 20;
+constexpr int kChurnKilled = 5;
+constexpr int kChurnTtlMs = 1000;
+
+// Seconds from `from` until `holds` is true of each database's leases (polled together, each
+// one's first time kept), or nullopt for a database it never held for within `timeout`.
+std::map<std::string, std::optional<double>> seconds_until(
+    const std::vector<test::ServedDatabase>& databases,
+    const std::function<bool(const test::LeaseCover&)>& holds, Clock::time_point from,
+    std::chrono::milliseconds timeout) {
+    std::map<std::string, std::optional<double>> seconds;
+    for (const auto& database : databases) seconds[database.name] = std::nullopt;
+    while (Clock::now() - from < timeout) {
+        bool all = true;
+        for (const auto& database : databases) {
+            auto& first = seconds[database.name];
+            if (!first && holds(test::lease_cover(database.url))) first = seconds_since(from);
+            all = all && first.has_value();
+        }
+        if (all) break;
+        std::this_thread::sleep_for(20ms);
+    }
+    return seconds;
+}
+
+struct ChurnTimes {
+    std::map<std::string, std::optional<double>> balanced;    // after the last join
+    std::map<std::string, std::optional<double>> covered;     // after the kill
+    std::map<std::string, std::optional<double>> rebalanced;  // after the kill, over the rest
+};
+
+std::string node_name(int i) { return (i < 10 ? "node-0" : "node-") + std::to_string(i); }
+
+// 20 nodes started together; once each serves every database, the time until each
+// database's leases are balanced over all 20. Then 5 killed with -9 at once: the time until
+// every shard of each database is held by a survivor, and until they are balanced again.
+ChurnTimes churn(const std::string& name, const std::vector<test::ServedDatabase>& databases) {
+    MultiDatabaseCluster cluster{name, databases};
+    for (int i = 1; i <= kChurnNodes; ++i) cluster.launch_node(node_name(i), node_env(kChurnTtlMs));
+    for (auto& node : cluster.nodes) cluster.await_ready(node, 120s);
+    ChurnTimes times;
+    std::set<std::string> everyone;
+    for (const auto& node : cluster.nodes) everyone.insert(node.name);
+    times.balanced = seconds_until(
+        databases,
+        [&](const test::LeaseCover& cover) {
+            return cover.covered_by(everyone) && cover.balanced(kChurnNodes);
+        },
+        Clock::now(), 30s);
+    // Every node's view of each database says the same (GET /v1/cluster, "databases").
+    CHECK(E2eCluster::await(
+        [&] {
+            return std::all_of(cluster.nodes.begin(), cluster.nodes.end(), [&](const auto& node) {
+                const auto view =
+                    json::parse(test::http_call(node.port, "GET", "/v1/cluster").body);
+                return std::all_of(databases.begin(), databases.end(), [&](const auto& database) {
+                    return test::view_partition(view, database.name).size() == kChurnNodes;
+                });
+            });
+        },
+        10s));
+
+    std::set<std::string> survivors = everyone;
+    std::vector<NodeHandle*> killed;
+    for (std::size_t i = 0; i < kChurnKilled; ++i) {
+        auto& node = cluster.nodes[2 + 4 * i];  // 03, 07, 11, 15, 19
+        killed.push_back(&node);
+        survivors.erase(node.name);
+    }
+    for (auto* node : killed) node->process->signal(SIGKILL);
+    const auto killed_at = Clock::now();
+    for (auto* node : killed) REQUIRE(node->process->wait(10s));
+    times.covered = seconds_until(
+        databases, [&](const test::LeaseCover& cover) { return cover.covered_by(survivors); },
+        killed_at, 30s);
+    times.rebalanced = seconds_until(
+        databases,
+        [&](const test::LeaseCover& cover) {
+            return cover.covered_by(survivors) && cover.balanced(kChurnNodes - kChurnKilled);
+        },
+        killed_at, 30s);
+    for (const auto& node : cluster.nodes) {
+        if (survivors.contains(node.name)) CHECK(node.process->running());
+    }
+    return times;
+}
+
+std::string seconds_text(const std::optional<double>& seconds) {
+    return seconds ? std::to_string(*seconds) + " s" : std::string{"never"};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "20 nodes over two databases balance each after the joins and 5 killed with -9 are "
+    "covered in every database as fast as in one",
+    "[e2e][databases]") {
+    test::PgInstance second{test::scratch_dir("mdb-churn-pg")};
+    test::TestDatabase alpha;
+    test::ServerDatabase beta{second.url(), "beta"};
+    store::migrate(beta.url());
+    test::ServerDatabase solo{second.url(), "solo"};
+    store::migrate(solo.url());
+
+    const auto two = churn("mdb-churn", {{"alpha", alpha.url()}, {"beta", beta.url()}});
+    const auto one = churn("mdb-churn-single", {{"default", solo.url()}});
+    const auto& single_covered = one.covered.at("default");
+
+    std::ostringstream report;
+    report << "20 nodes, lease TTL " << kChurnTtlMs << " ms; single database: balanced "
+           << seconds_text(one.balanced.at("default"))
+           << " after the joins, 5 killed covered after " << seconds_text(single_covered)
+           << ", balanced over 15 after " << seconds_text(one.rebalanced.at("default"));
+    for (const auto& [database, seconds] : two.covered) {
+        report << "\n  two databases, " << database << ": balanced "
+               << seconds_text(two.balanced.at(database)) << " after the joins, covered after "
+               << seconds_text(seconds) << ", balanced over 15 after "
+               << seconds_text(two.rebalanced.at(database));
+    }
+    WARN(report.str());
+
+    const double ttl = kChurnTtlMs / 1000.0;
+    REQUIRE(single_covered);
+    for (const auto& [database, seconds] : two.covered) {
+        INFO("database " << database);
+        // Balanced within about one lease TTL of the last join (a tick is a third of it).
+        REQUIRE(two.balanced.at(database));
+        CHECK(*two.balanced.at(database) <= ttl + 1.0);
+        // Covered as fast as the single database, give or take one cluster tick, and within the
+        // bound of the single-database kill test (TTL, a tick, a reconcile).
+        REQUIRE(seconds);
+        CHECK(*seconds <= *single_covered + ttl / 3 + 0.5);
+        CHECK(*seconds < ttl + ttl / 3 + 1.0);
+        CHECK(two.rebalanced.at(database));
+    }
+    CHECK(*single_covered < ttl + ttl / 3 + 1.0);
+}
