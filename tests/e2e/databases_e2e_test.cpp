@@ -276,9 +276,12 @@ TEST_CASE(
     "a PostgreSQL server stopped for 10 s stalls only its database: the others keep "
     "draining without a spin and it catches up when back",
     "[e2e][databases]") {
-    constexpr int kBusyRows = 12000;     // orders and billing each: they drain through the outage
-    constexpr int kShippingRows = 6000;  // still pending when its server stops
-    constexpr int kSleepMs = 50;
+    // Two workers of 32 tasks of 100 ms drain at most 640 rows/s, so orders and billing
+    // (7000 rows each) are still draining when the outage ends, some 16 s after staging, on
+    // any machine; and shipping still has rows when its server stops.
+    constexpr int kBusyRows = 7000;
+    constexpr int kShippingRows = 3000;
+    constexpr int kSleepMs = 100;
     constexpr int kCredit = 32;
     constexpr auto kBefore = 3s;
     constexpr auto kOutage = 10s;
