@@ -31,7 +31,7 @@ public:
 
     [[nodiscard]] std::string url() const;
     [[nodiscard]] const std::string& node_id() const { return node_id_; }
-    [[nodiscard]] worker::protocol::NodeInfo info() const { return {node_id_, url()}; }
+    [[nodiscard]] worker::protocol::NodeInfo info() const { return {node_id_, url(), {}, {}}; }
 
     // The cluster list of the welcome that answers each hello (default: this node alone).
     void set_welcome_cluster(std::vector<worker::protocol::NodeInfo> nodes);

@@ -143,13 +143,19 @@ TEST_CASE("the handler gets the database of each task, default where the node na
     client.start();
     REQUIRE(eventually([&] { return has_hello(node, 0); }));
     // A node with several databases names each task's; an older one names none.
-    const auto in_database = [](std::string frame, const std::string& database) {
-        return frame.insert(1, R"("database":")" + database + R"(",)");
+    // The frames as a node encodes them name "default"; named otherwise, or not at all.
+    const std::string named_default = R"("database":"default",)";
+    const auto in_database = [&](std::string frame, const std::string& database) {
+        const auto at = frame.find(named_default);
+        return frame.replace(at, named_default.size(), R"("database":")" + database + R"(",)");
+    };
+    const auto unnamed = [&](std::string frame) {
+        return frame.erase(frame.find(named_default), named_default.size());
     };
     node.send(0, in_database(task_frame("t1", "echo"), "orders"));
-    node.send(0, task_frame("t2", "echo", R"({"database":"input, not the task's"})"));
+    node.send(0, unnamed(task_frame("t2", "echo", R"({"database":"input, not the task's"})")));
     const std::string members[] = {in_database(task_frame("t3", "echo"), "billing"),
-                                   task_frame("t4", "echo")};
+                                   unnamed(task_frame("t4", "echo"))};
     node.send(0, protocol::encode_batch(members));
     REQUIRE(eventually([&] { return client.stats().tasks_completed == 4; }));
     const std::lock_guard lock{mutex};

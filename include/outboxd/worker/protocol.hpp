@@ -148,8 +148,8 @@ struct NodeInfo {
     std::string url;
     // The first database's shards, and every database the node serves with its shards (nodes
     // before several databases send neither).
-    ShardList shards;
-    std::vector<DatabaseShards> databases;
+    ShardList shards = {};
+    std::vector<DatabaseShards> databases = {};
 
     friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
