@@ -4,16 +4,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Worker, nodes, statusCounts, stageRows, unique, waitFor, workerOptions, wsUrl } from "./helpers.mjs";
+import { Worker, doneOn, nodes, statusCounts, stageRows, unique, waitFor, workerOptions, wsUrl } from "./helpers.mjs";
 
-async function doneOn(node, ns) {
-  const text = await (await fetch(node + "/metrics")).text();
-  // Summed over the node's databases (one here), whatever labels come first.
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith("outboxd_outcomes_total{") && l.includes(`namespace="${ns}",outcome="done"}`))
-    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
-}
 
 test("a worker drains rows over both nodes, splitting its credit", async () => {
   const [first, second] = nodes();

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Worker, api, nodePids, nodes, sleep, statusCounts, stageRows, unique, waitFor, workerOptions, wsUrl } from "./helpers.mjs";
+import { Worker, api, doneOn, nodePids, nodes, sleep, statusCounts, stageRows, unique, waitFor, workerOptions, wsUrl } from "./helpers.mjs";
 
 const WINDOW = 8;
 const ROWS = 300;
@@ -84,8 +84,3 @@ test("a worker never runs more handlers at once than its window", { skip }, asyn
   assert.ok(Math.max(...peaks) <= WINDOW, `peaks ${peaks}`);
 });
 
-async function doneOn(node, ns) {
-  const text = await (await fetch(node + "/metrics")).text();
-  const line = text.split("\n").find((l) => l.startsWith(`outboxd_outcomes_total{namespace="${ns}",outcome="done"}`));
-  return line === undefined ? 0 : Number(line.split(" ").pop());
-}

@@ -85,6 +85,16 @@ export function stageRows(rows) {
 }
 
 /** Row counts by status of the given workflow id prefix. */
+// Rows of namespace `ns` a node marked done, summed over its databases (the series carry
+// `database` first).
+export async function doneOn(node, ns) {
+  const text = await (await fetch(node + "/metrics")).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("outboxd_outcomes_total{") && l.includes(`namespace="${ns}",outcome="done"}`))
+    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+}
+
 export function statusCounts(prefix) {
   return withDb(async (client) => {
     const result = await client.query(
