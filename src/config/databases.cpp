@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convert.hpp"
+#include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::config {
 namespace detail {
@@ -16,7 +17,12 @@ constexpr std::size_t kMaxNameLength = 32;
 // A node opens connections per database: far more would exhaust any server's budget.
 constexpr std::size_t kMaxDatabases = 256;
 
+// How much of a name or key a refusal quotes: enough to find it, never a megabyte.
+constexpr std::size_t kQuoted = 64;
+
 [[noreturn]] void refuse_databases(const std::string& problem) { refuse(kDatabases, problem); }
+
+std::string excerpt(const std::string& text) { return util::log_safe(text, kQuoted); }
 
 std::string url_of(const std::string& name, const Json& value, const char* key) {
     if (!value.is_string()) {
@@ -32,7 +38,8 @@ std::string url_of(const std::string& name, const Json& value, const char* key) 
 
 Database database_of(const std::string& name, const Json& value) {
     if (!is_database_name(name)) {
-        refuse_databases("a database name must match [a-z0-9_-]{1,32}, got '" + name + "'");
+        refuse_databases("a database name must match [a-z0-9_-]{1,32}, got '" + excerpt(name) +
+                         "'");
     }
     if (value.is_string()) return {name, url_of(name, value, "url"), {}};
     if (!value.is_object()) {
@@ -46,7 +53,7 @@ Database database_of(const std::string& name, const Json& value) {
         } else if (key == "listen_url") {
             database.listen_url = url_of(name, field, "listen_url");
         } else {
-            refuse_databases("\"" + name + "\" has an unknown key '" + key +
+            refuse_databases("\"" + name + "\" has an unknown key '" + excerpt(key) +
                              "' (url and listen_url are known)");
         }
     }
@@ -83,7 +90,7 @@ std::vector<Database> parse_databases(const std::string& text) {
         // The byte offset, not the message: the message may quote the text (a password).
         refuse_databases("is not valid JSON (at byte " + std::to_string(error.byte) + ")");
     }
-    if (!duplicate.empty()) refuse_databases("names database '" + duplicate + "' twice");
+    if (!duplicate.empty()) refuse_databases("names database '" + excerpt(duplicate) + "' twice");
     if (!json.is_object()) refuse_databases("must be a JSON object of name: connection string");
     if (json.empty()) refuse_databases("must name at least one database");
     if (json.size() > kMaxDatabases) {

@@ -771,3 +771,33 @@ TEST_CASE("OUTBOXD_DATABASES names the databases, in order, and refuses what it 
                           Contains("--control-database") && Contains("names 'b', which is not in"));
     }
 }
+
+TEST_CASE("hostile OUTBOXD_DATABASES values are refused naming the setting, never echoed",
+          "[unit][config]") {
+    ScopedEnv env;
+    const std::string nested = std::string(10000, '[') + std::string(10000, ']');
+    const std::string huge_name(1 << 20, 'a');
+    const std::vector<std::pair<std::string, std::string>> refusals{
+        {std::string{R"({"a":"host=a)"} + '\0' + R"(b"})", "not valid JSON"},
+        {R"({"a":"host=a\u0000b"})", "must not hold a NUL byte"},
+        {"{\"a\":\"host=\xff\xfe\"}", "not valid JSON"},
+        {R"({"a":123456789012345678901234567890})", "must be a connection string or an object"},
+        {"{\"" + huge_name + "\":\"host=a\"}", "must match [a-z0-9_-]{1,32}"},
+        {nested, "must be a JSON object"},
+        {R"({"a":)" + nested + "}", "must be a connection string or an object"},
+    };
+    for (const auto& [text, expected] : refusals) {
+        DYNAMIC_SECTION("refused: " << text.substr(0, 40)) {
+            env.set("OUTBOXD_DATABASES", text);
+            try {
+                (void)resolve_args({});
+                FAIL("accepted");
+            } catch (const ConfigError& error) {
+                const std::string message = error.what();
+                CHECK_THAT(message,
+                           Contains("--databases (OUTBOXD_DATABASES)") && Contains(expected));
+                CHECK(message.size() < 300);  // a 1 MB value is not echoed back
+            }
+        }
+    }
+}
