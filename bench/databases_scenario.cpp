@@ -115,14 +115,8 @@ double three_run(const BenchContext& context, const std::string& tag) {
     {
         NodeFleet fleet{fleet_settings, 1, tag};
         const auto start = Clock::now();
-        WorkerFleet workers{fleet_settings,
-                            {{"worker",
-                              settings.worker_processes,
-                              {"default"},
-                              "default",
-                              settings.worker_max_in_flight}},
-                            fleet.worker_urls().front(),
-                            tag};
+        WorkerFleet workers{
+            fleet_settings, {default_workers(settings)}, fleet.worker_urls().front(), tag};
         const auto total = 3 * each;
         while (fleet.rows_done() < total && seconds_since(start) < settings.e2e_max_seconds) {
             std::this_thread::sleep_for(kSample);
@@ -253,14 +247,8 @@ void DatabasesScenario::once(const Turn& turn) {
     Outage outage;
     {
         NodeFleet fleet{fleet_settings, 1, tag};
-        WorkerFleet workers{fleet_settings,
-                            {{"worker",
-                              settings.worker_processes,
-                              {"default"},
-                              "default",
-                              settings.worker_max_in_flight}},
-                            fleet.worker_urls().front(),
-                            tag};
+        WorkerFleet workers{
+            fleet_settings, {default_workers(settings)}, fleet.worker_urls().front(), tag};
         const auto healthy = [&] { return done_in(fleet, "a") + done_in(fleet, "b"); };
         std::this_thread::sleep_for(std::chrono::seconds{1});  // warm
         const auto t1 = Clock::now();

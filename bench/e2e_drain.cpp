@@ -65,6 +65,11 @@ E2eResult run_e2e_with_results(const BenchContext& context, const std::string& t
     return result;
 }
 
+WorkerGroup default_workers(const BenchSettings& settings) {
+    return {
+        "worker", settings.worker_processes, {"default"}, "default", settings.worker_max_in_flight};
+}
+
 E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nodes,
                     const std::string& tag, const DrainOptions& options) {
     const auto& settings = context.settings;
@@ -75,11 +80,7 @@ E2eResult drain_e2e(const BenchContext& context, const std::string& url, int nod
     if (options.with_nodes) options.with_nodes(fleet);
     auto groups = options.workers;
     if (groups.empty()) {
-        groups.push_back({"worker",
-                          settings.worker_processes,
-                          {"default"},
-                          "default",
-                          settings.worker_max_in_flight});
+        groups.push_back(default_workers(settings));
     }
     int processes = 0;
     for (const auto& group : groups) processes += group.count;

@@ -56,6 +56,9 @@ E2eResult run_e2e_with_results(const BenchContext& context, const std::string& t
 // settings.worker_processes no-op workers of namespace `default`).
 // `consume`, when set, replaces the worker processes: it starts whatever takes the rows
 // (an HTTP push target) when the clock starts, and returns the CPU seconds of what it runs.
+// The no-op workers of namespace `default` a drain starts unless told otherwise.
+[[nodiscard]] WorkerGroup default_workers(const BenchSettings& settings);
+
 struct DrainOptions {
     std::function<void(NodeFleet&)> with_nodes;
     std::function<void()> at_start;
