@@ -189,7 +189,7 @@ TEST_CASE("metrics count what their names say: claims, sweeps' cancels, due to p
     h.dispatcher.drain([&] { drained = true; });
     REQUIRE(h.run_until([&] { return drained; }));
     CHECK(worker->tasks().empty());
-    CHECK(h.metrics.rows_claimed_total.Add({{"namespace", "default"}}).Value() == 5.0);
+    CHECK(h.metrics.claimed("default").Value() == 5.0);
     CHECK(h.metrics.rows_released_total.Value() == 5.0);
 }
 
@@ -202,8 +202,7 @@ TEST_CASE("rows the reconcile sweep settles for a cancelled workflow count as ca
     h.maintenance.run_now("reconcile");
     REQUIRE(h.run_until([&] { return h.status_of("gone:1") == store::Status::cancelled; }));
     CHECK(h.run_until([&] {
-        return h.metrics.outcomes_total.Add({{"namespace", "billing"}, {"outcome", "cancelled"}})
-                   .Value() == 2.0;
+        return h.metrics.outcome("billing", "cancelled").Value() == 2.0;
     }));
 }
 
