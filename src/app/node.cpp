@@ -235,10 +235,11 @@ public:
             add_engine(engine_settings(config, database, incarnation, secrets,
                                        engines.engines().size(), engines.next_task_id_suffix()));
         }
-        // Credentials live in the control database.
+        // Credentials live in the control database: read once its schema is current.
         auto& control = *engines.find(config::control_database(served, config).name);
         credentials.emplace(ioc.get_executor(), control.admin_lane(), authenticator,
                             config.quota_cache_ttl, metrics.fault("credentials"));
+        control.on_started([this] { credentials->start(); });
         credentials->on_read([this] {
             websockets.revalidate(
                 [this](const auth::Grant& grant) { return authenticator.still_valid(grant); });
@@ -292,10 +293,7 @@ public:
         return info;
     }
 
-    void start() {
-        engines.start();
-        credentials->start();
-    }
+    void start() { engines.start(); }
 
     // Said once, when the node first knows it has no credential at all.
     void warn_if_open() {

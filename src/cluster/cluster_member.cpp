@@ -27,8 +27,17 @@ void ClusterMember::schedule() {
     });
 }
 
+bool ClusterMember::settling(std::chrono::steady_clock::time_point now) const {
+    if (now < settle_until_) return true;
+    // Out of reach for so long that leases lapsed (the last renewal came a tick before the
+    // first failure).
+    return registered_ && failures_.failures() > 0 &&
+           failures_.lasted(now) + settings_.lease_ttl / 3 >= settings_.lease_ttl;
+}
+
 ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
-                                                  const MemberSettings& s, bool leaving) {
+                                                  const MemberSettings& s, bool leaving,
+                                                  bool settling) {
     TickResult result;
     try {
         if (!cluster.heartbeat(s.incarnation, leaving)) {
@@ -48,10 +57,10 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
         std::sort(members.begin(), members.end());
         const auto index = static_cast<std::size_t>(
             std::find(members.begin(), members.end(), s.node_id) - members.begin());
-        const auto target = leaving ? store::ShardRanges::none()
-                                    : store::ShardRanges::balanced_slice(index, members.size());
-
         const auto held = cluster.renew_shards(s.incarnation, s.lease_ttl);
+        const auto target = leaving    ? store::ShardRanges::none()
+                            : settling ? held
+                                       : store::ShardRanges::balanced_slice(index, members.size());
         const auto give = held.subtract(target);
         cluster.release_shards(s.incarnation, give);
         const auto wanted = target.subtract(held);
@@ -76,8 +85,9 @@ void ClusterMember::tick() {
     ticking_ = true;
     const bool queued = lane_.call(
         loop_, lifetime_.watch(),
-        [settings = settings_, leaving = leaving_](store::ClusterStores& db) {
-            return run_tick(db.cluster, settings, leaving);
+        [settings = settings_, leaving = leaving_,
+         settling = settling(std::chrono::steady_clock::now())](store::ClusterStores& db) {
+            return run_tick(db.cluster, settings, leaving, settling);
         },
         [this](store::LaneResult<TickResult> done) {
             if (!done.ok()) done.value.error = std::move(done.error);  // run_tick catches its own
@@ -107,9 +117,11 @@ void ClusterMember::apply(TickResult result) {
         return;
     }
     const auto lasted = failures_.lasted(now);
+    const bool settle = settling(now);
     if (const auto failed = failures_.succeeded(); failed > 0) {
-        spdlog::info("event=cluster_tick_recovered database={} failures={} after_ms={}",
-                     metrics_.database(), failed, lasted.count());
+        spdlog::info("event=cluster_tick_recovered database={} failures={} after_ms={}{}",
+                     metrics_.database(), failed, lasted.count(), settle ? " settling=true" : "");
+        if (settle) settle_until_ = now + settings_.lease_ttl;
     }
     registered_ = true;
     bool changed = result.claimable != claimable_ || result.nodes.size() != nodes_.size();
@@ -149,7 +161,8 @@ void ClusterMember::leave(std::function<void()> done) {
                 spdlog::info("event=left_cluster database={} node={}", database, node_id);
             } else {
                 // Leases and heartbeat expire on their own; the next owner re-arms our claims.
-                spdlog::warn("event=leave_failed error=\"{}\"", util::log_safe(done.error));
+                spdlog::warn("event=leave_failed database={} error=\"{}\"", database,
+                             util::log_safe(done.error));
             }
             (*finish)();
         });

@@ -7,7 +7,7 @@
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::dispatch {
-ClaimFaults::ClaimFaults(Settings settings, std::uint64_t seed)
+ClaimFaults::ClaimFaults(const Settings& settings, std::uint64_t seed)
     : settings_(settings),
       backoff_(settings.retry_min, settings.retry_max, seed),
       failures_(settings.summary_every) {}
@@ -17,9 +17,11 @@ std::chrono::milliseconds ClaimFaults::round_failed(const std::string& error,
     const auto delay = backoff_.next();
     retry_at_ = now + delay;
     if (failures_.failed(now)) {
-        spdlog::warn("event=claims_failing failed_rounds={} for_ms={} retry_in_ms={} error=\"{}\"",
-                     failures_.failures(), failures_.lasted(now).count(), delay.count(),
-                     util::log_safe(error));
+        spdlog::warn(
+            "event=claims_failing database={} failed_rounds={} for_ms={} retry_in_ms={} "
+            "error=\"{}\"",
+            settings_.database, failures_.failures(), failures_.lasted(now).count(), delay.count(),
+            util::log_safe(error));
     }
     return delay;
 }
@@ -27,7 +29,8 @@ std::chrono::milliseconds ClaimFaults::round_failed(const std::string& error,
 void ClaimFaults::round_succeeded(Clock::time_point now) {
     const auto lasted = failures_.lasted(now);
     if (const auto failed = failures_.succeeded(); failed > 0) {
-        spdlog::info("event=claims_recovered failed_rounds={} after_ms={}", failed, lasted.count());
+        spdlog::info("event=claims_recovered database={} failed_rounds={} after_ms={}",
+                     settings_.database, failed, lasted.count());
     }
     backoff_.reset();
     retry_at_ = {};
@@ -44,9 +47,10 @@ void ClaimFaults::route_refused(const store::ClaimScope& scope, const std::strin
     rest.until = now + rest.length;
     if (!again || rest.length < settings_.route_rest_max) {
         spdlog::warn(
-            "event=claim_route_refused namespace=\"{}\" task_queue=\"{}\" rest_ms={} error=\"{}\"",
-            util::log_safe(scope.namespace_name), util::log_safe(scope.task_queue),
-            rest.length.count(), util::log_safe(error));
+            "event=claim_route_refused database={} namespace=\"{}\" task_queue=\"{}\" rest_ms={} "
+            "error=\"{}\"",
+            settings_.database, util::log_safe(scope.namespace_name),
+            util::log_safe(scope.task_queue), rest.length.count(), util::log_safe(error));
     }
 }
 

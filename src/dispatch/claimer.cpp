@@ -15,7 +15,7 @@ Claimer::Claimer(const boost::asio::any_io_executor& loop, RoundRunner& runner,
       now_(std::move(now)),
       state_(std::make_shared<ClaimerState>(settings.lookback)),
       limits_(loop, look_again),
-      faults_({}, std::random_device{}()),
+      faults_({.database = metrics.database()}, std::random_device{}()),
       marks_(settings.poll_interval),
       look_again_(std::move(look_again)),
       retry_timer_(loop) {}

@@ -11,14 +11,15 @@ bool LaneRounds::round(ClaimRequest request, std::shared_ptr<ClaimerState> state
                        Done done) {
     return rounds_.call(
         loop_, std::move(owner),
-        [request = std::move(request), state = std::move(state),
-         release = std::move(release)](store::ClaimStores& db) {
+        [request = std::move(request), state = std::move(state), release = std::move(release),
+         database = database_](store::ClaimStores& db) {
             if (release) {
                 // A claim failed: what it may have claimed unseen goes back first.
                 const auto released =
                     db.claims.release_claims_after(request.owner, release->after, release->kept);
                 if (released > 0) {
-                    spdlog::warn("event=unknown_claims_released rows={}", released);
+                    spdlog::warn("event=unknown_claims_released database={} rows={}", database,
+                                 released);
                     state->tally.known = false;
                 }
             }

@@ -61,8 +61,8 @@ void LeaseWriter::flush() {
         }
         writing_ = false;
         const auto delay = retry_backoff_.next();
-        spdlog::warn("event=lease_write_failed rows={} retry_in_ms={} error=\"{}\"", batch->size(),
-                     delay.count(), util::log_safe(error));
+        spdlog::warn("event=lease_write_failed database={} rows={} retry_in_ms={} error=\"{}\"",
+                     metrics_.database(), batch->size(), delay.count(), util::log_safe(error));
         arm(delay);
     };
     const bool queued = lane_.call(

@@ -8,10 +8,12 @@
 namespace outboxd::dispatch {
 
 NamespaceCache::NamespaceCache(boost::asio::any_io_executor loop, store::AdminLane& lane,
-                               std::int64_t default_max_in_flight, std::chrono::milliseconds ttl)
+                               std::int64_t default_max_in_flight, std::chrono::milliseconds ttl,
+                               std::string database)
     : loop_(std::move(loop)),
       lane_(lane),
       default_max_in_flight_(default_max_in_flight),
+      database_(std::move(database)),
       ttl_(ttl),
       timer_(loop_) {}
 
@@ -45,7 +47,8 @@ void NamespaceCache::refresh_now(const std::function<void()>& done) {
 void NamespaceCache::apply(const store::LaneResult<std::vector<store::NamespaceSettings>>& listed) {
     if (!listed.ok()) return refresh_failed(listed.error);  // keep the last known
     if (const auto failed = failures_.succeeded(); failed > 0) {
-        spdlog::info("event=namespace_refresh_recovered failures={}", failed);
+        spdlog::info("event=namespace_refresh_recovered database={} failures={}", database_,
+                     failed);
     }
     std::map<std::string, Entry> fresh;
     bool any = false;
@@ -70,8 +73,9 @@ void NamespaceCache::apply(const store::LaneResult<std::vector<store::NamespaceS
 void NamespaceCache::refresh_failed(const std::string& error) {
     const auto now = std::chrono::steady_clock::now();
     if (failures_.failed(now)) {
-        spdlog::warn("event=namespace_refresh_failed failures={} for_ms={} error=\"{}\"",
-                     failures_.failures(), failures_.lasted(now).count(), util::log_safe(error));
+        spdlog::warn(
+            "event=namespace_refresh_failed database={} failures={} for_ms={} error=\"{}\"",
+            database_, failures_.failures(), failures_.lasted(now).count(), util::log_safe(error));
     }
 }
 

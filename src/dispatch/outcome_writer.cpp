@@ -84,8 +84,8 @@ void OutcomeWriter::finish(std::vector<PendingOutcome> batch, std::vector<bool> 
     const bool recovered = failures_.failures() > 0;
     const auto lasted = failures_.lasted(std::chrono::steady_clock::now());
     if (const auto failed = failures_.succeeded(); failed > 0) {
-        spdlog::info("event=outcome_writes_recovered failures={} after_ms={}", failed,
-                     lasted.count());
+        spdlog::info("event=outcome_writes_recovered database={} failures={} after_ms={}",
+                     metrics_.database(), failed, lasted.count());
     }
     retry_backoff_.reset();
     bool rearmed = false;
@@ -130,13 +130,14 @@ void OutcomeWriter::act(const OutcomeBatches::Verdict& verdict) {
         // Not even a dead letter is accepted: the row stays claimed and the stale-claim
         // backstop re-arms it; nothing is lost.
         metrics_.outcomes_abandoned_total.Increment();
-        spdlog::error("event=outcome_abandoned task={}.{} error=\"{}\"", ref.id, ref.token,
-                      util::log_safe(why));
+        spdlog::error("event=outcome_abandoned database={} task={}.{} error=\"{}\"",
+                      metrics_.database(), ref.id, ref.token, util::log_safe(why));
     }
     for (const auto& [ref, why] : verdict.dead_lettered) {
         metrics_.outcomes_refused_total.Increment();
-        spdlog::warn("event=outcome_refused task={}.{} error=\"{}\" recorded_as=dead_letter",
-                     ref.id, ref.token, util::log_safe(why));
+        spdlog::warn(
+            "event=outcome_refused database={} task={}.{} error=\"{}\" recorded_as=dead_letter",
+            metrics_.database(), ref.id, ref.token, util::log_safe(why));
     }
     if (verdict.retry) return retry_later(verdict.error);
     flush();
@@ -147,9 +148,10 @@ void OutcomeWriter::retry_later(const std::string& error) {
     const auto now = std::chrono::steady_clock::now();
     if (failures_.failed(now)) {
         spdlog::warn(
-            "event=outcome_write_failed failures={} for_ms={} kept={} retry_in_ms={} error=\"{}\"",
-            failures_.failures(), failures_.lasted(now).count(), batches_.size(), delay.count(),
-            util::log_safe(error));
+            "event=outcome_write_failed database={} failures={} for_ms={} kept={} retry_in_ms={} "
+            "error=\"{}\"",
+            metrics_.database(), failures_.failures(), failures_.lasted(now).count(),
+            batches_.size(), delay.count(), util::log_safe(error));
     }
     retry_pending_ = true;
     retry_timer_.expires_after(delay);

@@ -40,7 +40,8 @@ void TaskBoard::push_all(const std::vector<Placed>& placed, Clock::time_point ro
             push(*sink, *row, round_started);
         } catch (const std::exception& error) {
             metrics_.fault("dispatch").Increment();
-            spdlog::error("event=fault where=dispatch error=\"{}\"", util::log_safe(error.what()));
+            spdlog::error("event=fault where=dispatch database={} error=\"{}\"",
+                          metrics_.database(), util::log_safe(error.what()));
             const store::ClaimRef ref{row->id, row->claim_token};
             (void)in_flight_.take(in_flight_.task_id(ref), sink->session_id);
             registry_.release(sink->session_id, db_);
@@ -58,7 +59,8 @@ void TaskBoard::push(worker::WorkerEntry& sink, store::OutboxRow& row,
     if (!admitted) {
         // A claim token handed out twice; never expected (see OutboxSession::Commits). Hand
         // the row back rather than track two deliveries under one id.
-        spdlog::error("event=duplicate_task_id task_id={}", in_flight_.task_id(ref));
+        spdlog::error("event=duplicate_task_id database={} task_id={}", metrics_.database(),
+                      in_flight_.task_id(ref));
         registry_.release(sink.session_id, db_);
         writes_.record(store::Outcome::release(ref), row.namespace_name, "");
         return;
@@ -70,10 +72,10 @@ void TaskBoard::push(worker::WorkerEntry& sink, store::OutboxRow& row,
         // delivery.
         (void)in_flight_.take(task.task_id, sink.session_id);
         registry_.release(sink.session_id, db_);
-        spdlog::warn("event=row_undeliverable dispatch_key=\"{}\" trace_id={} reason=\"{}\"",
-                     util::log_safe(task.dispatch_key),
-                     task.traceparent ? util::trace_id_of(*task.traceparent) : "",
-                     util::log_safe(*refused));
+        spdlog::warn(
+            "event=row_undeliverable database={} dispatch_key=\"{}\" trace_id={} reason=\"{}\"",
+            metrics_.database(), util::log_safe(task.dispatch_key),
+            task.traceparent ? util::trace_id_of(*task.traceparent) : "", util::log_safe(*refused));
         writes_.record(store::Outcome::fail(ref, std::move(*refused)), row.namespace_name,
                        "failed");
         return;
@@ -100,9 +102,11 @@ void TaskBoard::settle(const InFlightTask& task, SettledTask settled) {
     // Its row was cancelled already: the answer (or its absence) changes nothing.
     if (task.cancelled) return;
     if (settled.outcome.kind == store::Outcome::Kind::fail) {
-        spdlog::info("event=dead_letter task_id={}.{} namespace=\"{}\" trace_id={} error=\"{}\"",
-                     task.ref.id, task.ref.token, util::log_safe(task.namespace_name),
-                     task.trace_id, util::log_safe(settled.outcome.error));
+        spdlog::info(
+            "event=dead_letter database={} task_id={}.{} namespace=\"{}\" trace_id={} "
+            "error=\"{}\"",
+            metrics_.database(), task.ref.id, task.ref.token, util::log_safe(task.namespace_name),
+            task.trace_id, util::log_safe(settled.outcome.error));
     }
     // Ordered delivery: a row that ended lets the next one of its workflow go; a dead letter
     // does so only where it does not block.
@@ -163,8 +167,9 @@ void TaskBoard::cancel(const std::vector<std::string>& task_ids) {
         if (auto* sink = registry_.find(task->session_id); sink && sink->sink) {
             sink->sink->send_cancel(task_id, "the task's workflow was cancelled");
         }
-        spdlog::info("event=task_cancelled task_id={} namespace=\"{}\" trace_id={}", task_id,
-                     util::log_safe(task->namespace_name), task->trace_id);
+        spdlog::info("event=task_cancelled database={} task_id={} namespace=\"{}\" trace_id={}",
+                     metrics_.database(), task_id, util::log_safe(task->namespace_name),
+                     task->trace_id);
     }
 }
 
@@ -175,7 +180,8 @@ std::size_t TaskBoard::sink_lost(const std::string& session_id) {
         settle(task, failed(task, Failure::lost, "worker connection lost", true));
     }
     if (!lost.empty())
-        spdlog::info("event=worker_lost session={} rearmed={}", session_id, lost.size());
+        spdlog::info("event=worker_lost database={} session={} rearmed={}", metrics_.database(),
+                     session_id, lost.size());
     return lost.size();
 }
 
@@ -190,7 +196,7 @@ std::size_t TaskBoard::expire() {
                       task.trace_id);
         settle(task, failed(task, Failure::timed_out, why, true));
     }
-    spdlog::warn("event=tasks_timed_out count={}", expired.size());
+    spdlog::warn("event=tasks_timed_out database={} count={}", metrics_.database(), expired.size());
     return expired.size();
 }
 

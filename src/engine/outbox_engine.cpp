@@ -70,10 +70,10 @@ OutboxEngine::OutboxEngine(EngineContext context, EngineSettings settings)
       settings_(std::move(settings)),
       metrics_(context_.metrics, settings_.name),
       lanes_(settings_, metrics_),
-      rounds_(context_.loop, lanes_.claims, lanes_.claims_apart),
+      rounds_(context_.loop, lanes_.claims, lanes_.claims_apart, settings_.name),
       writes_(context_.loop, lanes_.outcomes, metrics_, settings_.max_outcome_batch),
       namespaces_(context_.loop, lanes_.api, settings_.default_max_in_flight,
-                  settings_.settings_refresh),
+                  settings_.settings_refresh, settings_.name),
       member_(context_.loop, lanes_.cluster, metrics_, settings_.member),
       dispatcher_(context_.loop, {rounds_, writes_}, context_.registry, namespaces_, metrics_,
                   settings_.dispatch, [this] { return member_.owner(); }),
@@ -152,9 +152,10 @@ void OutboxEngine::begin() {
     maintenance_.start();
     for (auto& sinks : sinks_) sinks->start();
     wakes_ = std::make_unique<WakeRouter>(
-        context_.loop, dispatcher_,
+        context_.loop, dispatcher_, settings_.name,
         settings_.listen_url.empty() ? settings_.database_url : settings_.listen_url,
         settings_.dispatch.task_id_suffix);
+    if (on_started_) on_started_();
 }
 
 void OutboxEngine::cluster_changed() {

@@ -29,20 +29,24 @@ class WakeRouter {
 public:
     static constexpr std::chrono::milliseconds kFollowUp{3};
 
-    // Listens on `database_url`; `task_id_suffix` is the database's (cancelled claims come
-    // as bare "<id>.<token>").
+    // Listens on `database_url` of the database `database`; `task_id_suffix` is the
+    // database's (cancelled claims come as bare "<id>.<token>").
     WakeRouter(const boost::asio::any_io_executor& loop, dispatch::Dispatcher& dispatcher,
-               const std::string& database_url, std::string task_id_suffix)
+               const std::string& database, const std::string& database_url,
+               std::string task_id_suffix)
         : loop_(loop),
           dispatcher_(dispatcher),
           suffix_(std::move(task_id_suffix)),
           follow_up_timer_(loop),
-          listener_(database_url, [this, watch = lifetime_.watch()](const store::WakeNotice& n) {
-              // From the listener's thread: onto the loop, while the router lives.
-              boost::asio::post(loop_, [this, watch, n] {
-                  if (!watch.expired()) woken(n);
-              });
-          }) {}
+          listener_(
+              database_url,
+              [this, watch = lifetime_.watch()](const store::WakeNotice& n) {
+                  // From the listener's thread: onto the loop, while the router lives.
+                  boost::asio::post(loop_, [this, watch, n] {
+                      if (!watch.expired()) woken(n);
+                  });
+              },
+              database) {}
 
 private:
     void woken(store::WakeNotice notice) {

@@ -3,6 +3,7 @@
 // The upkeep's jobs, one file each; upkeep.cpp lists them. Internal to src/maintenance.
 
 #include <memory>
+#include <string>
 
 #include "outboxd/maintenance/upkeep.hpp"
 
@@ -12,7 +13,8 @@ namespace outboxd::maintenance {
                                                  const Upkeep& upkeep);
 [[nodiscard]] std::unique_ptr<Job> schedule_job(const UpkeepSettings& settings,
                                                 const Upkeep& upkeep);
-[[nodiscard]] std::unique_ptr<Job> retention_job(const UpkeepSettings& settings);
+[[nodiscard]] std::unique_ptr<Job> retention_job(const UpkeepSettings& settings,
+                                                 const std::string& database);
 [[nodiscard]] std::unique_ptr<Job> gauge_job(const UpkeepSettings& settings, const Upkeep& upkeep);
 
 }  // namespace outboxd::maintenance

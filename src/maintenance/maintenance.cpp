@@ -24,7 +24,7 @@ Maintenance::Entry::Entry(std::unique_ptr<Job> job_, const boost::asio::any_io_e
 
 Maintenance::Maintenance(const boost::asio::any_io_executor& loop, store::MaintenanceLane& lane,
                          metrics::DatabaseMetrics& metrics, std::vector<std::unique_ptr<Job>> jobs)
-    : loop_(loop), lane_(lane) {
+    : loop_(loop), lane_(lane), database_(metrics.database()) {
     // Each tick runs its job unless it rests.
     const auto tick = [this](Entry& entry) {
         if (Clock::now() >= entry.rest_until) run(entry);
@@ -97,14 +97,17 @@ void Maintenance::finished(Entry& entry, const std::string& error) {
     if (error.empty()) {
         const auto lasted = failures.lasted(now);
         if (const auto failed = failures.succeeded(); failed > 0 && entry.timing.warns) {
-            spdlog::info("event=maintenance_recovered task={} failures={} after_ms={}", name,
-                         failed, lasted.count());
+            spdlog::info("event=maintenance_recovered database={} task={} failures={} after_ms={}",
+                         database_, name, failed, lasted.count());
         }
     } else if (!entry.timing.warns) {
-        spdlog::debug("event=maintenance_failed task={} error=\"{}\"", name, util::log_safe(error));
+        spdlog::debug("event=maintenance_failed database={} task={} error=\"{}\"", database_, name,
+                      util::log_safe(error));
     } else if (failures.failed(now)) {
-        spdlog::warn("event=maintenance_failed task={} failures={} for_ms={} error=\"{}\"", name,
-                     failures.failures(), failures.lasted(now).count(), util::log_safe(error));
+        spdlog::warn(
+            "event=maintenance_failed database={} task={} failures={} for_ms={} error=\"{}\"",
+            database_, name, failures.failures(), failures.lasted(now).count(),
+            util::log_safe(error));
     }
 }
 

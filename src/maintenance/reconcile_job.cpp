@@ -58,7 +58,8 @@ public:
             done.rearmed += store.rearm_stale_claimed(owner, stale, kBatch, stale_grace).size();
             auto cancelled = store.settle_cancelled(owner);
             if (!cancelled.keys.empty()) {
-                spdlog::info("event=cancelled_rows_settled count={}", cancelled.keys.size());
+                spdlog::info("event=cancelled_rows_settled database={} count={}",
+                             upkeep_.metrics.database(), cancelled.keys.size());
             }
             done.cancelled = std::move(cancelled.by_namespace);
             // Waiting rows whose earlier rows ended while the claim that parked them ran.
@@ -79,7 +80,8 @@ private:
             upkeep_.metrics.outcome(ns, "cancelled").Increment(static_cast<double>(rows));
         }
         if (done.rearmed > 0) {
-            spdlog::info("event=claims_rearmed count={}", done.rearmed);
+            spdlog::info("event=claims_rearmed database={} count={}", upkeep_.metrics.database(),
+                         done.rearmed);
             upkeep_.metrics.rows_rearmed_total.Increment(static_cast<double>(done.rearmed));
         }
         if (done.let_go > 0) spdlog::debug("event=waiting_rows_let_go count={}", done.let_go);

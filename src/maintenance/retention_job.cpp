@@ -12,7 +12,8 @@ constexpr std::int32_t kBatch = 5000;
 
 class RetentionJob final : public Job {
 public:
-    explicit RetentionJob(const UpkeepSettings& settings) : settings_(settings) {}
+    RetentionJob(const UpkeepSettings& settings, std::string database)
+        : settings_(settings), database_(std::move(database)) {}
 
     [[nodiscard]] std::string_view name() const override { return "retention"; }
     [[nodiscard]] Timing timing() const override {
@@ -20,25 +21,28 @@ public:
     }
 
     std::optional<LaneWork> prepare() override {
-        return [retention = settings_.retention](store::MaintenanceStores& db) -> Report {
+        return [this, retention = settings_.retention](store::MaintenanceStores& db) -> Report {
             std::int64_t total = 0;
             for (std::int64_t n = kBatch; n == kBatch;) {
                 n = db.maintenance.delete_finished(retention, kBatch);
                 total += n;
             }
-            if (total > 0) spdlog::info("event=retention_deleted rows={}", total);
+            if (total > 0) {
+                spdlog::info("event=retention_deleted database={} rows={}", database_, total);
+            }
             return nullptr;
         };
     }
 
 private:
     UpkeepSettings settings_;
+    std::string database_;
 };
 
 }  // namespace
 
-std::unique_ptr<Job> retention_job(const UpkeepSettings& settings) {
-    return std::make_unique<RetentionJob>(settings);
+std::unique_ptr<Job> retention_job(const UpkeepSettings& settings, const std::string& database) {
+    return std::make_unique<RetentionJob>(settings, database);
 }
 
 }  // namespace outboxd::maintenance

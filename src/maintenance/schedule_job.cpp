@@ -24,15 +24,17 @@ public:
     std::optional<LaneWork> prepare() override {
         auto owner = upkeep_.owner();
         if (owner.ranges.empty()) return std::nullopt;
-        return [owner = std::move(owner)](store::MaintenanceStores& db) -> Report {
+        return [this, owner = std::move(owner)](store::MaintenanceStores& db) -> Report {
             auto fired = db.schedules.fire_due(owner, kBatch);
-            return [fired = std::move(fired)] {
+            return [this, fired = std::move(fired)] {
+                const auto& database = upkeep_.metrics.database();
                 if (fired.staged > 0) {
-                    spdlog::info("event=schedules_fired schedules={} staged={}", fired.schedules,
-                                 fired.staged);
+                    spdlog::info("event=schedules_fired database={} schedules={} staged={}",
+                                 database, fired.schedules, fired.staged);
                 }
                 for (const auto& id : fired.refused) {
-                    spdlog::warn("event=schedule_refused id=\"{}\"", util::log_safe(id));
+                    spdlog::warn("event=schedule_refused database={} id=\"{}\"", database,
+                                 util::log_safe(id));
                 }
             };
         };

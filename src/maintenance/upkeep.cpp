@@ -9,7 +9,7 @@ std::vector<std::unique_ptr<Job>> upkeep_jobs(const UpkeepSettings& settings,
     std::vector<std::unique_ptr<Job>> jobs;
     jobs.push_back(reconcile_job(settings, upkeep));
     jobs.push_back(schedule_job(settings, upkeep));
-    jobs.push_back(retention_job(settings));
+    jobs.push_back(retention_job(settings, upkeep.metrics.database()));
     jobs.push_back(gauge_job(settings, upkeep));
     return jobs;
 }

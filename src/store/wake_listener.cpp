@@ -100,9 +100,11 @@ void WakeNotice::add(std::string_view payload) {
     }
 }
 
-WakeListener::WakeListener(std::string database_url, std::function<void(const WakeNotice&)> on_wake)
+WakeListener::WakeListener(std::string database_url, std::function<void(const WakeNotice&)> on_wake,
+                           std::string database)
     : database_url_(std::move(database_url)),
       on_wake_(std::move(on_wake)),
+      database_(std::move(database)),
       thread_([this] { run(); }) {}
 
 WakeListener::~WakeListener() {
@@ -136,8 +138,9 @@ void WakeListener::run() {
                     stable = true;
                     const auto down_for = failures.lasted(up_at);
                     if (const auto failed = failures.succeeded(); failed > 0) {
-                        spdlog::info("event=wake_listener_up failed_attempts={} down_ms={}", failed,
-                                     down_for.count());
+                        spdlog::info(
+                            "event=wake_listener_up database={} failed_attempts={} down_ms={}",
+                            database_, failed, down_for.count());
                     }
                     backoff.reset();
                 }
@@ -149,9 +152,9 @@ void WakeListener::run() {
             const auto delay = backoff.next();
             if (failures.failed(now)) {
                 spdlog::warn(
-                    "event=wake_listener_down failed_attempts={} down_ms={} retry_in_ms={} "
-                    "error=\"{}\"",
-                    failures.failures(), failures.lasted(now).count(), delay.count(),
+                    "event=wake_listener_down database={} failed_attempts={} down_ms={} "
+                    "retry_in_ms={} error=\"{}\"",
+                    database_, failures.failures(), failures.lasted(now).count(), delay.count(),
                     util::log_safe(error.what()));
             }
             const auto until = now + delay;

@@ -67,7 +67,8 @@ DATABASE_METRICS = {
     "outboxd_outcomes_abandoned_total", "outboxd_claim_route_errors_total",
     "outboxd_ordered_blocked_workflows", "outboxd_heartbeats_total",
     "outboxd_lease_statements_total", "outboxd_lease_rows_total",
-    "outboxd_maintenance_runs_total", "outboxd_database_up",
+    "outboxd_maintenance_runs_total", "outboxd_database_up", "outboxd_http_requests_total",
+    "outboxd_http_request_seconds", "outboxd_http_inflight",
 }
 DATABASE_FILTER = 'database=~"$database"'
 # The database with_cluster.py gives a node of one database.

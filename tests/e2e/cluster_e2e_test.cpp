@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -306,6 +308,39 @@ TEST_CASE("a node cut off from PostgreSQL loses its shards and rejoins cleanly",
                        .as<int>() > 300;
         },
         10s));
+}
+
+TEST_CASE("back from an outage of PostgreSQL, no node takes the shards of the others coming back",
+          "[e2e][cluster]") {
+    E2eCluster cluster{"outage"};
+    test::TcpProxy to_first{E2eCluster::pg_port()};
+    test::TcpProxy to_second{E2eCluster::pg_port()};
+    auto env = node_env();
+    env["OUTBOXD_DATABASE_URL"] = cluster.url_via(to_first.port());
+    auto& first = cluster.start_node("node-1", env);
+    env["OUTBOXD_DATABASE_URL"] = cluster.url_via(to_second.port());
+    auto& second = cluster.start_node("node-2", env);
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 2); }, 10s));
+    // Every change of a shard's owner bumps its epoch.
+    const auto epochs = [&] {
+        return cluster.db.exec("SELECT sum(epoch) FROM shard_leases")[0][0].as<std::int64_t>();
+    };
+    const auto before = epochs();
+
+    // Both cut off for longer than the lease TTL: every lease and heartbeat lapses.
+    to_first.cut();
+    to_second.cut();
+    std::this_thread::sleep_for(std::chrono::milliseconds{kLeaseTtlMs * 5 / 2});
+    to_first.restore();
+    to_second.restore();
+    REQUIRE(first.process->await_log("event=cluster_tick_recovered", 10s));
+    REQUIRE(second.process->await_log("event=cluster_tick_recovered", 10s));
+    // Whichever came back first kept its own shards and waited for the other.
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 2); }, 10s));
+    std::this_thread::sleep_for(std::chrono::milliseconds{kLeaseTtlMs * 2});
+    CHECK(test::balanced_over(second, 2));
+    CHECK(epochs() == before);
+    CHECK(first.process->log().find("settling=true") != std::string::npos);
 }
 
 TEST_CASE("workers follow a node that restarts on another port", "[e2e][cluster]") {

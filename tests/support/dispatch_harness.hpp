@@ -48,13 +48,13 @@ inline maintenance::UpkeepSettings fast_maintenance(const dispatch::DispatchSett
 
 class DispatchHarness {
 public:
-    explicit DispatchHarness(dispatch::DispatchSettings settings = fast_settings())
+    explicit DispatchHarness(const dispatch::DispatchSettings& settings = fast_settings())
         : claims_({.name = "claims"}, db.url()),
           claims_apart_({.name = "claims_apart"}, db.url()),
           outcomes_({.name = "outcomes"}, db.url()),
           maintenance_({.name = "maintenance"}, db.url()),
           api_({.name = "api"}, db.url()),
-          rounds_(ioc.get_executor(), claims_, claims_apart_),
+          rounds_(ioc.get_executor(), claims_, claims_apart_, "default"),
           writes_(ioc.get_executor(), outcomes_, metrics, 2000),
           namespaces(ioc.get_executor(), api_, 10000, std::chrono::milliseconds{50}),
           dispatcher(ioc.get_executor(), {rounds_, writes_}, registry, namespaces, metrics,

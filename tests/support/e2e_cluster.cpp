@@ -171,16 +171,23 @@ std::string E2eCluster::db_now() const {
 }
 
 Process& E2eCluster::start_worker(const std::string& name, const std::vector<std::string>& urls,
-                                  std::vector<std::string> flags) {
+                                  const std::vector<std::string>& flags) {
+    workers.push_back(std::make_unique<Process>(worker_command(name, urls, flags),
+                                                std::map<std::string, std::string>{},
+                                                dir_ + "/" + name + ".log"));
+    return *workers.back();
+}
+
+std::vector<std::string> worker_command(const std::string& name,
+                                        const std::vector<std::string>& urls,
+                                        const std::vector<std::string>& flags) {
     std::vector<std::string> argv{bin_dir() + "/outboxd-worker", "--worker-id", name};
     for (const auto& url : urls) {
         argv.push_back("--url");
         argv.push_back(url);
     }
     argv.insert(argv.end(), flags.begin(), flags.end());
-    workers.push_back(std::make_unique<Process>(argv, std::map<std::string, std::string>{},
-                                                dir_ + "/" + name + ".log"));
-    return *workers.back();
+    return argv;
 }
 
 bool E2eCluster::await(const std::function<bool()>& done, std::chrono::milliseconds timeout) {

@@ -35,6 +35,11 @@ struct NodeHandle {
 // of nearly equal share.
 [[nodiscard]] bool balanced_over(const NodeHandle& node, std::size_t members);
 
+// The command line of an outboxd-worker `name` connecting to `urls`, then `flags`.
+[[nodiscard]] std::vector<std::string> worker_command(const std::string& name,
+                                                      const std::vector<std::string>& urls,
+                                                      const std::vector<std::string>& flags);
+
 // The `dispatch_key:attempt` lines outboxd-worker --received-log appended, in order.
 [[nodiscard]] std::vector<std::string> received(const std::string& path);
 
@@ -61,7 +66,7 @@ public:
     [[nodiscard]] std::string db_now() const;
     // Starts the example worker connected to `urls` with extra flags.
     Process& start_worker(const std::string& name, const std::vector<std::string>& urls,
-                          std::vector<std::string> flags = {});
+                          const std::vector<std::string>& flags = {});
 
     // Polls `done` (every 50 ms) until it holds or `timeout` passes.
     static bool await(const std::function<bool()>& done, std::chrono::milliseconds timeout);

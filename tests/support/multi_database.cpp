@@ -176,14 +176,9 @@ void MultiDatabaseCluster::await_ready(NodeHandle& node, std::chrono::millisecon
 
 Process& MultiDatabaseCluster::start_worker(const std::string& name,
                                             const std::vector<std::string>& urls,
-                                            std::vector<std::string> flags) {
-    std::vector<std::string> argv{bin_dir() + "/outboxd-worker", "--worker-id", name};
-    for (const auto& url : urls) {
-        argv.push_back("--url");
-        argv.push_back(url);
-    }
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    workers.push_back(std::make_unique<Process>(argv, std::map<std::string, std::string>{},
+                                            const std::vector<std::string>& flags) {
+    workers.push_back(std::make_unique<Process>(worker_command(name, urls, flags),
+                                                std::map<std::string, std::string>{},
                                                 dir_ + "/" + name + ".log"));
     return *workers.back();
 }

@@ -99,7 +99,7 @@ public:
                      std::chrono::milliseconds timeout = std::chrono::seconds{60});
     // Starts the example worker connected to `urls` with extra flags.
     Process& start_worker(const std::string& name, const std::vector<std::string>& urls,
-                          std::vector<std::string> flags = {});
+                          const std::vector<std::string>& flags = {});
 
     [[nodiscard]] const std::vector<ServedDatabase>& databases() const { return databases_; }
     [[nodiscard]] const std::string& dir() const { return dir_; }

@@ -9,6 +9,12 @@
 // acquires the free or expired leases inside it. A dead node's range becomes acquirable
 // when its leases expire.
 //
+// Back from an outage of its database long enough for leases to lapse, the member keeps what
+// it holds and takes nothing for one lease TTL: the others' leases lapsed because they could
+// not reach the database either, and they still hold tasks out whose outcomes would be
+// refused if their rows went to a new owner. A node that does not come back in that time is
+// dead, and its shards are taken as usual.
+//
 // Thread affinity: the loop thread; the SQL runs on `lane`.
 
 #include <chrono>
@@ -67,8 +73,10 @@ private:
     void tick();
     void schedule();
     void apply(TickResult result);
+    // Whether this tick keeps to the shards held (see above).
+    [[nodiscard]] bool settling(std::chrono::steady_clock::time_point now) const;
     static TickResult run_tick(store::ClusterStore& cluster, const MemberSettings& settings,
-                               bool leaving);
+                               bool leaving, bool settling);
 
     boost::asio::any_io_executor loop_;
     store::ClusterLane& lane_;
@@ -80,6 +88,7 @@ private:
     bool ticking_ = false;
     bool leaving_ = false;
     util::FailureRun failures_;  // consecutive failed ticks
+    std::chrono::steady_clock::time_point settle_until_{};
     std::function<void()> on_change_;
     boost::asio::steady_timer timer_;
     util::Lifetime lifetime_;

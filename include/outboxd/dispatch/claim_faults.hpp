@@ -33,9 +33,10 @@ public:
         std::chrono::milliseconds route_rest{10000};
         std::chrono::milliseconds route_rest_max{300000};
         std::chrono::milliseconds summary_every{30000};  // of the log while rounds fail
+        std::string database = "default";                // names the claims in the log
     };
 
-    ClaimFaults(Settings settings, std::uint64_t seed);
+    ClaimFaults(const Settings& settings, std::uint64_t seed);
 
     // A round failed: the next may start after the returned delay.
     std::chrono::milliseconds round_failed(const std::string& error, Clock::time_point now);

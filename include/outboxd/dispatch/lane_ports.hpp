@@ -5,6 +5,8 @@
 //
 // Thread affinity: the loop thread; the SQL runs on the lanes.
 
+#include <string>
+
 #include <boost/asio/any_io_executor.hpp>
 
 #include "outboxd/dispatch/lease_writer.hpp"
@@ -16,11 +18,12 @@
 namespace outboxd::dispatch {
 
 // Rounds on `rounds`, claims apart on a lane of their own (`apart`), so that a quiet
-// tenant's claim never queues behind a busy one's round.
+// tenant's claim never queues behind a busy one's round. `database` names them in the log.
 class LaneRounds final : public RoundRunner {
 public:
-    LaneRounds(boost::asio::any_io_executor loop, store::ClaimLane& rounds, store::ClaimLane& apart)
-        : loop_(std::move(loop)), rounds_(rounds), apart_(apart) {}
+    LaneRounds(boost::asio::any_io_executor loop, store::ClaimLane& rounds, store::ClaimLane& apart,
+               std::string database)
+        : loop_(std::move(loop)), rounds_(rounds), apart_(apart), database_(std::move(database)) {}
 
     bool round(ClaimRequest request, std::shared_ptr<ClaimerState> state,
                std::optional<ClaimMarks::Release> release, std::weak_ptr<const void> owner,
@@ -34,6 +37,7 @@ private:
     boost::asio::any_io_executor loop_;
     store::ClaimLane& rounds_;
     store::ClaimLane& apart_;
+    std::string database_;
 };
 
 class LaneTaskWrites final : public TaskWrites {

@@ -25,8 +25,10 @@ namespace outboxd::dispatch {
 
 class NamespaceCache {
 public:
+    // `database` names its refreshes in the log.
     NamespaceCache(boost::asio::any_io_executor loop, store::AdminLane& lane,
-                   std::int64_t default_max_in_flight, std::chrono::milliseconds ttl);
+                   std::int64_t default_max_in_flight, std::chrono::milliseconds ttl,
+                   std::string database = "default");
 
     void start();  // first refresh now, then every ttl
     void stop();
@@ -70,6 +72,7 @@ private:
     boost::asio::any_io_executor loop_;
     store::AdminLane& lane_;
     std::int64_t default_max_in_flight_;
+    std::string database_;
     std::chrono::milliseconds ttl_;
     std::map<std::string, Entry> entries_;
     bool any_controls_ = false;

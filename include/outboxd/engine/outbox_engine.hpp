@@ -81,6 +81,9 @@ public:
     void on_cluster_change(std::function<void()> callback) {
         on_cluster_change_ = std::move(callback);
     }
+    // Called on the loop once the engine started (its schema current): at once from start(),
+    // or after its background migration succeeded.
+    void on_started(std::function<void()> callback) { on_started_ = std::move(callback); }
     // Before start(): the URL workers reach this node at.
     void set_advertise_url(std::string url) { member_.set_advertise_url(std::move(url)); }
 
@@ -146,6 +149,7 @@ private:
     maintenance::Maintenance maintenance_;
     std::vector<std::unique_ptr<sinks::EngineSinks>> sinks_;
     std::function<void()> on_cluster_change_;
+    std::function<void()> on_started_;
     std::unique_ptr<WakeRouter> wakes_;
     std::atomic<bool> migrated_{false};
     util::Lifetime lifetime_;

@@ -57,6 +57,7 @@ private:
 
     boost::asio::any_io_executor loop_;
     store::MaintenanceLane& lane_;
+    std::string database_;  // names the jobs in the log
     std::vector<std::unique_ptr<Entry>> entries_;
     util::Lifetime lifetime_;
 };

@@ -42,8 +42,10 @@ struct WakeNotice {
 
 class WakeListener {
 public:
-    // `on_wake(notice)`, from the listener's thread, for each batch of notifications.
-    WakeListener(std::string database_url, std::function<void(const WakeNotice&)> on_wake);
+    // `on_wake(notice)`, from the listener's thread, for each batch of notifications;
+    // `database` names it in the log.
+    WakeListener(std::string database_url, std::function<void(const WakeNotice&)> on_wake,
+                 std::string database = "default");
     ~WakeListener();  // stops within ~200 ms
     WakeListener(const WakeListener&) = delete;
     WakeListener& operator=(const WakeListener&) = delete;
@@ -56,6 +58,7 @@ private:
 
     std::string database_url_;
     std::function<void(const WakeNotice&)> on_wake_;
+    std::string database_;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> listening_{false};
     std::thread thread_;

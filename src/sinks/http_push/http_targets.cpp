@@ -154,13 +154,15 @@ void HttpTargets::refresh_now() {
                 unsent_reports_.insert(unsent_reports_.begin(), reports.begin(), reports.end());
                 const auto now = std::chrono::steady_clock::now();
                 if (failures_.failed(now)) {
-                    spdlog::warn("event=http_targets_refresh_failed failures={} error=\"{}\"",
-                                 failures_.failures(), util::log_safe(listed.error));
+                    spdlog::warn(
+                        "event=http_targets_refresh_failed database={} failures={} error=\"{}\"",
+                        database(), failures_.failures(), util::log_safe(listed.error));
                 }
                 return;
             }
             if (const auto failed = failures_.succeeded(); failed > 0) {
-                spdlog::info("event=http_targets_refresh_recovered failures={}", failed);
+                spdlog::info("event=http_targets_refresh_recovered database={} failures={}",
+                             database(), failed);
             }
             if (!stopped_) apply(listed.value);
         });
@@ -191,8 +193,8 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
     for (const auto& [name, why] : refused) {
         const auto known = refused_.find(name);
         if (known == refused_.end() || known->second != why) {
-            spdlog::warn("event=http_target_refused target=\"{}\" reason=\"{}\"",
-                         util::log_safe(name), util::log_safe(why));
+            spdlog::warn("event=http_target_refused database={} target=\"{}\" reason=\"{}\"",
+                         database(), util::log_safe(name), util::log_safe(why));
             // A key missing here is this node's to fix: say so where every node's GET sees it.
             if (undecryptable.contains(name)) {
                 unsent_reports_.push_back({name, "node cannot use the target: " + why, false});
@@ -204,7 +206,8 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
     for (auto it = active_.begin(); it != active_.end();) {
         const auto found = wanted.find(it->first);
         if (found == wanted.end()) {
-            spdlog::info("event=http_target_removed target=\"{}\"", util::log_safe(it->first));
+            spdlog::info("event=http_target_removed database={} target=\"{}\"", database(),
+                         util::log_safe(it->first));
             retire(std::move(it->second));
             it = active_.erase(it);
             continue;
@@ -215,7 +218,8 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
                 entry.settings = *found->second;
                 set_credit(entry);
             } else {
-                spdlog::info("event=http_target_changed target=\"{}\"", util::log_safe(it->first));
+                spdlog::info("event=http_target_changed database={} target=\"{}\"", database(),
+                             util::log_safe(it->first));
                 retire(std::move(entry));
                 it = active_.erase(it);
                 continue;  // added below, as new
@@ -240,8 +244,8 @@ void HttpTargets::add(const store::HttpTargetSettings& target) {
             const auto why =
                 "cannot load its TLS trust (" + util::sanitize_text(error.what(), 200) + ")";
             if (refused_[target.name] != why) {
-                spdlog::warn("event=http_target_refused target=\"{}\" reason=\"{}\"",
-                             util::log_safe(target.name), util::log_safe(why));
+                spdlog::warn("event=http_target_refused database={} target=\"{}\" reason=\"{}\"",
+                             database(), util::log_safe(target.name), util::log_safe(why));
             }
             refused_[target.name] = why;
             unsent_reports_.push_back({target.name, "node cannot use the target: " + why, false});
@@ -249,13 +253,16 @@ void HttpTargets::add(const store::HttpTargetSettings& target) {
         }
     }
     Entry entry;
-    entry.session_id =
-        std::string{kSessionPrefix} + target.name + "#" + std::to_string(++generation_);
+    // Unique across the node's databases, whose targets may share a name.
+    entry.session_id = std::string{kSessionPrefix} + target.name +
+                       (settings_.database ? "@" + *settings_.database : "") + "#" +
+                       std::to_string(++generation_);
     entry.settings = target;
+    const prometheus::Labels labels{{"database", database()}, {"target", target.name}};
     detail::TargetMetrics target_metrics{
-        &metrics_.http_requests_total,
-        &metrics_.http_request_seconds.Add({{"target", target.name}}, metrics::kHttpSecondsBuckets),
-        &metrics_.http_inflight.Add({{"target", target.name}})};
+        &metrics_.http_requests_total, database(),
+        &metrics_.http_request_seconds.Add(labels, metrics::kHttpSecondsBuckets),
+        &metrics_.http_inflight.Add(labels)};
     detail::AnswerSink sink;
     const auto session = entry.session_id;
     sink.done = [this, session, watch = lifetime_.watch()](const std::string& task_id,
@@ -278,9 +285,9 @@ void HttpTargets::add(const store::HttpTargetSettings& target) {
         target_metrics, std::move(sink), wall_clock_);
     const auto share = share_of(target);
     spdlog::info(
-        "event=http_target_added target=\"{}\" namespace=\"{}\" task_queue=\"{}\" "
+        "event=http_target_added database={} target=\"{}\" namespace=\"{}\" task_queue=\"{}\" "
         "url=\"{}\" share={}",
-        util::log_safe(target.name), util::log_safe(target.namespace_name),
+        database(), util::log_safe(target.name), util::log_safe(target.namespace_name),
         util::log_safe(target.task_queue), util::log_safe(url->host_header), std::max(0, share));
     const auto session_id = entry.session_id;
     auto channel = entry.channel;

@@ -49,7 +49,7 @@ TargetChannel::TargetChannel(boost::asio::any_io_executor ex, store::HttpTargetS
       tls_(std::move(tls)),
       policy_(policy),
       limits_(limits),
-      metrics_(metrics),
+      metrics_(std::move(metrics)),
       sink_(std::move(sink)),
       wall_clock_(std::move(wall_clock)) {}
 
@@ -125,7 +125,9 @@ void TargetChannel::deliver(Delivery delivery, bool may_resend) {
 prometheus::Counter& TargetChannel::requests_counter(const std::string& code_class) {
     auto& counter = counters_[code_class];
     if (!counter) {
-        counter = &metrics_.requests->Add({{"target", settings_.name}, {"code_class", code_class}});
+        counter = &metrics_.requests->Add({{"database", metrics_.database},
+                                           {"target", settings_.name},
+                                           {"code_class", code_class}});
     }
     return *counter;
 }

@@ -41,7 +41,8 @@ struct AnswerSink {
 };
 
 struct TargetMetrics {
-    prometheus::Family<prometheus::Counter>* requests = nullptr;  // {target, code_class}
+    prometheus::Family<prometheus::Counter>* requests = nullptr;  // {database, target, code_class}
+    std::string database = "default";
     prometheus::Histogram* seconds = nullptr;
     prometheus::Gauge* inflight = nullptr;
 };

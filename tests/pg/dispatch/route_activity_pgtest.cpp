@@ -201,9 +201,7 @@ TEST_CASE("rows the reconcile sweep settles for a cancelled workflow count as ca
     h.store.append(std::vector{new_row("gone", 0, "billing"), new_row("gone", 1, "billing")});
     h.maintenance.run_now("reconcile");
     REQUIRE(h.run_until([&] { return h.status_of("gone:1") == store::Status::cancelled; }));
-    CHECK(h.run_until([&] {
-        return h.metrics.outcome("billing", "cancelled").Value() == 2.0;
-    }));
+    CHECK(h.run_until([&] { return h.metrics.outcome("billing", "cancelled").Value() == 2.0; }));
 }
 
 TEST_CASE("dispatch latency is due to pushed by the database's clock for the due part",

@@ -122,6 +122,8 @@ private:
     store::AdminLane& lane_;
     sinks::SinkPort& port_;
     metrics::NodeMetrics& metrics_;
+    // The database's name, in its log lines and metric labels.
+    [[nodiscard]] std::string database() const { return settings_.database.value_or("default"); }
     PushSettings settings_;
     WallClock wall_clock_;
     [[nodiscard]] std::int32_t share_of(const store::HttpTargetSettings& target) const;
