@@ -55,6 +55,7 @@ public:
         double down_seconds = 0;
         double catch_up_seconds = 0;  // from the restart to its last row done
         bool caught_up = false;
+        bool measured = true;  // the healthy databases still had rows at the end of the outage
     };
 
 private:

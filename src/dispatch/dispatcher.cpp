@@ -90,7 +90,7 @@ std::vector<worker::Route> Dispatcher::routes() const {
 
 void Dispatcher::poll() {
     backlog_likely_ = true;  // the backstop: look whatever the last round said
-    want(true);
+    look();
     claimer_.backstop();
     request_sweep();
 }
@@ -98,7 +98,7 @@ void Dispatcher::poll() {
 void Dispatcher::claim_from_front() {
     claimer_.read_from_front();
     backlog_likely_ = true;
-    want(true);
+    look();
     request_sweep();
 }
 
@@ -110,13 +110,13 @@ void Dispatcher::sink_attached() {
 void Dispatcher::ranges_changed() {
     claimer_.ranges_changed();
     backlog_likely_ = true;
-    want(true);
+    look();
     request_sweep();
 }
 
 void Dispatcher::woken(const std::vector<QueueKey>& queues, bool anywhere) {
     if (anywhere) claimer_.look_everywhere();
-    want(true);
+    look();
     // Without a round in flight the next round is as quick; the busy routes' own wakes
     // (their namespaces are in the round) cost nothing more than this look.
     auto to_rounds = queues;

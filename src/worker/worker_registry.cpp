@@ -58,29 +58,38 @@ void WorkerRegistry::retire_all() {
 
 void WorkerRegistry::set_databases(std::vector<std::string> names) {
     if (names.empty()) names.emplace_back("default");
-    wanting_.assign(names.size(), false);
-    wanting_count_ = 0;
+    wanting_.assign(names.size(), Want::none);
+    sharing_count_ = 0;
+    looking_count_ = 0;
     databases_ = std::move(names);
 }
 
-void WorkerRegistry::want(std::size_t db, bool wants) {
-    if (db >= wanting_.size() || wanting_[db] == wants) return;
-    wanting_[db] = wants;
-    if (wants) {
-        ++wanting_count_;
-    } else {
-        --wanting_count_;
-    }
+void WorkerRegistry::want(std::size_t db, Want want) {
+    if (db >= wanting_.size() || wanting_[db] == want) return;
+    const auto count = [this](Want w) -> std::size_t* {
+        if (w == Want::share) return &sharing_count_;
+        if (w == Want::look) return &looking_count_;
+        return nullptr;
+    };
+    if (auto* was = count(wanting_[db])) --*was;
+    if (auto* now = count(want)) ++*now;
+    wanting_[db] = want;
 }
 
 std::int32_t WorkerRegistry::free_for(const WorkerEntry& worker, std::size_t db) const {
-    const auto free = worker.free_credit();
-    // Alone (or the only one wanting), a database may use the whole window.
-    const auto sharing = wanting_count_ + (wants(db) ? 0 : 1);
+    auto free = worker.free_credit();
+    if (free <= 0) return free;
+    const auto mine = wanted(db);
+    // A database with a share to take leaves one credit to each database looking.
+    if (mine == Want::share) {
+        free = std::max<std::int32_t>(0, free - static_cast<std::int32_t>(looking_count_));
+    }
+    // Alone (or the only one with a share to take), a database may use the whole window.
+    const auto sharing = sharing_count_ + (mine == Want::share ? 0 : 1);
     if (sharing <= 1 || free <= 0) return free;
     // Its rank among the databases sharing, turned so that the remainder goes round.
     std::size_t rank = 0;
-    for (std::size_t other = 0; other < db; ++other) rank += wants(other) ? 1 : 0;
+    for (std::size_t other = 0; other < db; ++other) rank += wanted(other) == Want::share ? 1 : 0;
     rank = (rank + turn_) % sharing;
     const auto count = static_cast<std::int32_t>(sharing);
     const auto share =
@@ -102,7 +111,7 @@ void WorkerRegistry::release(const std::string& session_id, std::size_t db) {
     --worker->outstanding_;
     if (db < worker->held_.size() && worker->held_[db] > 0) --worker->held_[db];
     // Others wait for this credit: turn the remainders, and let them claim.
-    if (wanting_count_ > (wants(db) ? 1 : 0)) {
+    if (sharing_count_ + looking_count_ > (wants(db) ? 1 : 0)) {
         ++turn_;
         if (freed_) freed_(db);
     }
@@ -203,7 +212,9 @@ std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement, std:
 
 WorkerEntry* WorkerRegistry::pick(const store::OutboxRow& row, const store::Placement& placement,
                                   std::size_t db) {
-    if (wanting_count_ == 0 || wanting_.size() <= 1) return pick_within(row, placement, db, false);
+    if (sharing_count_ + looking_count_ == 0 || wanting_.size() <= 1) {
+        return pick_within(row, placement, db, false);
+    }
     // Within the database's share first; a row claimed before the shares changed still goes
     // where credit is free rather than back to the table.
     if (auto* worker = pick_within(row, placement, db, true)) return worker;

@@ -610,3 +610,35 @@ TEST_CASE("outboxd reseal-secrets encrypts stored secrets under the first key",
     CHECK(reseal(k1) == 1);
     CHECK(stored() == text);
 }
+
+TEST_CASE("two databases may each have a target of one name: each delivers its own rows",
+          "[e2e][push][databases]") {
+    E2eCluster cluster{"push-two-databases"};
+    Receiver receiver{cluster.dir(), "receiver", {}};
+    cluster.add_database("billing");
+    auto env = push_env();
+    env.merge(cluster.databases_env("orders"));
+    auto& node = cluster.start_node("node-1", env);
+    for (const std::string database : {"orders", "billing"}) {
+        const auto put = http_call(node.port, "PUT", "/v1/http-targets/hook?database=" + database,
+                                   target_body(receiver.url()).dump());
+        INFO(put.body);
+        REQUIRE(put.status == 200);
+    }
+    stage(cluster, 20, "charge", "orders");
+    cluster.database("billing").exec(
+        "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type) SELECT "
+        "'billing-' || g, 'billing-wf-' || g, 0, 'charge' FROM generate_series(1, 20) g");
+    const auto done = [](const test::TestDatabase& db) {
+        return db.exec("SELECT count(*) FROM outbox WHERE status = 'done'")[0][0].as<int>();
+    };
+    REQUIRE(E2eCluster::await(
+        [&] { return done(cluster.db) == 20 && done(cluster.database("billing")) == 20; }, 30s));
+    CHECK(attempts_by_key(receiver).size() == 40);
+    for (const std::string database : {"orders", "billing"}) {
+        CHECK(
+            E2eCluster::metric(node, R"(outboxd_http_requests_total{code_class="2xx",database=")" +
+                                         database + R"(",target="hook"})")
+                .value_or(-1) == 20);
+    }
+}

@@ -136,7 +136,12 @@ private:
     void check_drained();
     // Whether this database has due work it may not have claimed: while several have, the
     // sinks' windows are shared among them (worker::WorkerRegistry).
+    // A share of the windows for due work it knows of, or none (worker_registry.hpp).
     void want(bool wants) { registry_.want(db_, wants); }
+    // One look, for work there may be; a share it wants already stays.
+    void look() {
+        if (!registry_.wants(db_)) registry_.want(db_, worker::WorkerRegistry::Want::look);
+    }
     [[nodiscard]] std::vector<worker::Route> routes() const;
 
     boost::asio::any_io_executor loop_;

@@ -88,15 +88,25 @@ using PlacementLookup = std::function<store::Placement(const std::string& ns)>;
 // told apart by their index `db`). While one database alone has due work it may use a whole
 // window; while several have, each may hold at most its fair share of every window (the
 // window divided among them, the remainder taking turns), so that a busy database never
-// starves a quiet one. A dispatcher says when it has due work (want()); a task ended by one
-// database while others want calls `on_freed` so that they may claim.
+// starves a quiet one. A dispatcher says what it wants (want()): a share, for due work it
+// knows of (its last round was full), or one look, for work there may be (a poll, a wake, new
+// shards). A look holds back one credit from the databases sharing the windows, not a share:
+// twenty quiet databases polling cost a busy one a credit each while they look, not its
+// window. A task ended by one database while others want calls `on_freed` so that they may
+// claim.
 class WorkerRegistry {
 public:
+    enum class Want : std::uint8_t { none, look, share };
+
     // The databases sharing the windows, by index (one, "default", unless set). Before add().
     void set_databases(std::vector<std::string> names);
-    // Database `db` has due work it may not have claimed (a wake, a full round), or not.
-    void want(std::size_t db, bool wants);
-    [[nodiscard]] bool wants(std::size_t db) const { return db < wanting_.size() && wanting_[db]; }
+    void want(std::size_t db, Want want);
+    // Database `db` has due work it knows of (a share), or none.
+    void want(std::size_t db, bool wants) { want(db, wants ? Want::share : Want::none); }
+    [[nodiscard]] Want wanted(std::size_t db) const {
+        return db < wanting_.size() ? wanting_[db] : Want::none;
+    }
+    [[nodiscard]] bool wants(std::size_t db) const { return wanted(db) != Want::none; }
     // Called after a task of `db` ended while another database wants credit.
     void on_freed(std::function<void(std::size_t db)> freed) { freed_ = std::move(freed); }
     // What `worker` may take now for database `db`: its free credit, within the database's
@@ -152,9 +162,10 @@ private:
 
     std::map<std::string, WorkerEntry> workers_;  // by session id; ordered for stable routing
     std::vector<std::string> databases_{"default"};
-    std::vector<bool> wanting_;
-    std::size_t wanting_count_ = 0;
-    std::size_t turn_ = 0;  // which wanting databases take the windows' remainders
+    std::vector<Want> wanting_;
+    std::size_t sharing_count_ = 0;  // databases wanting a share
+    std::size_t looking_count_ = 0;  // databases wanting a look
+    std::size_t turn_ = 0;           // which sharing databases take the windows' remainders
     std::function<void(std::size_t)> freed_;
 };
 

@@ -49,6 +49,49 @@ TEST_CASE("one database, or one wanting, uses the whole window", "[unit][worker]
     CHECK(worker.held(1) == 8);
 }
 
+TEST_CASE("a database looking for work holds back one credit, not a share",
+          "[unit][worker][credit]") {
+    using Want = WorkerRegistry::Want;
+    WorkerRegistry registry;
+    registry.set_databases({"busy", "q1", "q2", "q3"});
+    std::vector<std::size_t> freed_for;
+    registry.on_freed([&](std::size_t db) { freed_for.push_back(db); });
+    auto& worker = attach(registry, 8);
+    registry.want(0, true);
+    REQUIRE(take_all(registry, worker, 0) == 8);
+    // Three quiet databases poll: each wants a look.
+    for (std::size_t db = 1; db <= 3; ++db) registry.want(db, Want::look);
+    // The busy one ends two tasks: both go to looks, none to it.
+    registry.release("s1", 0);
+    registry.release("s1", 0);
+    CHECK(registry.free_for(worker, 0) == 0);
+    CHECK(registry.free_for(worker, 1) == 2);  // a look may take what is free
+    CHECK(freed_for == std::vector<std::size_t>{0, 0});
+    // Two look and find nothing: the busy one has the rest of the window again, less the one
+    // credit the third still looks with.
+    REQUIRE(registry.reserve(worker, 1));
+    REQUIRE(registry.reserve(worker, 2));
+    registry.release("s1", 1);
+    registry.release("s1", 2);
+    registry.want(1, Want::none);
+    registry.want(2, Want::none);
+    CHECK(registry.free_for(worker, 0) == 1);
+    registry.want(3, Want::none);
+    CHECK(registry.free_for(worker, 0) == 2);
+    // Had they wanted shares, the busy one would have been held to a quarter of the window.
+    for (std::size_t db = 1; db <= 3; ++db) registry.want(db, true);
+    CHECK(registry.free_for(worker, 0) == 0);
+    // A look that finds work comes back full and wants a share: the usual fair split.
+    registry.want(1, false);
+    registry.want(2, false);
+    registry.want(3, false);
+    registry.want(1, Want::look);
+    CHECK(registry.wanted(1) == Want::look);
+    registry.want(1, true);
+    CHECK(registry.wanted(1) == Want::share);
+    CHECK(registry.free_for(worker, 1) == 2);  // its share is 4; 2 credits are free
+}
+
 TEST_CASE("a busy database gives way to a quiet one as its tasks come back",
           "[unit][worker][credit]") {
     WorkerRegistry registry;
