@@ -200,6 +200,7 @@ void DatabasesScenario::once(const Turn& turn) {
         const auto& idle = idle_databases(context, idle_);
         const double window = settings.quick ? 4 : 10;
         std::vector<double> cpu;
+        std::vector<double> pg_cpu;
         std::vector<double> transactions;
         for (const std::size_t count : {std::size_t{1}, idle.size()}) {
             const Named served(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(count));
@@ -224,14 +225,17 @@ void DatabasesScenario::once(const Turn& turn) {
                     .as<double>();
             };
             const auto cpu_before = fleet.cpu_seconds();
+            const auto pg_before = context.pg_cpu.sample();
             const auto xact_before = xacts();
             std::this_thread::sleep_for(std::chrono::duration<double>(window));
             cpu.push_back(fleet.cpu_seconds() - cpu_before);
+            pg_cpu.push_back(context.pg_cpu.sample() - pg_before);
             transactions.push_back(xacts() - xact_before);
         }
         const auto extra = static_cast<double>(idle.size() - 1);
         idle_cost_ = IdleCost{1000 * (cpu[1] - cpu[0]) / extra / window,
-                              (transactions[1] - transactions[0]) / extra / window, window};
+                              (transactions[1] - transactions[0]) / extra / window,
+                              1000 * (pg_cpu[1] - pg_cpu[0]) / extra / window, window};
         for (int i = 1; i <= kIdleDatabases; ++i) {
             context.databases.drop(strf("bench_idle_%02d", i));
         }
@@ -315,8 +319,9 @@ void DatabasesScenario::render_table(const BenchSettings& /*settings*/,
     if (idle_cost_) {
         text += strf(
             "  databases: an idle database costs a node %.2f ms CPU/s and PostgreSQL "
-            "%.1f transactions/s\n",
-            idle_cost_->node_cpu_ms_per_s, idle_cost_->transactions_per_s);
+            "%.1f transactions/s, %.2f ms CPU/s\n",
+            idle_cost_->node_cpu_ms_per_s, idle_cost_->transactions_per_s,
+            idle_cost_->pg_cpu_ms_per_s);
     }
     if (!three_.empty()) {
         text += strf(
@@ -351,6 +356,7 @@ void DatabasesScenario::add_json(const ScenarioRegistry& /*registry*/, nlohmann:
     if (idle_cost_) {
         out["database_idle_node_cpu_ms_per_s"] = json_fine(idle_cost_->node_cpu_ms_per_s);
         out["database_idle_transactions_per_s"] = json_fine(idle_cost_->transactions_per_s);
+        out["database_idle_pg_cpu_ms_per_s"] = json_fine(idle_cost_->pg_cpu_ms_per_s);
     }
     if (outage_ && outage_->measured && outage_->before_rows_per_s > 0) {
         out["database_outage_ratio"] =

@@ -47,6 +47,7 @@ public:
     struct IdleCost {
         double node_cpu_ms_per_s = 0;   // per idle database
         double transactions_per_s = 0;  // per idle database
+        double pg_cpu_ms_per_s = 0;     // per idle database
         double seconds = 0;
     };
     struct Outage {

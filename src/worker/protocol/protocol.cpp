@@ -482,19 +482,24 @@ namespace {
 void append_json_string(std::string& out, std::string_view text) {
     static constexpr char kHex[] = "0123456789abcdef";
     out += '"';
-    for (const char c : text) {
+    // Runs that need no escape (nearly every text) go in whole.
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
         const auto byte = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (byte < 0x20) {
+        if (byte >= 0x20 && c != '"' && c != '\\') continue;
+        out.append(text.substr(run, i - run));
+        run = i + 1;
+        if (byte < 0x20) {
             out += "\\u00";
             out += kHex[byte >> 4];
             out += kHex[byte & 0xf];
         } else {
+            out += '\\';
             out += c;
         }
     }
+    out.append(text.substr(run));
     out += '"';
 }
 

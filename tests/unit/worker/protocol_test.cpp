@@ -332,6 +332,14 @@ TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
     of_orders.database = "orders";
     CHECK(node_frame<Task>(encode(of_orders)).database == "orders");
     CHECK(json::parse(encode(task))["database"] == "default");  // always present
+    // Text with what JSON must escape, at the start, the middle and the end, round trips.
+    for (const std::string& key : {std::string{"\"a\\b\x01c\td\x1f"}, std::string{"plain-key"},
+                                   std::string{"\\"}, std::string{"\""}}) {
+        auto odd = task;
+        odd.dispatch_key = key;
+        CHECK(node_frame<Task>(encode(odd)).dispatch_key == key);
+        CHECK(json::parse(encode(odd))["dispatch_key"] == key);
+    }
     CHECK(back.dispatch_key == task.dispatch_key);
     CHECK(back.workflow_id == task.workflow_id);
     CHECK(back.ordinal == task.ordinal);
