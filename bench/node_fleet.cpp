@@ -94,6 +94,7 @@ NodeFleet::NodeFleet(const FleetSettings& settings, int count, const std::string
         }
     }
     wait_for_balanced_leases(count);
+    wait_for_ready();
 }
 
 NodeFleet::~NodeFleet() { stop(); }
@@ -119,6 +120,22 @@ FROM (SELECT count(*) AS n FROM shard_leases
                                      row[1].c_str() + ")"};
         }
         std::this_thread::sleep_for(kPollInterval);
+    }
+}
+
+// Leases can settle before a node has read its credentials; until then its API refuses
+// what an open node allows (a scenario's PUT /v1/namespaces answered 401).
+void NodeFleet::wait_for_ready() {
+    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+    for (const auto& url : http_urls_) {
+        for (;;) {
+            if (http_request(url, "GET", "/readyz").status == 200) break;
+            check_alive();
+            if (std::chrono::steady_clock::now() > deadline) {
+                throw std::runtime_error{"node " + url + " was not ready in time"};
+            }
+            std::this_thread::sleep_for(kPollInterval);
+        }
     }
 }
 

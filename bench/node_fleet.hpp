@@ -75,6 +75,7 @@ public:
 
 private:
     void wait_for_balanced_leases(int count);
+    void wait_for_ready();
 
     std::string database_url_;
     std::vector<std::unique_ptr<ChildProcess>> nodes_;
