@@ -40,10 +40,14 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
                                                   bool settling) {
     TickResult result;
     try {
-        if (!cluster.heartbeat(s.incarnation, leaving)) {
-            // First tick, or our row was replaced or removed: (re-)register.
+        // Heartbeat and renewal in one round trip; apart on the first tick or when our row
+        // was replaced or removed: (re-)register.
+        auto beat = cluster.beat(s.incarnation, leaving, s.lease_ttl);
+        if (!beat) {
             cluster.register_node(s.node_id, s.incarnation, s.advertise_url);
+            beat = cluster.renew_shards(s.incarnation, s.lease_ttl);
         }
+        const auto held = std::move(*beat);
         result.nodes = cluster.live_nodes(s.lease_ttl);
         // Balance over live nodes that are not draining, ordered by node id.
         std::vector<std::string> members;
@@ -57,7 +61,6 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
         std::sort(members.begin(), members.end());
         const auto index = static_cast<std::size_t>(
             std::find(members.begin(), members.end(), s.node_id) - members.begin());
-        const auto held = cluster.renew_shards(s.incarnation, s.lease_ttl);
         const auto target = leaving    ? store::ShardRanges::none()
                             : settling ? held
                                        : store::ShardRanges::balanced_slice(index, members.size());

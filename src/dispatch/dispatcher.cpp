@@ -89,6 +89,8 @@ std::vector<worker::Route> Dispatcher::routes() const {
 }
 
 void Dispatcher::poll() {
+    if (tasks_.outstanding() > 0) active();
+    if (++quiet_polls_ > kQuietPolls && quiet_polls_ % kQuietEvery != 0) return;
     backlog_likely_ = true;  // the backstop: look whatever the last round said
     look();
     claimer_.backstop();
@@ -96,6 +98,7 @@ void Dispatcher::poll() {
 }
 
 void Dispatcher::claim_from_front() {
+    active();
     claimer_.read_from_front();
     backlog_likely_ = true;
     look();
@@ -103,11 +106,13 @@ void Dispatcher::claim_from_front() {
 }
 
 void Dispatcher::sink_attached() {
+    active();
     claimer_.look_everywhere();  // its routes may have a backlog nobody woke anyone for
     request_sweep();
 }
 
 void Dispatcher::ranges_changed() {
+    active();
     claimer_.ranges_changed();
     backlog_likely_ = true;
     look();
@@ -115,6 +120,7 @@ void Dispatcher::ranges_changed() {
 }
 
 void Dispatcher::woken(const std::vector<QueueKey>& queues, bool anywhere) {
+    active();
     if (anywhere) claimer_.look_everywhere();
     look();
     // Without a round in flight the next round is as quick; the busy routes' own wakes
@@ -176,6 +182,7 @@ void Dispatcher::on_claimed(Claimer::Round round) {
         return check_drained();
     }
     auto& result = round.result;
+    if (!result.rows.empty()) active();
     // Writes that landed while the round counted may be in its count already.
     if (result.counted) (void)writes_.take_settled();
     backlog_likely_ = result.saturated;

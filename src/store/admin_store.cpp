@@ -322,7 +322,7 @@ std::optional<NamespaceSettings> AdminStore::get_namespace(std::string_view name
 }
 
 std::vector<NamespaceSettings> AdminStore::list_namespaces() {
-    return session_.pg().transact(sql::kListNamespaces, [&](pqxx::work& tx) {
+    return session_.pg().autocommit(sql::kListNamespaces, [&](pqxx::nontransaction& tx) {
         std::vector<NamespaceSettings> out;
         for (const auto& r : tx.exec_prepared(std::string{sql::kListNamespaces.name})) {
             out.push_back(decode_namespace(r));

@@ -31,6 +31,20 @@ WHERE n.heartbeat_at > now() - $1 * interval '1 millisecond'
 GROUP BY n.node_id, n.incarnation, n.advertise_url, n.draining
 ORDER BY n.node_id)SQL"};
 
+// What a member does every third of a TTL, in one round trip: the heartbeat and, when it
+// found our row, the renewal of every lease we hold. (With the view of the live nodes in
+// the same statement, its scan of shard_leases met each renewed row twice: 5 ms a statement
+// against 2.3 for the three apart.)
+constexpr Statement kBeat{"cluster_beat", R"SQL(
+WITH beat AS (
+  UPDATE dispatcher_nodes SET heartbeat_at = now(), draining = $2
+  WHERE incarnation = $1 RETURNING incarnation),
+renewed AS (
+  UPDATE shard_leases SET expires_at = now() + $3 * interval '1 millisecond'
+  WHERE owner = $1 AND EXISTS (SELECT 1 FROM beat) RETURNING shard)
+SELECT EXISTS (SELECT 1 FROM beat),
+       (SELECT coalesce(array_agg(shard), '{}') FROM renewed)::text)SQL"};
+
 constexpr Statement kAcquireShards{"cluster_acquire_shards", R"SQL(
 UPDATE shard_leases
 SET epoch = CASE WHEN owner IS DISTINCT FROM $1 THEN epoch + 1 ELSE epoch END,
@@ -51,8 +65,9 @@ constexpr Statement kHeldShards{
     "cluster_held_shards",
     "SELECT shard FROM shard_leases WHERE owner = $1 AND expires_at > now()"};
 
-constexpr std::array kClusterStatements{kRegisterNode,  kHeartbeat,   kDeregister,    kLiveNodes,
-                                        kAcquireShards, kRenewShards, kReleaseShards, kHeldShards};
+constexpr std::array kClusterStatements{kRegisterNode, kHeartbeat,     kDeregister,
+                                        kLiveNodes,    kBeat,          kAcquireShards,
+                                        kRenewShards,  kReleaseShards, kHeldShards};
 
 ShardRanges shards_of(const pqxx::result& result) {
     std::vector<std::int32_t> shards;
@@ -110,13 +125,23 @@ void ClusterStore::deregister(std::string_view incarnation) {
 }
 
 std::vector<NodeRecord> ClusterStore::live_nodes(std::chrono::milliseconds ttl) {
-    return session_->transact(kLiveNodes, [&](pqxx::work& tx) {
+    return session_->autocommit(kLiveNodes, [&](pqxx::nontransaction& tx) {
         std::vector<NodeRecord> nodes;
         for (const auto& r : tx.exec_prepared(std::string{kLiveNodes.name}, millis(ttl))) {
             nodes.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
                              r[3].as<bool>(), shards_of_array(r[4].c_str())});
         }
         return nodes;
+    });
+}
+
+std::optional<ShardRanges> ClusterStore::beat(std::string_view incarnation, bool draining,
+                                              std::chrono::milliseconds ttl) {
+    return session_->autocommit(kBeat, [&](pqxx::nontransaction& tx) -> std::optional<ShardRanges> {
+        const auto r = tx.exec_prepared1(std::string{kBeat.name}, std::string{incarnation},
+                                         draining, millis(ttl));
+        if (!r[0].as<bool>()) return std::nullopt;
+        return shards_of_array(r[1].c_str());
     });
 }
 

@@ -12,6 +12,13 @@ namespace outboxd::store {
 
 using namespace codec;
 
+MaintenanceStore::ReconcileWork MaintenanceStore::reconcile_work() {
+    return session_.pg().autocommit(sql::kReconcileWork, [&](pqxx::nontransaction& tx) {
+        const auto row = tx.exec_prepared1(std::string{sql::kReconcileWork.name});
+        return ReconcileWork{row[0].as<bool>(), row[1].as<bool>()};
+    });
+}
+
 std::vector<OutboxRow> MaintenanceStore::rearm_stale_claimed(
     const Owner& owner, std::chrono::milliseconds older_than, std::int32_t limit,
     std::chrono::milliseconds lease_grace) {
@@ -38,10 +45,11 @@ std::vector<OutboxRow> MaintenanceStore::rearm_orphaned(const Owner& owner,
 
 CancelledRows MaintenanceStore::settle_cancelled(const Owner& owner) {
     if (owner.ranges.empty()) return {};
-    return decode_cancelled(session_.pg().transact(sql::kSettleCancelled, [&](pqxx::work& tx) {
-        return tx.exec_prepared(std::string{sql::kSettleCancelled.name}, owner.incarnation,
-                                owner.ranges.to_multirange());
-    }));
+    return decode_cancelled(
+        session_.pg().autocommit(sql::kSettleCancelled, [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(std::string{sql::kSettleCancelled.name}, owner.incarnation,
+                                    owner.ranges.to_multirange());
+        }));
 }
 
 std::map<std::string, MaintenanceStore::NamespaceCounts> MaintenanceStore::count_live_by_namespace(

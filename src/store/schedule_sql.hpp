@@ -52,6 +52,12 @@ inline constexpr Statement kDueSchedules{"schedule_due",
     "   AND (s.last_error IS NULL OR s.updated_at < now() - interval '1 minute')"
     " ORDER BY s.next_fire_at LIMIT $3 FOR UPDATE OF s SKIP LOCKED"};
 
+// Whether any schedule is due anywhere (a superset of kDueSchedules' rows): one probe of
+// schedules_due_idx, so that a database without due schedules pays no transaction a second.
+inline constexpr Statement kAnyDueSchedule{"schedule_any_due",
+    "SELECT EXISTS (SELECT 1 FROM schedules s WHERE s.next_fire_at <= now()"
+    "   AND (s.last_error IS NULL OR s.updated_at < now() - interval '1 minute'))"};
+
 // One row per firing, due at once; a key staged before is left alone.
 inline constexpr Statement kStageFirings{"schedule_stage", R"SQL(
 INSERT INTO outbox (dispatch_key, workflow_id, ordinal, namespace, task_queue, activity_type,
@@ -72,8 +78,8 @@ inline constexpr Statement kRefuseSchedule{"schedule_refuse",
 
 // Every statement ScheduleStore runs.
 inline constexpr std::array kScheduleStatements{
-    kScheduleNow, kPutSchedule, kGetSchedule, kListSchedules, kDeleteSchedule, kDueSchedules,
-    kStageFirings, kAdvanceSchedule, kRefuseSchedule};
+    kScheduleNow, kPutSchedule, kGetSchedule, kListSchedules, kDeleteSchedule, kAnyDueSchedule,
+    kDueSchedules, kStageFirings, kAdvanceSchedule, kRefuseSchedule};
 
 // clang-format on
 

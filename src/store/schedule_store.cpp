@@ -132,6 +132,10 @@ bool ScheduleStore::remove(std::string_view id) {
 
 FiredSchedules ScheduleStore::fire_due(const Owner& owner, std::int32_t limit) {
     if (limit <= 0 || owner.ranges.empty()) return {};
+    const bool any_due = session_.pg().autocommit(sql::kAnyDueSchedule, [](auto& tx) {
+        return tx.exec_prepared1(std::string{sql::kAnyDueSchedule.name})[0].template as<bool>();
+    });
+    if (!any_due) return {};
     return session_.pg().transact(sql::kDueSchedules, [&](pqxx::work& tx) {
         FiredSchedules fired;
         pg::ArrayLiteral keys, workflows, ordinals, namespaces, queues, types, inputs;

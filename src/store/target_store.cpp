@@ -152,7 +152,7 @@ std::optional<HttpTargetRecord> TargetStore::get(std::string_view name) {
 }
 
 std::vector<HttpTargetRecord> TargetStore::list() {
-    return session_.pg().transact(sql::kListHttpTargets, [&](pqxx::work& tx) {
+    return session_.pg().autocommit(sql::kListHttpTargets, [&](pqxx::nontransaction& tx) {
         std::vector<HttpTargetRecord> out;
         for (const auto& r : tx.exec_prepared(std::string{sql::kListHttpTargets.name})) {
             out.push_back(decode_target(r, secrets_.get()));

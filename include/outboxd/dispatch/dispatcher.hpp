@@ -95,8 +95,12 @@ public:
     void woken(const std::vector<QueueKey>& queues, bool anywhere);
     // The owned shard ranges changed: count claims again and read from the front.
     void ranges_changed();
-    // The poll backstop (also run by the poll timer).
+    // The poll backstop (also run by the poll timer). A quiet database (kQuietPolls polls in a
+    // row without a wake, a claimed row, a task out or new shards) probes at every
+    // kQuietEvery-th poll only: an idle database beside busy ones costs them little.
     void poll();
+    static constexpr int kQuietPolls = 20;
+    static constexpr int kQuietEvery = 4;
 
     // --- the sinks' answers (sinks::SinkPort, through the engine directory) -------------
     sinks::Answer on_complete(const std::string& session_id, const std::string& task_id,
@@ -143,6 +147,8 @@ private:
         if (!registry_.wants(db_)) registry_.want(db_, worker::WorkerRegistry::Want::look);
     }
     [[nodiscard]] std::vector<worker::Route> routes() const;
+    // Something happened that a poll should not wait for: polls probe every time again.
+    void active() { quiet_polls_ = 0; }
 
     boost::asio::any_io_executor loop_;
     worker::WorkerRegistry& registry_;
@@ -159,6 +165,7 @@ private:
     bool sweep_again_ = false;
     // The last round filled some route: answers that free credit claim again at once.
     bool backlog_likely_ = true;
+    int quiet_polls_ = 0;  // polls since the database was last active
     Phase phase_ = Phase::running;
     std::function<void()> drained_;
     util::Periodic poll_timer_;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,11 @@ public:
     void deregister(std::string_view incarnation);
     // Nodes whose heartbeat is younger than `ttl`, by node id, with their leased shards.
     std::vector<NodeRecord> live_nodes(std::chrono::milliseconds ttl);
+
+    // heartbeat() and, when it found our row, renew_shards(), in one statement: the shards
+    // we hold, renewed; nullopt, with nothing renewed, when our row is gone.
+    std::optional<ShardRanges> beat(std::string_view incarnation, bool draining,
+                                    std::chrono::milliseconds ttl);
 
     // Takes the leases of shards in `ranges` that are free, expired or already ours, for
     // `ttl`; returns every shard in `ranges` we now hold.

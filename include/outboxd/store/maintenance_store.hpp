@@ -20,6 +20,14 @@ class MaintenanceStore {
 public:
     explicit MaintenanceStore(OutboxSession& session) : session_(session) {}
 
+    // What a reconcile may find: whether any row is claimed, and whether any workflow is
+    // cancelled. False means there is nothing of that kind to look at now.
+    struct ReconcileWork {
+        bool claims = true;
+        bool cancelled = true;
+    };
+    ReconcileWork reconcile_work();
+
     // Re-arms rows on shards leased to `owner` claimed more than `older_than` ago, whoever
     // holds them, to pending, due at once and in their old place in line (visible_after
     // kept, it is past), attempt preserved, claim cleared; a claim whose holder wrote a

@@ -189,6 +189,34 @@ TEST_CASE("a task past its timeout is retried after its backoff and gives its cr
           sinks::Answer::unknown_task);
 }
 
+TEST_CASE("a quiet database probes at every fourth poll until something happens",
+          "[unit][dispatch]") {
+    Coordinator c;
+    c.attach("s1", 4);
+    c.settle();
+    const auto polls = [&c](int n) {
+        const auto before = c.rounds.requests.size();
+        for (int i = 0; i < n; ++i) {
+            c.now += 500ms;  // the poll interval
+            c.dispatcher->poll();
+            c.settle();
+        }
+        return c.rounds.requests.size() - before;
+    };
+    CHECK(polls(dispatch::Dispatcher::kQuietPolls) == dispatch::Dispatcher::kQuietPolls);
+    CHECK(polls(20) == 5);          // quiet now
+    c.dispatcher->woken({}, true);  // a wake (new rows somewhere): every poll probes again
+    c.settle();
+    CHECK(polls(8) == 8);
+    CHECK(polls(dispatch::Dispatcher::kQuietPolls) == 14);  // quiet from the 21st on
+
+    // A claimed row is activity too, and so is a task out.
+    c.round_claims({claimed_row(1, 7)});
+    CHECK(polls(4) == 1);  // the fourth poll's round claims it
+    CHECK(c.dispatcher->outstanding() == 1);
+    CHECK(polls(40) == 40);
+}
+
 TEST_CASE("a failed round backs off: triggers start no round until its backoff is over",
           "[unit][dispatch]") {
     Coordinator c;
