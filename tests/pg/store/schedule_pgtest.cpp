@@ -87,16 +87,23 @@ TEST_CASE("firings missed while nobody owned a schedule follow catch_up", "[pg][
     // Ten minutes unowned.
     f.db.exec(
         "UPDATE schedules SET next_fire_at = date_trunc('minute', now()) - interval '10 min'");
+    // The current minute counts as on time only within its first 30 s, by the clock of the
+    // firing: read before and after it, and judged only when both agree.
+    const auto on_time_now = [&f] {
+        return f.db.exec("SELECT now() - date_trunc('minute', now()) <= interval '30 s'")[0][0]
+            .as<bool>();
+    };
+    const bool on_time = on_time_now();
     const auto fired = schedules.fire_due(f.owner, 10);
+    const bool judged = on_time_now() == on_time;
     CHECK(fired.schedules == 3);
     const auto staged = [&](const std::string& id) {
         return f.count("dispatch_key LIKE 'schedule:" + id + ":%'");
     };
-    // The current minute counts as on time only within its first 30 s.
-    const bool on_time =
-        f.db.exec("SELECT now() - date_trunc('minute', now()) <= interval '30 s'")[0][0].as<bool>();
-    CHECK(staged("none") == (on_time ? 1 : 0));
-    CHECK(staged("one") == (on_time ? 2 : 1));
+    if (judged) {
+        CHECK(staged("none") == (on_time ? 1 : 0));
+        CHECK(staged("one") == (on_time ? 2 : 1));
+    }
     CHECK(staged("all") == 11);
     CHECK(schedules.fire_due(f.owner, 10).staged == 0);
 }
