@@ -15,10 +15,6 @@ ON CONFLICT (node_id) DO UPDATE
 SET incarnation = EXCLUDED.incarnation, advertise_url = EXCLUDED.advertise_url,
     started_at = now(), heartbeat_at = now(), draining = false)SQL"};
 
-constexpr Statement kHeartbeat{"cluster_heartbeat", R"SQL(
-UPDATE dispatcher_nodes SET heartbeat_at = now(), draining = $2
-WHERE incarnation = $1 RETURNING node_id)SQL"};
-
 constexpr Statement kDeregister{"cluster_deregister",
                                 "DELETE FROM dispatcher_nodes WHERE incarnation = $1"};
 
@@ -31,10 +27,10 @@ WHERE n.heartbeat_at > now() - $1 * interval '1 millisecond'
 GROUP BY n.node_id, n.incarnation, n.advertise_url, n.draining
 ORDER BY n.node_id)SQL"};
 
-// What a member does every third of a TTL, in one round trip: the heartbeat and, when it
-// found our row, the renewal of every lease we hold. (With the view of the live nodes in
-// the same statement, its scan of shard_leases met each renewed row twice: 5 ms a statement
-// against 2.3 for the three apart.)
+// What a member does every third of a TTL, in one round trip: the heartbeat (false when our
+// row is gone: another incarnation replaced it) and, when it found our row, the renewal of every
+// lease we hold. (With the view of the live nodes in the same statement, its scan of shard_leases
+// met each renewed row twice: 5 ms a statement against 2.3 for the three apart.)
 constexpr Statement kBeat{"cluster_beat", R"SQL(
 WITH beat AS (
   UPDATE dispatcher_nodes SET heartbeat_at = now(), draining = $2
@@ -65,9 +61,8 @@ constexpr Statement kHeldShards{
     "cluster_held_shards",
     "SELECT shard FROM shard_leases WHERE owner = $1 AND expires_at > now()"};
 
-constexpr std::array kClusterStatements{kRegisterNode, kHeartbeat,     kDeregister,
-                                        kLiveNodes,    kBeat,          kAcquireShards,
-                                        kRenewShards,  kReleaseShards, kHeldShards};
+constexpr std::array kClusterStatements{kRegisterNode,  kDeregister,  kLiveNodes,     kBeat,
+                                        kAcquireShards, kRenewShards, kReleaseShards, kHeldShards};
 
 ShardRanges shards_of(const pqxx::result& result) {
     std::vector<std::int32_t> shards;
@@ -108,13 +103,6 @@ void ClusterStore::register_node(std::string_view node_id, std::string_view inca
     session_->transact(kRegisterNode, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{kRegisterNode.name}, std::string{node_id},
                          std::string{incarnation}, std::string{advertise_url});
-    });
-}
-
-bool ClusterStore::heartbeat(std::string_view incarnation, bool draining) {
-    return session_->transact(kHeartbeat, [&](pqxx::work& tx) {
-        return !tx.exec_prepared(std::string{kHeartbeat.name}, std::string{incarnation}, draining)
-                    .empty();
     });
 }
 

@@ -38,14 +38,13 @@ public:
     // this incarnation with a fresh heartbeat.
     void register_node(std::string_view node_id, std::string_view incarnation,
                        std::string_view advertise_url);
-    // Refreshes the heartbeat; false when the row is gone (another incarnation replaced it).
-    bool heartbeat(std::string_view incarnation, bool draining = false);
     void deregister(std::string_view incarnation);
     // Nodes whose heartbeat is younger than `ttl`, by node id, with their leased shards.
     std::vector<NodeRecord> live_nodes(std::chrono::milliseconds ttl);
 
-    // heartbeat() and, when it found our row, renew_shards(), in one statement: the shards
-    // we hold, renewed; nullopt, with nothing renewed, when our row is gone.
+    // Refreshes the heartbeat and, when it found our row, renews our leases (renew_shards()),
+    // in one statement: the shards we hold, renewed; nullopt, with nothing renewed, when our
+    // row is gone (another incarnation replaced it).
     std::optional<ShardRanges> beat(std::string_view incarnation, bool draining,
                                     std::chrono::milliseconds ttl);
 

@@ -333,13 +333,20 @@ TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
     CHECK(node_frame<Task>(encode(of_orders)).database == "orders");
     CHECK(json::parse(encode(task))["database"] == "default");  // always present
     // Text with what JSON must escape, at the start, the middle and the end, round trips.
+    // And a 1 MiB text with an escape every 1,000 bytes.
+    std::string big(1 << 20, 'x');
+    for (std::size_t i = 0; i < big.size(); i += 1000) big[i] = '"';
     for (const std::string& key : {std::string{"\"a\\b\x01c\td\x1f"}, std::string{"plain-key"},
-                                   std::string{"\\"}, std::string{"\""}}) {
+                                   std::string{"\\"}, std::string{"\""}, big}) {
         auto odd = task;
         odd.dispatch_key = key;
         CHECK(node_frame<Task>(encode(odd)).dispatch_key == key);
         CHECK(json::parse(encode(odd))["dispatch_key"] == key);
     }
+    // A NUL (PostgreSQL text holds none; the SDK refuses a frame with one) is escaped.
+    auto nul = task;
+    nul.dispatch_key = std::string{"nul\0inside", 10};
+    CHECK(json::parse(encode(nul))["dispatch_key"] == nul.dispatch_key);
     CHECK(back.dispatch_key == task.dispatch_key);
     CHECK(back.workflow_id == task.workflow_id);
     CHECK(back.ordinal == task.ordinal);
