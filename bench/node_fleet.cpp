@@ -104,11 +104,18 @@ void NodeFleet::wait_for_balanced_leases(int count) {
     const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
     for (;;) {
         pqxx::nontransaction tx{conn};
-        // Owners are node incarnations; a lease counts while it has not expired.
-        const auto row = tx.exec1(R"SQL(
-SELECT count(*), coalesce(sum(n), 0), coalesce(max(n) - min(n), 0)
-FROM (SELECT count(*) AS n FROM shard_leases
-      WHERE owner IS NOT NULL AND expires_at > now() GROUP BY owner) owners)SQL");
+        // Owners are node incarnations; a lease counts while it holds. Schemas before
+        // live_shard_leases (an older node, in a same-run A/B) kept a lease per shard.
+        const bool node_leases =
+            tx.exec1("SELECT to_regclass('live_shard_leases') IS NOT NULL")[0].as<bool>();
+        const std::string live = node_leases
+                                     ? "SELECT owner FROM live_shard_leases"
+                                     : "SELECT owner FROM shard_leases WHERE owner IS NOT NULL"
+                                       " AND expires_at > now()";
+        const auto row = tx.exec1(
+            "SELECT count(*), coalesce(sum(n), 0), coalesce(max(n) - min(n), 0)"
+            " FROM (SELECT count(*) AS n FROM (" +
+            live + ") live GROUP BY owner) owners");
         tx.commit();
         if (row[0].as<int>() == count && row[1].as<int>() == kShards && row[2].as<int>() <= 1) {
             return;

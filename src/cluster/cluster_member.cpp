@@ -1,6 +1,7 @@
 #include "outboxd/cluster/cluster_member.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -40,15 +41,16 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
                                                   bool settling) {
     TickResult result;
     try {
-        // Heartbeat and renewal in one round trip; apart on the first tick or when our row
-        // was replaced or removed: (re-)register.
+        // Heartbeat and renewal in one round trip; on the first tick, or when our row was
+        // replaced or removed, (re-)register first.
         auto beat = cluster.beat(s.incarnation, leaving, s.lease_ttl);
         if (!beat) {
             cluster.register_node(s.node_id, s.incarnation, s.advertise_url);
-            beat = cluster.renew_shards(s.incarnation, s.lease_ttl);
+            beat = cluster.beat(s.incarnation, leaving, s.lease_ttl);
+            if (!beat) throw std::runtime_error{"our dispatcher_nodes row vanished as we wrote it"};
         }
         const auto held = std::move(*beat);
-        result.nodes = cluster.live_nodes(s.lease_ttl);
+        result.nodes = cluster.live_nodes();
         // Balance over live nodes that are not draining, ordered by node id.
         std::vector<std::string> members;
         for (const auto& node : result.nodes) {
@@ -67,7 +69,7 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
         const auto give = held.subtract(target);
         cluster.release_shards(s.incarnation, give);
         const auto wanted = target.subtract(held);
-        const auto taken = cluster.acquire_shards(s.incarnation, wanted, s.lease_ttl);
+        const auto taken = cluster.acquire_shards(s.incarnation, wanted);
         result.claimable = held.subtract(give).intersect(target);
         std::vector<store::ShardRanges::Range> merged = result.claimable.ranges();
         for (const auto& r : taken.ranges()) merged.push_back(r);

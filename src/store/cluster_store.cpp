@@ -8,11 +8,16 @@
 namespace outboxd::store {
 namespace {
 
+// A new incarnation of a node id replaces the old one's row, lease included: the old
+// incarnation's shards are free at once (their owner has no row). The same incarnation
+// registering again keeps its lease.
 constexpr Statement kRegisterNode{"cluster_register_node", R"SQL(
 INSERT INTO dispatcher_nodes (node_id, incarnation, advertise_url)
 VALUES ($1, $2, $3)
 ON CONFLICT (node_id) DO UPDATE
-SET incarnation = EXCLUDED.incarnation, advertise_url = EXCLUDED.advertise_url,
+SET lease_expires_at = CASE WHEN dispatcher_nodes.incarnation = EXCLUDED.incarnation
+                            THEN dispatcher_nodes.lease_expires_at ELSE '-infinity' END,
+    incarnation = EXCLUDED.incarnation, advertise_url = EXCLUDED.advertise_url,
     started_at = now(), heartbeat_at = now(), draining = false)SQL"};
 
 constexpr Statement kDeregister{"cluster_deregister",
@@ -22,47 +27,39 @@ constexpr Statement kLiveNodes{"cluster_live_nodes", R"SQL(
 SELECT n.node_id, n.incarnation, n.advertise_url, n.draining,
        coalesce(array_agg(l.shard ORDER BY l.shard) FILTER (WHERE l.shard IS NOT NULL), '{}')::text
 FROM dispatcher_nodes n
-LEFT JOIN shard_leases l ON l.owner = n.incarnation AND l.expires_at > now()
-WHERE n.heartbeat_at > now() - $1 * interval '1 millisecond'
+LEFT JOIN shard_leases l ON l.owner = n.incarnation
+WHERE n.lease_expires_at > now()
 GROUP BY n.node_id, n.incarnation, n.advertise_url, n.draining
 ORDER BY n.node_id)SQL"};
 
-// What a member does every third of a TTL, in one round trip: the heartbeat (false when our
-// row is gone: another incarnation replaced it) and, when it found our row, the renewal of every
-// lease we hold. (With the view of the live nodes in the same statement, its scan of shard_leases
-// met each renewed row twice: 5 ms a statement against 2.3 for the three apart.)
+// What a member does every third of a TTL, in one round trip and one row written: the
+// heartbeat and the renewal of our lease (false when our row is gone: another incarnation
+// replaced it), and the shards we own.
 constexpr Statement kBeat{"cluster_beat", R"SQL(
 WITH beat AS (
-  UPDATE dispatcher_nodes SET heartbeat_at = now(), draining = $2
-  WHERE incarnation = $1 RETURNING incarnation),
-renewed AS (
-  UPDATE shard_leases SET expires_at = now() + $3 * interval '1 millisecond'
-  WHERE owner = $1 AND EXISTS (SELECT 1 FROM beat) RETURNING shard)
+  UPDATE dispatcher_nodes
+  SET heartbeat_at = now(), lease_expires_at = now() + $3 * interval '1 millisecond',
+      draining = $2
+  WHERE incarnation = $1 RETURNING incarnation)
 SELECT EXISTS (SELECT 1 FROM beat),
-       (SELECT coalesce(array_agg(shard), '{}') FROM renewed)::text)SQL"};
+       (SELECT coalesce(array_agg(shard), '{}') FROM shard_leases WHERE owner = $1)::text)SQL"};
 
+// A shard is free when nobody owns it or its owner's lease lapsed (or the owner's row is gone).
 constexpr Statement kAcquireShards{"cluster_acquire_shards", R"SQL(
-UPDATE shard_leases
-SET epoch = CASE WHEN owner IS DISTINCT FROM $1 THEN epoch + 1 ELSE epoch END,
-    owner = $1, expires_at = now() + $3 * interval '1 millisecond'
+UPDATE shard_leases l
+SET epoch = CASE WHEN owner IS DISTINCT FROM $1 THEN epoch + 1 ELSE epoch END, owner = $1
 WHERE shard <@ $2::int4multirange
-  AND (owner IS NULL OR owner = $1 OR expires_at <= now())
+  AND (owner IS NULL OR owner = $1
+       OR NOT EXISTS (SELECT 1 FROM dispatcher_nodes n
+                      WHERE n.incarnation = l.owner AND n.lease_expires_at > now()))
 RETURNING shard)SQL"};
 
-constexpr Statement kRenewShards{"cluster_renew_shards", R"SQL(
-UPDATE shard_leases SET expires_at = now() + $2 * interval '1 millisecond'
-WHERE owner = $1 RETURNING shard)SQL"};
-
 constexpr Statement kReleaseShards{"cluster_release_shards", R"SQL(
-UPDATE shard_leases SET owner = NULL, expires_at = '-infinity'
+UPDATE shard_leases SET owner = NULL
 WHERE owner = $1 AND shard <@ $2::int4multirange)SQL"};
 
-constexpr Statement kHeldShards{
-    "cluster_held_shards",
-    "SELECT shard FROM shard_leases WHERE owner = $1 AND expires_at > now()"};
-
-constexpr std::array kClusterStatements{kRegisterNode,  kDeregister,  kLiveNodes,     kBeat,
-                                        kAcquireShards, kRenewShards, kReleaseShards, kHeldShards};
+constexpr std::array kClusterStatements{kRegisterNode, kDeregister,    kLiveNodes,
+                                        kBeat,         kAcquireShards, kReleaseShards};
 
 ShardRanges shards_of(const pqxx::result& result) {
     std::vector<std::int32_t> shards;
@@ -112,10 +109,10 @@ void ClusterStore::deregister(std::string_view incarnation) {
     });
 }
 
-std::vector<NodeRecord> ClusterStore::live_nodes(std::chrono::milliseconds ttl) {
+std::vector<NodeRecord> ClusterStore::live_nodes() {
     return session_->autocommit(kLiveNodes, [&](pqxx::nontransaction& tx) {
         std::vector<NodeRecord> nodes;
-        for (const auto& r : tx.exec_prepared(std::string{kLiveNodes.name}, millis(ttl))) {
+        for (const auto& r : tx.exec_prepared(std::string{kLiveNodes.name})) {
             nodes.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
                              r[3].as<bool>(), shards_of_array(r[4].c_str())});
         }
@@ -133,21 +130,11 @@ std::optional<ShardRanges> ClusterStore::beat(std::string_view incarnation, bool
     });
 }
 
-ShardRanges ClusterStore::acquire_shards(std::string_view incarnation, const ShardRanges& ranges,
-                                         std::chrono::milliseconds ttl) {
+ShardRanges ClusterStore::acquire_shards(std::string_view incarnation, const ShardRanges& ranges) {
     if (ranges.empty()) return {};
     return session_->transact(kAcquireShards, [&](pqxx::work& tx) {
         return shards_of(tx.exec_prepared(std::string{kAcquireShards.name},
-                                          std::string{incarnation}, ranges.to_multirange(),
-                                          millis(ttl)));
-    });
-}
-
-ShardRanges ClusterStore::renew_shards(std::string_view incarnation,
-                                       std::chrono::milliseconds ttl) {
-    return session_->transact(kRenewShards, [&](pqxx::work& tx) {
-        return shards_of(tx.exec_prepared(std::string{kRenewShards.name}, std::string{incarnation},
-                                          millis(ttl)));
+                                          std::string{incarnation}, ranges.to_multirange()));
     });
 }
 
@@ -156,12 +143,6 @@ void ClusterStore::release_shards(std::string_view incarnation, const ShardRange
     session_->transact(kReleaseShards, [&](pqxx::work& tx) {
         tx.exec_prepared(std::string{kReleaseShards.name}, std::string{incarnation},
                          ranges.to_multirange());
-    });
-}
-
-ShardRanges ClusterStore::held_shards(std::string_view incarnation) {
-    return session_->transact(kHeldShards, [&](pqxx::work& tx) {
-        return shards_of(tx.exec_prepared(std::string{kHeldShards.name}, std::string{incarnation}));
     });
 }
 

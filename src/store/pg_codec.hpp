@@ -67,11 +67,17 @@ std::string text_array(const Range& values) {
     " / 1000000) * interval '1 second'" \
     " + (" micros " % 1000000) * interval '1 microsecond')"
 
-// Shards in range $2 leased to incarnation $1 with an unexpired lease, by the database
-// clock, evaluated inside the statement that uses it.
+// Whether the lease of incarnation $1 holds, by the database clock: its shards are its own
+// while it does. Uncorrelated, so evaluated once per statement (a one-time filter).
+#define OUTBOXD_OWN_LEASE                                        \
+    "(SELECT n.lease_expires_at > now() FROM dispatcher_nodes n" \
+    " WHERE n.incarnation = $1)"
+
+// Shards in range $2 owned by incarnation $1 while its lease holds, evaluated inside the
+// statement that uses it.
 // As a multirange: a row's shard is checked by binary search over a few ranges.
 #define OUTBOXD_LEASED_SHARDS                                                       \
     "leased AS MATERIALIZED ("                                                      \
     "  SELECT coalesce(range_agg(int4range(l.shard, l.shard + 1)), '{}') AS shards" \
     "  FROM shard_leases l"                                                         \
-    "  WHERE l.owner = $1 AND l.expires_at > now() AND l.shard <@ $2::int4multirange)"
+    "  WHERE l.owner = $1 AND l.shard <@ $2::int4multirange AND " OUTBOXD_OWN_LEASE ")"

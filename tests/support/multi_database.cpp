@@ -82,8 +82,8 @@ bool LeaseCover::balanced(std::size_t members) const {
 LeaseCover lease_cover(const std::string& url) {
     // The owner is an incarnation, node id / boot id.
     const auto rows = exec_on(url,
-                              "SELECT shard, split_part(owner, '/', 1) FROM shard_leases "
-                              "WHERE owner IS NOT NULL AND expires_at > now() ORDER BY shard");
+                              "SELECT shard, split_part(owner, '/', 1) FROM live_shard_leases "
+                              "ORDER BY shard");
     LeaseCover cover;
     cover.uncovered = kShards - static_cast<int>(rows.size());
     for (const auto& row : rows) {

@@ -53,7 +53,7 @@ pqxx::result exec_on(const std::string& url, const std::string& sql);
 // SELECT count(*) FROM outbox WHERE `where`, on the database at `url`.
 [[nodiscard]] std::int64_t count_rows(const std::string& url, const std::string& where);
 
-// The live shard leases of one database (expires_at > now() by its clock), by node id.
+// The live shard leases of one database (live_shard_leases, by its clock), by node id.
 struct LeaseCover {
     int uncovered = 0;                               // shards no live lease holds
     std::map<std::string, std::vector<int>> shards;  // node id -> its shards, ascending

@@ -74,8 +74,24 @@ pqxx::result TestDatabase::exec(const std::string& sql) const {
 }
 
 void TestDatabase::lease(const std::string& incarnation, const store::ShardRanges& ranges) const {
+    // A lease is the node's row's: register the incarnation (node id: its part before '/',
+    // or the whole incarnation when another incarnation holds that id) with an hour's lease.
+    auto conn = connect();
+    pqxx::work tx{conn};
+    tx.exec_params(
+        "INSERT INTO dispatcher_nodes (node_id, incarnation, advertise_url)"
+        " SELECT CASE WHEN EXISTS (SELECT 1 FROM dispatcher_nodes"
+        "                          WHERE node_id = split_part($1, '/', 1))"
+        "             THEN $1 ELSE split_part($1, '/', 1) END, $1, 'ws://test/v1/workers'"
+        " WHERE NOT EXISTS (SELECT 1 FROM dispatcher_nodes WHERE incarnation = $1)",
+        incarnation);
+    tx.exec_params(
+        "UPDATE dispatcher_nodes SET lease_expires_at = now() + interval '1 hour'"
+        " WHERE incarnation = $1",
+        incarnation);
+    tx.commit();
     store::ClusterStore cluster{url_};
-    cluster.acquire_shards(incarnation, ranges, std::chrono::hours{1});
+    cluster.acquire_shards(incarnation, ranges);
 }
 
 }  // namespace outboxd::test

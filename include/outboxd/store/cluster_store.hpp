@@ -24,7 +24,7 @@ struct NodeRecord {
     std::string incarnation;
     std::string advertise_url;
     bool draining = false;
-    ShardRanges shards;  // shards this incarnation holds an unexpired lease on
+    ShardRanges shards;  // shards this incarnation owns (its lease holds: it is live)
 };
 
 class ClusterStore {
@@ -34,30 +34,31 @@ public:
     ClusterStore(const ClusterStore&) = delete;
     ClusterStore& operator=(const ClusterStore&) = delete;
 
-    // Registers (or re-registers, replacing an older incarnation of the same node id)
-    // this incarnation with a fresh heartbeat.
+    // A node's lease is its own row's lease_expires_at: it holds the shards whose owner is its
+    // incarnation while that is in the future. Shard rows change only on a change of hands.
+
+    // Registers (or re-registers, replacing an older incarnation of the same node id, whose
+    // shards are then free) this incarnation with a fresh heartbeat. A new incarnation's lease
+    // starts with its first beat(); the same incarnation registering again keeps its lease.
     void register_node(std::string_view node_id, std::string_view incarnation,
                        std::string_view advertise_url);
     void deregister(std::string_view incarnation);
-    // Nodes whose heartbeat is younger than `ttl`, by node id, with their leased shards.
-    std::vector<NodeRecord> live_nodes(std::chrono::milliseconds ttl);
 
-    // Refreshes the heartbeat and, when it found our row, renews our leases (renew_shards()),
-    // in one statement: the shards we hold, renewed; nullopt, with nothing renewed, when our
-    // row is gone (another incarnation replaced it).
+    // Nodes whose lease holds, by node id, with the shards they own.
+    std::vector<NodeRecord> live_nodes();
+
+    // Refreshes the heartbeat and renews our lease for `ttl` (one row written), and returns the
+    // shards we own (those nobody took while our lease had lapsed included); nullopt, with
+    // nothing renewed, when our row is gone (another incarnation replaced it).
     std::optional<ShardRanges> beat(std::string_view incarnation, bool draining,
                                     std::chrono::milliseconds ttl);
 
-    // Takes the leases of shards in `ranges` that are free, expired or already ours, for
-    // `ttl`; returns every shard in `ranges` we now hold.
-    ShardRanges acquire_shards(std::string_view incarnation, const ShardRanges& ranges,
-                               std::chrono::milliseconds ttl);
-    // Extends every lease we hold (expired ones nobody took included); returns them.
-    ShardRanges renew_shards(std::string_view incarnation, std::chrono::milliseconds ttl);
-    // Gives up our leases on `ranges` at once, so another node can take them.
+    // Takes the shards in `ranges` that are free, whose owner's lease lapsed, or already ours;
+    // returns every shard in `ranges` we now own.
+    ShardRanges acquire_shards(std::string_view incarnation, const ShardRanges& ranges);
+
+    // Gives up our shards in `ranges` at once, so another node can take them.
     void release_shards(std::string_view incarnation, const ShardRanges& ranges);
-    // Shards leased to `incarnation` with an unexpired lease.
-    ShardRanges held_shards(std::string_view incarnation);
 
 private:
     std::unique_ptr<PgSession> session_;

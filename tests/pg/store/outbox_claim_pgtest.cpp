@@ -150,12 +150,28 @@ TEST_CASE("a claim needs an unexpired lease on the shard, by the database clock"
     CHECK(f.store.claim(stranger, 10).empty());  // leased to node-a
 
     store::ClusterStore cluster{f.db.url()};
-    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all(), std::chrono::hours{1})
+    cluster.register_node("node-b", stranger.incarnation, "ws://b/v1/workers");
+    REQUIRE(cluster.beat(stranger.incarnation, false, std::chrono::hours{1}));
+    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all())
               .empty());  // node-a's lease is valid
-    f.db.exec("UPDATE shard_leases SET expires_at = now() - interval '1 second'");
+    f.db.exec(
+        "UPDATE dispatcher_nodes SET lease_expires_at = now() - interval '1 second'"
+        " WHERE incarnation = '" +
+        f.owner.incarnation + "'");
     CHECK(f.store.claim(f.owner, 10).empty());  // node-a's lease lapsed
-    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all(), std::chrono::hours{1}) ==
-          ShardRanges::all());
+    // node-a renews before anyone took its shards: they are its own again.
+    REQUIRE(cluster.beat(f.owner.incarnation, false, std::chrono::hours{1}) == ShardRanges::all());
+    CHECK(f.store.claim(f.owner, 10).size() == 1);
+    f.db.exec(
+        "UPDATE outbox SET status = 'pending', claimed_at = NULL, claimed_by = NULL,"
+        " claim_token = NULL");
+    f.db.exec(
+        "UPDATE dispatcher_nodes SET lease_expires_at = now() - interval '1 second'"
+        " WHERE incarnation = '" +
+        f.owner.incarnation + "'");
+    CHECK(cluster.acquire_shards(stranger.incarnation, ShardRanges::all()) == ShardRanges::all());
+    // node-a renews too late: its shards are node-b's now.
+    REQUIRE(cluster.beat(f.owner.incarnation, false, std::chrono::hours{1}) == ShardRanges::none());
     CHECK(f.store.claim(f.owner, 10).empty());
     CHECK(f.store.claim(stranger, 10).size() == 1);
 }
