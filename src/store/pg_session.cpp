@@ -3,7 +3,10 @@
 #include <cstdlib>
 #include <regex>
 
+#include <spdlog/spdlog.h>
+
 #include "outboxd/store/store_error.hpp"
+#include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::store {
 
@@ -31,7 +34,25 @@ constexpr const char* kCustomPlanning =
 
 }  // namespace
 
+void PgSession::leave_read_only_server() {
+    if (!connection_ || !connection_->is_open()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - role_checked_at_ < kReadOnlyCheckEvery) return;
+    role_checked_at_ = now;
+    bool read_only = false;
+    {
+        pqxx::nontransaction check{*connection_};
+        read_only = check.exec1(kReadOnlyServerSql)[0].as<bool>();
+    }
+    if (read_only) {
+        spdlog::warn("event=database_read_only server=\"{}\" action=reconnect",
+                     util::log_safe(redact_database_url(database_url_)));
+        connection_.reset();
+    }
+}
+
 pqxx::connection& PgSession::connection(Plan plan) {
+    leave_read_only_server();
     auto& live = connect();
     if (plan != plan_) {
         // plan_cache_mode is read at every execution, so it applies to statements prepared
@@ -75,6 +96,7 @@ pqxx::connection& PgSession::connect() {
         }
         connection_ = std::move(fresh);
         plan_ = Plan::custom;
+        role_checked_at_ = std::chrono::steady_clock::now();
     } catch (const std::exception& error) {
         throw UnavailableError("cannot connect to " + redact_database_url(database_url_) + ": " +
                                error.what());
@@ -107,7 +129,10 @@ void PgSession::rethrow_as_store_error(std::string_view operation) {
         // A statement or lock timeout (57014 query_canceled, 55P03 lock_not_available) ends
         // the statement, not the connection: retry later, on the same connection.
         if (state == "57014" || state == "55P03") throw ConflictError(prefix + error.what());
-        if (state.rfind("08", 0) == 0 || state.rfind("57", 0) == 0) {
+        // 25006 (read_only_sql_transaction): the server is, or turned into, a standby or a
+        // read-only primary (a switchover demoted it): reconnect, so that a multi-host URL
+        // with target_session_attrs=read-write finds the writable primary.
+        if (state.rfind("08", 0) == 0 || state.rfind("57", 0) == 0 || state == "25006") {
             connection_.reset();
             throw UnavailableError(prefix + error.what());
         }

@@ -3,6 +3,7 @@
 // One libpqxx connection, its prepared statements and the store's error policy.
 // Internal to src/store; single-threaded like the connection it owns.
 
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,6 +27,14 @@ struct Statement {
     std::string_view sql;
     Plan plan = Plan::custom;
 };
+
+// Whether the server no longer takes writes: a standby, or a primary turned read-only (a
+// switchover demoted it, or default_transaction_read_only). One row, one boolean.
+inline constexpr const char* kReadOnlyServerSql =
+    "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool";
+// How often a long-lived connection asks it. A session that only reads (settings, probes) would
+// otherwise stay on a demoted primary for good, and see its stale data.
+inline constexpr auto kReadOnlyCheckEvery = std::chrono::seconds{10};
 
 class PgSession {
 public:
@@ -89,8 +98,14 @@ private:
     std::string database_url_;
     std::vector<Statement> statements_;
     std::vector<std::string> setup_;
+    // Drops the connection when the server no longer takes writes (asked at most every
+    // kReadOnlyCheckEvery), so that the next connect finds the writable primary of a
+    // multi-host URL with target_session_attrs=read-write.
+    void leave_read_only_server();
+
     std::unique_ptr<pqxx::connection> connection_;
     Plan plan_ = Plan::custom;  // the connection's plan_cache_mode
+    std::chrono::steady_clock::time_point role_checked_at_{};
 };
 
 // Text of a libpq connection string or URI with any password masked, for logs and errors.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -55,6 +56,17 @@ constexpr auto kSummaryEvery = std::chrono::seconds{30};
 // Up this long, a connection ends an outage; one lost sooner continues it (no new "down"
 // line, no reset backoff): a flapping connection is one outage, not many.
 constexpr auto kStableAfter = std::chrono::seconds{5};
+// A listener left on a demoted primary (one that keeps its sessions: read-only, or fenced)
+// would hear nothing the new primary notifies: it asks every kReadOnlyCheckEvery whether its
+// server still takes writes, and reconnects (with target_session_attrs=read-write, to the new
+// primary) when not.
+void require_writable(pqxx::connection& conn) {
+    pqxx::nontransaction tx{conn};
+    if (tx.exec1(kReadOnlyServerSql)[0].as<bool>()) {
+        throw std::runtime_error{
+            "the server no longer takes writes (a standby, or a primary turned read-only)"};
+    }
+}
 
 }  // namespace
 
@@ -118,8 +130,10 @@ void WakeListener::run() {
     while (!stopping_) {
         try {
             pqxx::connection conn{with_connection_defaults(database_url_)};
+            require_writable(conn);
             Woken woken;
             Receiver receiver{conn, woken};
+            auto role_checked = std::chrono::steady_clock::now();
             // Anything staged or resumed while we were not listening is found by this first
             // wake.
             listening_ = true;
@@ -133,6 +147,11 @@ void WakeListener::run() {
                 conn.await_notification(0, kPollMicros);
                 if (woken.any) {
                     on_wake_(std::exchange(woken, {}).notice);
+                }
+                if (const auto now = std::chrono::steady_clock::now();
+                    now - role_checked >= kReadOnlyCheckEvery) {
+                    require_writable(conn);
+                    role_checked = now;
                 }
                 if (!stable && std::chrono::steady_clock::now() - up_at >= kStableAfter) {
                     stable = true;

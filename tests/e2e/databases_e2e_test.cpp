@@ -23,9 +23,13 @@
 using namespace outboxd;
 using namespace std::chrono_literals;
 using nlohmann::json;
+using test::deliveries;
+using test::done_in;
 using test::E2eCluster;
+using test::leases_balanced;
 using test::MultiDatabaseCluster;
 using test::NodeHandle;
+using test::workers_everywhere;
 
 namespace {
 
@@ -75,56 +79,6 @@ std::vector<int> migrated_lines(const std::string& log, const std::string& datab
     }
     return applied;
 }
-
-// Stages `count` rows for the `sleep` activity into the database at `url`; their dispatch keys
-// (`<prefix>-<n>:0`) name the database, so that keys never repeat across databases.
-void stage(const std::string& url, const std::string& prefix, int count, int sleep_ms) {
-    test::exec_on(url, "INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT '" +
-                           prefix + "-' || g, 0, 'sleep', '{\"ms\": " + std::to_string(sleep_ms) +
-                           "}' FROM generate_series(1, " + std::to_string(count) + ") g");
-}
-
-// dispatch_key -> deliveries, over the received logs of every worker.
-std::map<std::string, int> deliveries(const std::vector<std::string>& logs) {
-    std::map<std::string, int> count;
-    for (const auto& path : logs) {
-        for (const auto& line : test::received(path)) ++count[line.substr(0, line.rfind(':'))];
-    }
-    return count;
-}
-
-// Example workers for the `sleep` activity, seeded with `seed`; their received logs.
-std::vector<std::string> start_workers(MultiDatabaseCluster& cluster, const NodeHandle& seed,
-                                       int count, int credit) {
-    std::vector<std::string> logs;
-    for (int i = 1; i <= count; ++i) {
-        const auto name = "w" + std::to_string(i);
-        logs.push_back(cluster.dir() + "/" + name + ".received");
-        cluster.start_worker(name, {seed.worker_url()},
-                             {"--activity-types", "sleep", "--max-in-flight",
-                              std::to_string(credit), "--received-log", logs.back()});
-    }
-    return logs;
-}
-
-bool workers_everywhere(const MultiDatabaseCluster& cluster, int workers) {
-    return std::all_of(cluster.nodes.begin(), cluster.nodes.end(), [&](const NodeHandle& node) {
-        try {
-            return !node.process->running() ||
-                   E2eCluster::metric(node, "outboxd_workers_connected") == workers;
-        } catch (const std::exception&) {
-            return false;
-        }
-    });
-}
-
-bool leases_balanced(const MultiDatabaseCluster& cluster, std::size_t members) {
-    return std::all_of(
-        cluster.databases().begin(), cluster.databases().end(),
-        [&](const auto& database) { return test::lease_cover(database.url).balanced(members); });
-}
-
-std::int64_t done_in(const std::string& url) { return test::count_rows(url, "status = 'done'"); }
 
 std::optional<double> up_metric(const NodeHandle& node, const std::string& database) {
     try {
@@ -203,12 +157,12 @@ TEST_CASE(
     cluster.launch_node("node-3", node_env());
     for (auto& node : cluster.nodes) cluster.await_ready(node);
     REQUIRE(E2eCluster::await([&] { return leases_balanced(cluster, 3); }, 15s));
-    const auto logs = start_workers(cluster, first, 2, 64);
+    const auto logs = test::start_sleep_workers(cluster, first, 2, 64);
     REQUIRE(E2eCluster::await([&] { return workers_everywhere(cluster, 2); }, 15s));
 
     const auto started = Clock::now();
     for (const auto& database : cluster.databases())
-        stage(database.url, database.name, kRowsPerDatabase, 20);
+        test::stage_sleep_rows(database.url, database.name, kRowsPerDatabase, 20);
     const auto total = 3 * kRowsPerDatabase;
     // Mid-run, with tasks of every database out on the victim.
     const auto victim_claimed = [&](const std::string& url) {
@@ -290,15 +244,15 @@ TEST_CASE(
     for (int i = 1; i <= 3; ++i) cluster.launch_node("node-" + std::to_string(i), node_env());
     for (auto& node : cluster.nodes) cluster.await_ready(node);
     REQUIRE(E2eCluster::await([&] { return leases_balanced(cluster, 3); }, 15s));
-    const auto logs = start_workers(cluster, cluster.nodes[0], 2, kCredit);
+    const auto logs = test::start_sleep_workers(cluster, cluster.nodes[0], 2, kCredit);
     REQUIRE(E2eCluster::await([&] { return workers_everywhere(cluster, 2); }, 15s));
 
     const auto& orders = dbs.orders.url();
     const auto& billing = dbs.billing.url();
     const auto& shipping = dbs.shipping.url();
-    stage(orders, "orders", kBusyRows, kSleepMs);
-    stage(billing, "billing", kBusyRows, kSleepMs);
-    stage(shipping, "shipping", kShippingRows, kSleepMs);
+    test::stage_sleep_rows(orders, "orders", kBusyRows, kSleepMs);
+    test::stage_sleep_rows(billing, "billing", kBusyRows, kSleepMs);
+    test::stage_sleep_rows(shipping, "shipping", kShippingRows, kSleepMs);
     const auto busy_done = [&] { return done_in(orders) + done_in(billing); };
     REQUIRE(E2eCluster::await([&] { return busy_done() > 500 && done_in(shipping) > 250; }, 60s));
 

@@ -1,5 +1,6 @@
 #include "multi_database.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "net_client.hpp"
@@ -182,5 +183,51 @@ Process& MultiDatabaseCluster::start_worker(const std::string& name,
                                                 dir_ + "/" + name + ".log"));
     return *workers.back();
 }
+
+void stage_sleep_rows(const std::string& url, const std::string& prefix, int count, int sleep_ms) {
+    exec_on(url, "INSERT INTO outbox (workflow_id, ordinal, activity_type, input) SELECT '" +
+                     prefix + "-' || g, 0, 'sleep', '{\"ms\": " + std::to_string(sleep_ms) +
+                     "}' FROM generate_series(1, " + std::to_string(count) + ") g");
+}
+
+std::vector<std::string> start_sleep_workers(MultiDatabaseCluster& cluster, const NodeHandle& seed,
+                                             int count, int credit) {
+    std::vector<std::string> logs;
+    for (int i = 1; i <= count; ++i) {
+        const auto name = "w" + std::to_string(i);
+        logs.push_back(cluster.dir() + "/" + name + ".received");
+        cluster.start_worker(name, {seed.worker_url()},
+                             {"--activity-types", "sleep", "--max-in-flight",
+                              std::to_string(credit), "--received-log", logs.back()});
+    }
+    return logs;
+}
+
+std::map<std::string, int> deliveries(const std::vector<std::string>& logs) {
+    std::map<std::string, int> count;
+    for (const auto& path : logs) {
+        for (const auto& line : received(path)) ++count[line.substr(0, line.rfind(':'))];
+    }
+    return count;
+}
+
+bool workers_everywhere(const MultiDatabaseCluster& cluster, int workers) {
+    return std::all_of(cluster.nodes.begin(), cluster.nodes.end(), [&](const NodeHandle& node) {
+        try {
+            return !node.process->running() ||
+                   E2eCluster::metric(node, "outboxd_workers_connected") == workers;
+        } catch (const std::exception&) {
+            return false;
+        }
+    });
+}
+
+bool leases_balanced(const MultiDatabaseCluster& cluster, std::size_t members) {
+    return std::all_of(
+        cluster.databases().begin(), cluster.databases().end(),
+        [&](const auto& database) { return lease_cover(database.url).balanced(members); });
+}
+
+std::int64_t done_in(const std::string& url) { return count_rows(url, "status = 'done'"); }
 
 }  // namespace outboxd::test

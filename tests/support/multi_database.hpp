@@ -112,4 +112,23 @@ private:
     std::string dir_;
 };
 
+// What the multi-process tests do with such a cluster.
+
+// Stages `count` rows for the example worker's `sleep` activity (`sleep_ms` each) into the
+// database at `url`; their dispatch keys (`<prefix>-<n>:0`) carry the prefix, so that keys
+// never repeat across databases.
+void stage_sleep_rows(const std::string& url, const std::string& prefix, int count, int sleep_ms);
+// Example workers w1..w<count> for the `sleep` activity, seeded with `seed`, each of `credit`
+// tasks at once; their received logs.
+std::vector<std::string> start_sleep_workers(MultiDatabaseCluster& cluster, const NodeHandle& seed,
+                                             int count, int credit);
+// dispatch_key -> deliveries, over the received logs of every worker.
+[[nodiscard]] std::map<std::string, int> deliveries(const std::vector<std::string>& logs);
+// Every running node has `workers` workers connected.
+[[nodiscard]] bool workers_everywhere(const MultiDatabaseCluster& cluster, int workers);
+// Every database's shards covered by `members` nodes in balanced contiguous ranges.
+[[nodiscard]] bool leases_balanced(const MultiDatabaseCluster& cluster, std::size_t members);
+// Rows done in the database at `url`.
+[[nodiscard]] std::int64_t done_in(const std::string& url);
+
 }  // namespace outboxd::test

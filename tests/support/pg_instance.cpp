@@ -61,7 +61,35 @@ bool accepts_connections(const std::string& url) {
 
 }  // namespace
 
-PgInstance::PgInstance(std::string dir) : dir_(std::move(dir)), bin_(find_bin_dir()) {
+PgInstance::PgInstance(std::string dir, std::vector<std::string> settings)
+    : dir_(std::move(dir)), bin_(find_bin_dir()), settings_(std::move(settings)) {
+    make_dir();
+    if (run_as_owner({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "postgres", "-A", "trust", "-E",
+                      "UTF8", "--locale=C.UTF-8", "--no-sync"},
+                     "initdb.log") != 0) {
+        throw std::runtime_error("initdb failed:\n" + read_file(dir_ + "/initdb.log"));
+    }
+    launch_on_free_port();
+}
+
+PgInstance::PgInstance(StandbyTag, const PgInstance& primary, std::string dir)
+    : dir_(std::move(dir)), bin_(primary.bin_), settings_(primary.settings_) {
+    make_dir();
+    // initdb's trust rules admit replication connections from 127.0.0.1.
+    if (run_as_owner({bin_ + "/pg_basebackup", "-D", dir_ + "/data", "-h", "127.0.0.1", "-p",
+                      std::to_string(primary.port()), "-U", "postgres", "-R", "-X", "stream", "-c",
+                      "fast", "--no-sync"},
+                     "basebackup.log") != 0) {
+        throw std::runtime_error("pg_basebackup failed:\n" + read_file(dir_ + "/basebackup.log"));
+    }
+    launch_on_free_port();
+}
+
+std::unique_ptr<PgInstance> PgInstance::standby_of(const PgInstance& primary, std::string dir) {
+    return std::unique_ptr<PgInstance>{new PgInstance{StandbyTag{}, primary, std::move(dir)}};
+}
+
+void PgInstance::make_dir() const {
     fs::create_directories(dir_);
     if (::geteuid() == 0) {
         const passwd* owner = ::getpwnam(kOwner);
@@ -70,16 +98,21 @@ PgInstance::PgInstance(std::string dir) : dir_(std::move(dir)), bin_(find_bin_di
             throw std::runtime_error("cannot hand " + dir_ + " to the postgres user");
         }
     }
-    if (run_as_owner({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "postgres", "-A", "trust", "-E",
-                      "UTF8", "--locale=C.UTF-8", "--no-sync"},
-                     "initdb.log") != 0) {
-        throw std::runtime_error("initdb failed:\n" + read_file(dir_ + "/initdb.log"));
-    }
+}
+
+void PgInstance::launch_on_free_port() {
     for (int attempt = 0; attempt < kPortAttempts; ++attempt) {
         port_ = free_port();
         if (launch()) return;
     }
     throw std::runtime_error("PostgreSQL did not start:\n" + log());
+}
+
+void PgInstance::promote() {
+    if (run_as_owner({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-w", "-t", "60", "promote"},
+                     "promote.log") != 0) {
+        throw std::runtime_error("pg_ctl promote failed:\n" + read_file(dir_ + "/promote.log"));
+    }
 }
 
 PgInstance::~PgInstance() {
@@ -139,6 +172,10 @@ bool PgInstance::launch() {
                                   "synchronous_commit=off",
                                   "-c",
                                   "full_page_writes=off"};
+    for (const auto& setting : settings_) {
+        argv.emplace_back("-c");
+        argv.push_back(setting);
+    }
     server_ = std::make_unique<Process>(as_owner(std::move(argv)),
                                         std::map<std::string, std::string>{}, dir_ + "/server.log");
     const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;

@@ -23,7 +23,12 @@ public:
     // Initialises a cluster under `dir` (created; as root, its parents must be reachable by
     // the postgres user, as /tmp is) and starts it. Throws std::runtime_error, with the
     // server's log, when it does not start.
-    explicit PgInstance(std::string dir);
+    // `settings` ("name=value") are given to the server after the defaults (which they
+    // override: fsync, synchronous_commit and full_page_writes are off by default).
+    explicit PgInstance(std::string dir, std::vector<std::string> settings = {});
+    // A streaming standby of `primary` under `dir`: pg_basebackup -R of the running primary,
+    // started with the same settings (hot standby: it accepts read-only sessions).
+    static std::unique_ptr<PgInstance> standby_of(const PgInstance& primary, std::string dir);
     ~PgInstance();
     PgInstance(const PgInstance&) = delete;
     PgInstance& operator=(const PgInstance&) = delete;
@@ -36,10 +41,18 @@ public:
     // Starts the stopped server again on the same port; returns once it accepts connections.
     void start();
     [[nodiscard]] bool running() const;
+    // pg_ctl promote: a standby becomes a primary; returns once it takes writes.
+    void promote();
     // The server's log so far (every start appends to it).
     [[nodiscard]] std::string log() const;
 
 private:
+    struct StandbyTag {};
+    PgInstance(StandbyTag, const PgInstance& primary, std::string dir);
+    // Creates dir_, owned by the postgres user when this process is root.
+    void make_dir() const;
+    // Starts the server on a free port; throws when it does not start.
+    void launch_on_free_port();
     // Starts the server on port_; false when it exited before accepting connections (e.g.
     // the port was taken meanwhile).
     bool launch();
@@ -50,6 +63,7 @@ private:
 
     std::string dir_;
     std::string bin_;  // the server's bin directory, as scripts/pgtmp picks it
+    std::vector<std::string> settings_;
     std::uint16_t port_ = 0;
     std::unique_ptr<Process> server_;
 };
