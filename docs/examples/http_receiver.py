@@ -26,7 +26,8 @@ class Receiver(BaseHTTPRequestHandler):
         if SECRET and not signed(body, self.headers.get("Outboxd-Signature", "")):
             return self.answer(401, b"bad signature")  # 4xx: a dead letter, never retried
         task = json.loads(body)
-        # Deduplicate on (dispatch_key, attempt): delivery is at least once.
+        # Delivery is at least once: make the effect idempotent on dispatch_key
+        # (task["delivery"] > 1 says this row was delivered before).
         print("running", task["activity_type"], task["dispatch_key"], task["input"], flush=True)
         self.answer(200, b'{"ok":true}')  # 2xx: done; 5xx, 408, 429: retried with backoff
 

@@ -85,6 +85,7 @@ public:
     std::pair<int, std::string> decide(const http::request<http::string_body>& request) {
         const auto key = std::string{request["Outboxd-Dispatch-Key"]};
         const int attempt = std::atoi(std::string{request["Outboxd-Attempt"]}.c_str());
+        const int delivery = std::atoi(std::string{request["Outboxd-Delivery"]}.c_str());
         ++stats_.requests;
         stats_.keys.insert(key);
         int status = 200;
@@ -118,7 +119,7 @@ public:
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count();
             log_ << now << ' ' << key << ' ' << attempt << ' ' << status << ' ' << stats_.concurrent
-                 << '\n';
+                 << ' ' << delivery << '\n';
             log_.flush();
         }
         return {status, body};
@@ -334,8 +335,9 @@ int run(int argc, char** argv) {
     app.add_option("--always-status", options.always_status, "answer every POST this status");
     app.add_option("--body-bytes", options.body_bytes,
                    "pad every answer's body to this many bytes (oversized answers)");
-    app.add_option("--log", options.log_file,
-                   "append a line per request: epoch_ms dispatch_key attempt status concurrent");
+    app.add_option(
+        "--log", options.log_file,
+        "append a line per request: epoch_ms dispatch_key attempt status concurrent delivery");
     app.add_option("--tls-cert", options.tls_cert, "serve HTTPS with this PEM certificate chain");
     app.add_option("--tls-key", options.tls_key, "and this PEM private key");
     CLI11_PARSE(app, argc, argv);

@@ -129,6 +129,19 @@ void ClusterMember::apply(TickResult result) {
         if (settle) settle_until_ = now + settings_.lease_ttl;
     }
     registered_ = true;
+    if (settling(now)) {
+        // Back from an outage, the others renew their leases within a tick: until then the
+        // view lacks them, though they are alive. Keep showing them: a worker told that its
+        // node left the cluster closes its connection, and that node re-arms its tasks.
+        for (const auto& known : nodes_) {
+            const bool listed =
+                std::any_of(result.nodes.begin(), result.nodes.end(),
+                            [&](const store::NodeRecord& n) { return n.node_id == known.node_id; });
+            if (!listed) result.nodes.push_back(known);
+        }
+        std::sort(result.nodes.begin(), result.nodes.end(),
+                  [](const auto& a, const auto& b) { return a.node_id < b.node_id; });
+    }
     bool changed = result.claimable != claimable_ || result.nodes.size() != nodes_.size();
     for (std::size_t i = 0; !changed && i < nodes_.size(); ++i) {
         changed = nodes_[i].node_id != result.nodes[i].node_id ||

@@ -304,6 +304,14 @@ void workflow_action(const Context& ctx, const std::string& id, const std::strin
         *ctx.out << '\n';
         return;
     }
+    if (action == "uncancel") {
+        *ctx.out << "workflow " << id
+                 << (answer.value("uncancelled", false)
+                         ? " uncancelled: rows staged from now on run"
+                         : " was not cancelled")
+                 << '\n';
+        return;
+    }
     const bool changed = answer.value("changed", false);
     *ctx.out << "workflow " << id << (action == "pause" ? " paused" : " resumed")
              << (changed ? "" : " (it already was)") << '\n';
@@ -450,7 +458,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     dl_purge->add_flag("--all", all, "Every letter the filters match, or all of them");
     dl_purge->callback([&] { action = [&] { bulk_dead_letters(ctx, "purge", filters, all); }; });
 
-    auto* wf = app.add_subcommand("workflow", "A workflow: show, pause, resume, cancel");
+    auto* wf = app.add_subcommand("workflow", "A workflow: show, pause, resume, cancel, uncancel");
     wf->require_subcommand(1);
     std::string workflow;
     bool every_row = false;
@@ -458,7 +466,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     wf_show->add_option("workflow_id", workflow)->required();
     wf_show->add_flag("--all", every_row, "Finished rows too (reads the table; not for polling)");
     wf_show->callback([&] { action = [&] { show_workflow(ctx, workflow, every_row); }; });
-    for (const char* verb : {"pause", "resume", "cancel"}) {
+    for (const char* verb : {"pause", "resume", "cancel", "uncancel"}) {
         auto* command = wf->add_subcommand(verb, std::string{verb} + " the workflow");
         command->add_option("workflow_id", workflow)->required();
         command->callback(

@@ -1,5 +1,7 @@
 #include "outboxd/dispatch/in_flight.hpp"
 
+#include <algorithm>
+
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::dispatch {
@@ -67,7 +69,8 @@ std::optional<InFlightTable::Admission> InFlightTable::admit(
     task.node = std::move(row.node);
     task.activity_type = std::move(row.activity_type);
     task.input_json = std::move(row.input_json);
-    task.attempt = std::int64_t{row.attempt} + 1;  // one-based on the wire
+    task.attempt = std::int64_t{row.attempt} + 1;               // one-based on the wire
+    task.delivery = std::max<std::int64_t>(row.deliveries, 1);  // counted by the claim
     task.timeout_ms = policy.timeout.count();
     if (policy.heartbeat_timeout) task.heartbeat_timeout_ms = policy.heartbeat_timeout->count();
     task.priority = row.priority;

@@ -98,6 +98,20 @@ void OutboxEngine::add_sinks(std::unique_ptr<sinks::EngineSinks> sinks) {
 bool OutboxEngine::migrate_once() {
     if (migrated_) return true;
     try {
+        if (!settings_.migrate) {
+            // Someone else migrates (`outboxd migrate`, a deploy step): serve only a schema
+            // this build knows all of; until then the database stays unready.
+            if (!store::migrations_current(settings_.database_url)) {
+                spdlog::error(
+                    "event=schema_behind database={} expected_version={} reason=\"the schema "
+                    "lacks migrations this build needs and OUTBOXD_MIGRATE=false: run `outboxd "
+                    "migrate`\"",
+                    settings_.name, store::bundled_migrations().back().version);
+                return false;
+            }
+            migrated_ = true;
+            return true;
+        }
         const auto report = store::migrate(settings_.database_url);
         spdlog::info("event=migrated database={} version={} applied={}", settings_.name,
                      report.current_version, report.applied.size());
@@ -110,7 +124,6 @@ bool OutboxEngine::migrate_once() {
 }
 
 void OutboxEngine::start() {
-    if (!settings_.migrate) migrated_ = true;
     if (migrated_) return begin();
     // Retried off the loop, backing off, until it succeeds or the engine stops.
     migrator_ = std::jthread(

@@ -116,6 +116,7 @@ std::string row_json(const store::OutboxRow& row, bool payloads) {
                    {"activity_type", row.activity_type},
                    {"status", store::to_string(row.status)},
                    {"attempt", row.attempt},
+                   {"deliveries", row.deliveries},
                    {"visible_after", format_rfc3339(row.visible_after)},
                    {"claimed_at", optional_time(row.claimed_at)},
                    {"claimed_by", optional_json(row.claimed_by)},

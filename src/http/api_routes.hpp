@@ -15,7 +15,7 @@ void add_node_routes(RouteTable& table, const ApiContext& api);
 void add_ui_routes(RouteTable& table);
 // POST /v1/outbox, GET /v1/outbox/{key} (outbox_routes.cpp).
 void add_outbox_routes(RouteTable& table, const ApiContext& api);
-// GET /v1/workflows/{id}, POST …/pause, …/resume, …/cancel (workflow_routes.cpp).
+// GET /v1/workflows/{id}, POST …/pause, …/resume, …/cancel, …/uncancel (workflow_routes.cpp).
 void add_workflow_routes(RouteTable& table, const ApiContext& api);
 // GET /v1/dead-letters, POST …/requeue, …/purge, …/{key}/requeue (dead_letter_routes.cpp).
 void add_dead_letter_routes(RouteTable& table, const ApiContext& api);

@@ -1,4 +1,4 @@
-// Workflows (README, "HTTP API"): a workflow's rows, pause, resume and cancel.
+// Workflows (README, "HTTP API"): a workflow's rows, pause, resume, cancel and uncancel.
 
 #include <algorithm>
 #include <map>
@@ -144,6 +144,18 @@ void cancel(const ApiContext& api, const RouteRequest& r, Respond respond) {
         std::move(respond));
 }
 
+// Idempotent: {"uncancelled":false} for a workflow that was not cancelled.
+void uncancel(const ApiContext& api, const RouteRequest& r, Respond respond) {
+    api.change(
+        r, r.database(), audit_namespace(*r.grant),
+        [workflow = r.params[0], grant = r.grant](store::AdminStores& db) {
+            if (auto refused = workflow_refusal(*grant, db, workflow)) return *refused;
+            const bool forgotten = db.admin.uncancel_workflow(workflow);
+            return json_response({{"workflow_id", workflow}, {"uncancelled", forgotten}});
+        },
+        std::move(respond));
+}
+
 }  // namespace
 
 void add_workflow_routes(RouteTable& table, const ApiContext& api) {
@@ -158,6 +170,10 @@ void add_workflow_routes(RouteTable& table, const ApiContext& api) {
     table.add(
         {"POST", "/v1/workflows/{id}/cancel", Access::needs(Role::operator_),
          [&api](const RouteRequest& r, Respond respond) { cancel(api, r, std::move(respond)); },
+         Databases::one});
+    table.add(
+        {"POST", "/v1/workflows/{id}/uncancel", Access::needs(Role::operator_),
+         [&api](const RouteRequest& r, Respond respond) { uncancel(api, r, std::move(respond)); },
          Databases::one});
 }
 

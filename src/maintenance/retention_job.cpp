@@ -1,5 +1,6 @@
 // Retention: finished rows (done, cancelled) older than OUTBOXD_RETENTION_S are deleted in
-// batches, every minute. Dead letters stay until requeued or purged.
+// batches, every minute, and cancel and pause markers that ended their use are forgotten
+// (MaintenanceStore::prune_markers). Dead letters stay until requeued or purged.
 
 #include <spdlog/spdlog.h>
 
@@ -29,6 +30,11 @@ public:
             }
             if (total > 0) {
                 spdlog::info("event=retention_deleted database={} rows={}", database_, total);
+            }
+            if (const auto pruned = db.maintenance.prune_markers(retention);
+                pruned.cancels + pruned.pauses > 0) {
+                spdlog::info("event=markers_pruned database={} cancelled={} paused={}", database_,
+                             pruned.cancels, pruned.pauses);
             }
             return nullptr;
         };

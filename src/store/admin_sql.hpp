@@ -90,6 +90,14 @@ inline constexpr Statement kResumeWorkflow{"outbox_resume_workflow",
     "WITH resumed AS (DELETE FROM paused_workflows WHERE workflow_id = $1 RETURNING workflow_id)"
     " SELECT workflow_id, pg_notify('outbox_wake', 'front') FROM resumed"};
 
+// Forgets that workflow $1 was cancelled: rows staged under it from now on run. Rows already
+// cancelled stay so. Wakes every node to claim from the front, as a resume does, for rows
+// staged while it was cancelled that the reconcile has not settled yet.
+inline constexpr Statement kUncancelWorkflow{"outbox_uncancel_workflow",
+    "WITH forgotten AS (DELETE FROM cancelled_workflows WHERE workflow_id = $1"
+    "   RETURNING workflow_id)"
+    " SELECT workflow_id, pg_notify('outbox_wake', 'front') FROM forgotten"};
+
 // Dead letters matching a filter: $1 namespaces, $2 activity type, $3 text the last error
 // contains, $4 failed at least this many seconds ago (database clock); NULL: any.
 #define OUTBOXD_DEAD_LETTER_FILTER                                                     \
@@ -187,7 +195,7 @@ SELECT EXISTS (SELECT 1 FROM paused_workflows WHERE workflow_id = $1),
 // Every statement AdminStore runs.
 inline constexpr std::array kAdminStatements{
     kAppend, kCancelWorkflow, kFind, kWorkflowRows, kAllWorkflowRows, kWorkflowNamespaces, kPauseWorkflow,
-    kResumeWorkflow, kListDeadLetters, kRequeueDeadLetters, kPurgeDeadLetters,
+    kResumeWorkflow, kUncancelWorkflow, kListDeadLetters, kRequeueDeadLetters, kPurgeDeadLetters,
     kRequeueDeadLetter, kPutNamespace, kGetNamespace, kListNamespaces, kNamespaceCounts,
     kWorkflowFlags};
 

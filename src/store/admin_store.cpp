@@ -158,6 +158,13 @@ bool AdminStore::resume_workflow(std::string_view workflow_id) {
     });
 }
 
+bool AdminStore::uncancel_workflow(std::string_view workflow_id) {
+    return session_.pg().transact(sql::kUncancelWorkflow, [&](pqxx::work& tx) {
+        return !tx.exec_prepared(std::string{sql::kUncancelWorkflow.name}, text_param(workflow_id))
+                    .empty();
+    });
+}
+
 CancelledRows AdminStore::cancel_workflow(std::string_view workflow_id) {
     if (workflow_id.empty()) throw ValidationError("workflow_id must not be empty");
     return decode_cancelled(session_.pg().transact(sql::kCancelWorkflow, [&](pqxx::work& tx) {

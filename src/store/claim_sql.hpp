@@ -40,12 +40,17 @@ namespace outboxd::store::sql {
     " token AS MATERIALIZED (SELECT nextval('outbox_claim_token_seq') AS value, "     \
     OUTBOXD_SQL_MICROS("now()") " AS at),"
 
+// A claim is a delivery (a release of a claim that reached nobody takes it back, in the
+// outcome write). Saturates at the largest int, like attempt; a row staged by plain SQL with a
+// negative count starts from 0.
+#define OUTBOXD_COUNT_DELIVERY "deliveries = least(greatest(o.deliveries, 0), 2147483646) + 1"
+
 // `id = ANY(ARRAY(…))` makes the update a primary-key probe per picked row; a join on
 // `picked` lets the planner hash the whole table when it underestimates the pick. A claim
 // returns OUTBOXD_CLAIMED_COLUMNS (row_columns.hpp): only what a task needs.
 #define OUTBOXD_CLAIM_UPDATE_SETTING(also)                                              \
     "UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"    \
-    " claim_token = (SELECT value FROM token)" also                                    \
+    " claim_token = (SELECT value FROM token), " OUTBOXD_COUNT_DELIVERY also          \
     " WHERE o.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING " OUTBOXD_CLAIMED_COLUMNS
 #define OUTBOXD_CLAIM_UPDATE OUTBOXD_CLAIM_UPDATE_SETTING("")
 
@@ -160,7 +165,7 @@ inline constexpr Statement kClaimRoutes{"outbox_claim_routes",
     "   LIMIT r.lim FOR UPDATE OF o SKIP LOCKED) c),"
     " picked AS (SELECT id, n FROM prio UNION ALL SELECT id, n FROM rest)"
     " UPDATE outbox o SET status = 'claimed', claimed_at = now(), claimed_by = $1,"
-    " claim_token = (SELECT value FROM token)"
+    " claim_token = (SELECT value FROM token), " OUTBOXD_COUNT_DELIVERY
     " FROM picked p WHERE o.id = p.id RETURNING " OUTBOXD_CLAIMED_COLUMNS ", p.n",
     Plan::generic};
 

@@ -47,14 +47,19 @@ inline constexpr Statement kRearmOrphaned{"outbox_rearm_orphaned",
 
 // $1 owner, $2 ranges: pending rows of cancelled workflows on shards leased to the owner
 // (claimed rows never belong to a cancelled workflow: claims skip them, and the cancel
-// statement settles the rows claimed before it).
+// statement settles the rows claimed before it). A cancel that settles rows is as recent as
+// they: its marker's time moves on with them (kPruneMarkers).
 inline constexpr Statement kSettleCancelled{"outbox_settle_cancelled",
-    "WITH " OUTBOXD_LEASED_SHARDS
-    " UPDATE outbox o SET status = 'cancelled', finished_at = now(), " OUTBOXD_CLEAR_CLAIM
-    " FROM cancelled_workflows c"
-    " WHERE o.workflow_id = c.workflow_id AND o.status = 'pending'"
-    "   AND o.shard <@ (SELECT shards FROM leased)"
-    " RETURNING o.dispatch_key, o.namespace"};
+    "WITH " OUTBOXD_LEASED_SHARDS ","
+    " settled AS (UPDATE outbox o SET status = 'cancelled', finished_at = now(), "
+    OUTBOXD_CLEAR_CLAIM
+    "   FROM cancelled_workflows c"
+    "   WHERE o.workflow_id = c.workflow_id AND o.status = 'pending'"
+    "     AND o.shard <@ (SELECT shards FROM leased)"
+    "   RETURNING o.dispatch_key, o.namespace, o.workflow_id),"
+    " touched AS (UPDATE cancelled_workflows SET cancelled_at = now()"
+    "   WHERE workflow_id IN (SELECT workflow_id FROM settled))"
+    " SELECT dispatch_key, namespace FROM settled"};
 
 // Whether a reconcile has anything to look at: claims anywhere (orphaned and stale claims are
 // claims), cancelled workflows (whose rows it settles). Two probes of small indexes, so that a
@@ -81,6 +86,25 @@ DELETE FROM outbox WHERE id IN (
     SELECT id FROM outbox
     WHERE status IN ('done', 'cancelled') AND finished_at < now() - $1 * interval '1 millisecond'
     ORDER BY finished_at LIMIT $2))SQL"};
+
+// Cancel and pause markers that ended their use: older than $1 ms (a cancel's time moves on
+// with every row it settles) and no row of the workflow left to hold (pending or dead-lettered:
+// the live-row index by workflow). Rows the cancel settled are then past retention too. A row
+// staged under the id later runs.
+inline constexpr Statement kPruneMarkers{"outbox_prune_markers", R"SQL(
+WITH cancels AS (
+  DELETE FROM cancelled_workflows c
+  WHERE c.cancelled_at < now() - $1 * interval '1 millisecond'
+    AND NOT EXISTS (SELECT 1 FROM outbox o
+                    WHERE o.workflow_id = c.workflow_id AND o.status IN ('pending', 'failed'))
+  RETURNING 1),
+pauses AS (
+  DELETE FROM paused_workflows p
+  WHERE p.paused_at < now() - $1 * interval '1 millisecond'
+    AND NOT EXISTS (SELECT 1 FROM outbox o
+                    WHERE o.workflow_id = p.workflow_id AND o.status IN ('pending', 'failed'))
+  RETURNING 1)
+SELECT (SELECT count(*) FROM cancels), (SELECT count(*) FROM pauses))SQL"};
 
 // The backstop of ordered delivery (an outcome write lets the next row go; a claim that
 // parked a row while that write ran leaves it to this): of the waiting rows on shards $1 of
@@ -122,7 +146,7 @@ GROUP BY f.namespace)SQL"};
 // Every statement MaintenanceStore runs.
 inline constexpr std::array kMaintenanceStatements{
     kReconcileWork, kRearmStaleClaimed, kRearmOrphaned, kSettleCancelled, kCountLiveByNamespace,
-    kDeleteFinished, kLetGoWaiting, kReleaseUnordered, kCountBlockedWorkflows};
+    kDeleteFinished, kPruneMarkers, kLetGoWaiting, kReleaseUnordered, kCountBlockedWorkflows};
 
 // clang-format on
 

@@ -117,4 +117,12 @@ std::int64_t MaintenanceStore::delete_finished(std::chrono::milliseconds older_t
     });
 }
 
+MaintenanceStore::PrunedMarkers MaintenanceStore::prune_markers(
+    std::chrono::milliseconds older_than) {
+    return session_.pg().autocommit(sql::kPruneMarkers, [&](pqxx::nontransaction& tx) {
+        const auto r = tx.exec_prepared1(std::string{sql::kPruneMarkers.name}, millis(older_than));
+        return PrunedMarkers{r[0].as<std::int64_t>(), r[1].as<std::int64_t>()};
+    });
+}
+
 }  // namespace outboxd::store

@@ -41,6 +41,8 @@ namespace outboxd::store::sql {
     "   last_error = CASE WHEN t.kind IN ('retry', 'fail') THEN t.error ELSE o.last_error END," \
     "   finished_at = CASE WHEN t.kind IN ('done', 'fail') THEN now() END,"               \
     "   result = CASE WHEN t.kind = 'done' THEN nullif($6::jsonb -> (t.n::int - 1), 'null') END," \
+    "   deliveries = CASE WHEN t.kind = 'release' THEN greatest(o.deliveries - 1, 0)"    \
+    "                     ELSE o.deliveries END,"                                         \
     "   claimed_at = NULL, claimed_by = NULL, claim_token = NULL"                         \
     " FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])"      \
     "      WITH ORDINALITY AS t(id, token, kind, delay_ms, error, n)"                     \

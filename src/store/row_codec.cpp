@@ -43,6 +43,7 @@ OutboxRow decode_row(const pqxx::row& r) {
     row.traceparent = pg::optional_text(r[col::traceparent]);
     row.heartbeat_at = pg::optional_instant(r[col::heartbeat_at_us]);
     row.progress_json = pg::optional_text(r[col::progress]);
+    row.deliveries = r[col::deliveries].as<std::int32_t>();
     return row;
 }
 
@@ -58,6 +59,7 @@ OutboxRow decode_claimed_row(const pqxx::row& r, const std::string& claimer) {
     row.claimed_at = pg::from_micros(r[col::claimed_at_us].as<std::int64_t>());
     row.priority = r[col::priority].as<std::int32_t>();
     row.traceparent = pg::optional_text(r[col::traceparent]);
+    row.deliveries = r[col::deliveries].as<std::int32_t>();
     row.claimed_by = claimer;
     return row;
 }

@@ -39,7 +39,8 @@
     X(result, "o.result::text")                                                        \
     X(traceparent, "o.traceparent")                                                    \
     X(heartbeat_at_us, OUTBOXD_SQL_MICROS("o.heartbeat_at"))                            \
-    X(progress, "o.progress::text")
+    X(progress, "o.progress::text")                                                    \
+    X(deliveries, "o.deliveries")
 
 // The rest of a claimed row: only what a task needs. Every row of one claim shares its
 // instant and token, computed once in the claim's `token` CTE.
@@ -50,7 +51,8 @@
     X(shard, "o.shard")                                                                \
     X(claimed_at_us, "(SELECT at FROM token)")                                         \
     X(priority, "o.priority")                                                          \
-    X(traceparent, "o.traceparent")
+    X(traceparent, "o.traceparent")                                                    \
+    X(deliveries, "o.deliveries")
 
 #define OUTBOXD_SQL_NEXT_COLUMN(name, expression) ", " expression
 #define OUTBOXD_ENUM_COLUMN(name, expression) name,

@@ -176,6 +176,11 @@ class CtlTest(unittest.TestCase):
         every = self.ok("workflow", "show", "--all", "order/42 x")
         self.assertIn("(cancelled)", every)
         self.assertEqual(every.count("cancelled"), 4)
+        self.assertEqual(self.ok("workflow", "uncancel", "order/42 x"),
+                         "workflow order/42 x uncancelled: rows staged from now on run\n")
+        self.assertEqual(sql("SELECT count(*) FROM cancelled_workflows"), "0")
+        self.assertEqual(self.ok("workflow", "uncancel", "order/42 x"),
+                         "workflow order/42 x was not cancelled\n")
 
 
 if __name__ == "__main__":

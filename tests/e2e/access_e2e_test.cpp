@@ -420,6 +420,7 @@ TEST_CASE("every change is audited; no secret reaches a log, an audit row, a met
     answers.push_back(as_op("DELETE", "/v1/schedules/tick").body);
     answers.push_back(as_op("DELETE", "/v1/http-targets/hook").body);
     answers.push_back(as_op("POST", "/v1/workflows/billing-wf/cancel").body);
+    answers.push_back(as_op("POST", "/v1/workflows/billing-wf/uncancel").body);
     const auto removed =
         http_call(port, "DELETE", "/v1/credentials/" + op.id, {}, std::string{kAdmin});
     REQUIRE(removed.status == 200);
@@ -438,7 +439,8 @@ TEST_CASE("every change is audited; no secret reaches a log, an audit row, a met
           "POST /v1/workflows/{id}/resume", "POST /v1/dead-letters/{key}/requeue",
           "POST /v1/dead-letters/purge", "PUT /v1/http-targets/{name}", "PUT /v1/schedules/{id}",
           "DELETE /v1/schedules/{id}", "DELETE /v1/http-targets/{name}",
-          "POST /v1/workflows/{id}/cancel", "DELETE /v1/credentials/{id}"}) {
+          "POST /v1/workflows/{id}/cancel", "POST /v1/workflows/{id}/uncancel",
+          "DELETE /v1/credentials/{id}"}) {
         INFO(expected);
         CHECK(routes.contains(expected));
     }

@@ -154,6 +154,7 @@ TEST_CASE("several databases: ?database= picks one, is required for one row, and
             {"POST", "/v1/workflows/wf/pause"},
             {"POST", "/v1/workflows/wf/resume"},
             {"POST", "/v1/workflows/wf/cancel"},
+            {"POST", "/v1/workflows/wf/uncancel"},
             {"POST", "/v1/dead-letters/wf:0/requeue"},
             {"GET", "/v1/namespaces/default"},
             {"PUT", "/v1/namespaces/default"},

@@ -78,6 +78,7 @@ TEST_CASE("a worker killed mid-task: its rows go to another worker and end done"
     CHECK(lines.size() == 4);
     for (const auto& line : lines) CHECK(line.ends_with(":2"));
     CHECK(cluster.count("attempt = 1") == 4);
+    CHECK(cluster.count("deliveries = 2") == 4);  // the lost one and the rescuer's
 }
 
 TEST_CASE("ten thousand rows flow through outboxd and outboxd-worker processes to done", "[e2e]") {

@@ -3,6 +3,7 @@
 // target_session_attrs=read-write, example workers draining, and a switchover mid-run.
 
 #include <csignal>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -145,4 +146,100 @@ TEST_CASE(
                                            << promoted_after << " s, first row done on the new "
                                            << "primary after " << first_done_after.value_or(-1)
                                            << " s, all done after " << drained_after << " s");
+}
+
+TEST_CASE(
+    "a database outage of three lease TTLs with 3,000 tasks out: every node keeps its shards "
+    "and its tasks, none is delivered twice",
+    "[e2e][failover]") {
+    constexpr int kRows = 3000;
+    // Every task still running when the database returns: the tasks reach the workers over
+    // several seconds (each worker's credit moves to the nodes that have work), then the
+    // outage lasts 6 s.
+    constexpr int kSleepMs = 40000;
+    test::PgInstance server{test::scratch_dir("fo-outage-pg")};
+    exec_alone(server.url(), std::string{"CREATE DATABASE "} + kDatabase);
+    const auto url = server.url(kDatabase);
+    store::migrate(url);
+    MultiDatabaseCluster cluster{"fo-outage", {{"default", url}}};
+    const std::map<std::string, std::string> env{
+        {"OUTBOXD_LEASE_TTL_MS", std::to_string(kLeaseTtlMs)},
+        {"OUTBOXD_POLL_INTERVAL_MS", "200"},
+        {"OUTBOXD_TASK_TIMEOUT_MS", "120000"}};
+    auto& first = cluster.launch_node("node-1", env);
+    cluster.launch_node("node-2", env);
+    cluster.launch_node("node-3", env);
+    for (auto& node : cluster.nodes) cluster.await_ready(node);
+    REQUIRE(E2eCluster::await([&] { return test::leases_balanced(cluster, 3); }, 15s));
+    // Credit to spare: a share of each worker's window stays with the nodes it is split over.
+    const auto logs = test::start_sleep_workers(cluster, first, 3, 1200);
+    REQUIRE(E2eCluster::await([&] { return test::workers_everywhere(cluster, 3); }, 15s));
+    test::stage_sleep_rows(url, "outage", kRows, kSleepMs);
+    // Every task out on a worker, on every node.
+    REQUIRE(E2eCluster::await(
+        [&] {
+            return test::deliveries(logs).size() == kRows &&
+                   test::count_rows(url, "status = 'claimed'") == kRows;
+        },
+        30s));
+    std::map<std::string, std::int64_t> held_by;
+    for (const auto& row :
+         test::exec_on(url,
+                       "SELECT split_part(claimed_by, '/', 1), count(*) FROM outbox"
+                       " WHERE status = 'claimed' GROUP BY 1")) {
+        held_by[row[0].as<std::string>()] = row[1].as<std::int64_t>();
+    }
+    CHECK(held_by.size() == 3);
+
+    server.stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds{3 * kLeaseTtlMs});
+    server.start();
+
+    REQUIRE(E2eCluster::await([&] { return test::done_in(url) == kRows; }, 90s));
+    const auto delivered = test::deliveries(logs);
+    CHECK(delivered.size() == static_cast<std::size_t>(kRows));
+    int duplicates = 0;
+    for (const auto& [key, count] : delivered) {
+        if (count > 1) ++duplicates;
+    }
+    CHECK(duplicates == 0);
+    // The same three nodes own the shards, each its own range again.
+    CHECK(test::lease_cover(url).balanced(3));
+    for (const auto& node : cluster.nodes) {
+        INFO(node.name);
+        CHECK(node.process->running());
+        CHECK(node.process->log().find("settling=true") != std::string::npos);
+    }
+    WARN("outage of " << 3 * kLeaseTtlMs << " ms with " << kRows << " tasks out ("
+                      << held_by["node-1"] << " / " << held_by["node-2"] << " / "
+                      << held_by["node-3"] << " per node): " << duplicates << " delivered twice");
+}
+
+TEST_CASE(
+    "with OUTBOXD_MIGRATE=false a node is unready on a schema missing a migration, and ready "
+    "once someone migrates",
+    "[e2e][failover]") {
+    E2eCluster cluster{"schema-behind", /*migrated=*/false};
+    const auto all = store::bundled_migrations();
+    (void)store::migrate(cluster.db.url(), all.first(all.size() - 1));
+    auto& node = cluster.launch_node("node-1", {{"OUTBOXD_MIGRATE", "false"}});
+    // It does not serve the database.
+    const auto status_of = [&](const std::string& path) {
+        try {
+            return test::http_call(node.port, "GET", path).status;
+        } catch (const std::exception&) {
+            return 0;  // not listening yet
+        }
+    };
+    // It listens (its port is known once it says so) and answers health.
+    cluster.await_ready(node, [&](std::uint16_t) { return status_of("/healthz") == 200; });
+    REQUIRE(E2eCluster::await(
+        [&] { return node.process->log().find("event=schema_behind") != std::string::npos; }, 30s));
+    CHECK(status_of("/readyz") == 503);
+    CHECK(
+        test::exec_on(cluster.db.url(), "SELECT count(*) FROM dispatcher_nodes")[0][0].as<int>() ==
+        0);
+
+    (void)store::migrate(cluster.db.url());  // the operator's `outboxd migrate`
+    CHECK(E2eCluster::await([&] { return status_of("/readyz") == 200; }, 60s));
 }

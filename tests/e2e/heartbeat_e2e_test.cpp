@@ -95,8 +95,10 @@ TEST_CASE("tasks heartbeating for many times their timeout complete once, across
 
     // 13 s of heartbeats every 300 ms: 13x the heartbeat timeout, past the node-wide
     // backstop (timeout 1 s + 10 s grace). A second node joins meanwhile and takes shards.
+    // node-2 is launched without waiting for it: the heartbeats must go on meanwhile (a start
+    // that took over a second on a loaded machine let every task time out).
     const auto started = Clock::now();
-    bool joined = false;
+    test::NodeHandle* node2 = nullptr;
     int beat = 0;
     while (Clock::now() - started < 13s) {
         ++beat;
@@ -105,11 +107,10 @@ TEST_CASE("tasks heartbeating for many times their timeout complete once, across
                             .dump());
         }
         std::this_thread::sleep_for(300ms);
-        if (!joined && Clock::now() - started > 3s) {
-            cluster.start_node("node-2", env);
-            joined = true;
-        }
+        if (!node2 && Clock::now() - started > 3s) node2 = &cluster.launch_node("node-2", env);
     }
+    REQUIRE(node2 != nullptr);
+    cluster.await_ready(*node2);
     // Some of the rows' shards are node-2's now: its reconcile saw them and left them.
     CHECK(cluster.count("status = 'claimed' AND shard IN (SELECT shard FROM shard_leases l "
                         "JOIN dispatcher_nodes n ON n.incarnation = l.owner "

@@ -104,6 +104,20 @@ TEST_CASE("the HTTP API stages, reports, pauses, cancels, requeues and configure
         const auto cancelled = json::parse(call(port, "POST", "/v1/workflows/wf/cancel").body);
         CHECK(cancelled["cancelled"] == json{"wf:0", "wf:1"});
         CHECK(cluster.count("status = 'cancelled'") == 2);
+        // A row staged later under the id is cancelled too, until the cancel is forgotten.
+        call(port, "POST", "/v1/outbox",
+             R"({"rows":[{"workflow_id":"wf","ordinal":2,"activity_type":"a"}]})");
+        REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'cancelled'") == 3; }, 10s));
+        CHECK(json::parse(call(port, "POST", "/v1/workflows/wf/uncancel").body) ==
+              json{{"workflow_id", "wf"}, {"uncancelled", true}});
+        CHECK(json::parse(call(port, "POST", "/v1/workflows/wf/uncancel").body)["uncancelled"] ==
+              false);
+        CHECK(cluster.db.exec("SELECT count(*) FROM cancelled_workflows")[0][0].as<int>() == 0);
+        call(port, "POST", "/v1/outbox",
+             R"({"rows":[{"workflow_id":"wf","ordinal":3,"activity_type":"a"}]})");
+        CHECK(E2eCluster::await_job_runs(node, "reconcile", 2, 10s));
+        CHECK(cluster.count("dispatch_key = 'wf:3' AND status = 'pending'") == 1);
+        CHECK(cluster.count("status = 'cancelled'") == 3);  // cancelled rows stay cancelled
         CHECK(call(port, "POST", "/v1/workflows/wf/explode").status == 404);
         CHECK(call(port, "GET", "/v1/workflows/wf/pause").status == 405);
     }

@@ -137,11 +137,18 @@ TEST_CASE("500s are retried with backoff until the receiver takes the row", "[e2
     CHECK(cluster.count("status = 'done' AND attempt = 2") == kRows);
     // The second try waited for the backoff (50 ms base) after the first.
     std::map<std::string, std::vector<std::int64_t>> times;
-    for (const auto& r : requests) times[r.dispatch_key].push_back(r.epoch_ms);
+    std::map<std::string, std::vector<int>> deliveries;
+    for (const auto& r : requests) {
+        times[r.dispatch_key].push_back(r.epoch_ms);
+        deliveries[r.dispatch_key].push_back(r.delivery);
+    }
     for (const auto& [key, at] : times) {
         REQUIRE(at.size() == 3);
         CHECK(at[1] - at[0] >= 45);
+        // Outboxd-Delivery counts the row's deliveries, one-based.
+        CHECK(deliveries[key] == std::vector{1, 2, 3});
     }
+    CHECK(cluster.count("deliveries = 3") == kRows);
     CHECK(E2eCluster::metric(node, R"(outboxd_http_requests_total{code_class="5xx",target="hook"})")
               .value_or(0) == 2 * kRows);
 }

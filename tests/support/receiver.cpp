@@ -47,6 +47,7 @@ std::vector<ReceivedRequest> Receiver::requests() const {
         std::istringstream fields{line};
         ReceivedRequest r;
         if (fields >> r.epoch_ms >> r.dispatch_key >> r.attempt >> r.status >> r.concurrent) {
+            fields >> r.delivery;
             out.push_back(r);
         }
     }

@@ -21,6 +21,7 @@ struct ReceivedRequest {
     int attempt = 0;
     int status = 0;
     int concurrent = 0;  // requests in progress when it arrived, itself included
+    int delivery = 0;    // Outboxd-Delivery
 };
 
 class Receiver {

@@ -169,6 +169,12 @@ class ProtocolTest(unittest.TestCase):
                          "orders")
         self.assertEqual(outboxd.Task.from_frame(task_frame()).database, "default")
         self.assertEqual(outboxd.Task.from_frame(task_frame(database=None)).database, "default")
+        # The delivery count; nodes from before it leave it out (0: unknown).
+        self.assertEqual(outboxd.Task.from_frame(task_frame(delivery=3)).delivery, 3)
+        for unknown in ({}, {"delivery": None}, {"delivery": True}, {"delivery": -1},
+                        {"delivery": "2"}):
+            with self.subTest(frame=unknown):
+                self.assertEqual(outboxd.Task.from_frame(task_frame(**unknown)).delivery, 0)
         frame = task_frame()
         del frame["dispatch_key"]
         with self.assertRaisesRegex(Exception, "dispatch_key"):

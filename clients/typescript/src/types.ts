@@ -8,7 +8,7 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 /**
  * One delivery of an outbox row, exactly as the node's `task` frame carries it.
  *
- * Delivery is at least once: make the effect idempotent on `dispatch_key`, and use `attempt`
+ * Delivery is at least once: make the effect idempotent on `dispatch_key`, and use `delivery`
  * to tell a redelivery from the first try.
  */
 export interface Task {
@@ -27,8 +27,14 @@ export interface Task {
   readonly activity_type: string;
   /** The row's `input` column. */
   readonly input: Json;
-  /** One-based: 1 is the first delivery. */
+  /** One-based: 1 is the first try; it grows when a try failed (a retry). */
   readonly attempt: number;
+  /**
+   * One-based count of this row's deliveries, this one included: 1 is the first; it grows on
+   * every redelivery whatever its cause (a retry, a node or worker lost, a timeout). Absent
+   * from nodes too old to send it.
+   */
+  readonly delivery?: number;
   /** The answer deadline in ms; 0 when a heartbeating task has no total limit. */
   readonly timeout_ms: number;
   /** 0..100, higher first. */

@@ -24,6 +24,10 @@ struct Task {
     std::string activity_type;
     std::string input_json = "null";  // valid JSON, spliced verbatim into the frame
     std::int64_t attempt = 1;         // one-based (a stored attempt + 1)
+    // One-based count of this row's deliveries, this one included: it grows on every delivery
+    // whatever its cause (a retry, a re-arm after a lost node or worker), where `attempt` grows
+    // only on failures. 0 from a node that does not send it.
+    std::int64_t delivery = 1;
     // The attempt's limit; 0: none (a heartbeating task without a total limit).
     std::int64_t timeout_ms = 0;
     // The longest silence between heartbeats before the task times out; the frame leaves

@@ -111,6 +111,9 @@ public:
     // Settles every pending or claimed row of the workflow to cancelled and remembers the
     // cancel, so rows staged for it later are cancelled too.
     CancelledRows cancel_workflow(std::string_view workflow_id);
+    // Forgets the cancel: rows staged for the workflow from now on run (cancelled rows stay
+    // cancelled). False when the workflow was not cancelled.
+    bool uncancel_workflow(std::string_view workflow_id);
     // Newest first, at most `limit`, after `after` (the last of the previous page).
     std::vector<DeadLetter> list_dead_letters(const DeadLetterFilter& filter, std::int32_t limit,
                                               std::optional<DeadLetterCursor> after = {});

@@ -68,6 +68,15 @@ public:
     // Deletes up to `limit` rows finished more than `older_than` ago; returns how many.
     std::int64_t delete_finished(std::chrono::milliseconds older_than, std::int32_t limit);
 
+    // Forgets cancel and pause markers older than `older_than` (a cancel counts from the last
+    // row it settled) whose workflow has no pending or dead-lettered row left: rows staged
+    // under the id later run. Returns how many of each.
+    struct PrunedMarkers {
+        std::int64_t cancels = 0;
+        std::int64_t pauses = 0;
+    };
+    PrunedMarkers prune_markers(std::chrono::milliseconds older_than);
+
 private:
     OutboxSession& session_;
 };

@@ -88,6 +88,9 @@ struct OutboxRow {
     // When a heartbeat of its task was last recorded, and the progress it last carried.
     std::optional<TimePoint> heartbeat_at;
     std::optional<std::string> progress_json;
+    // Deliveries so far (claims that reached, or may have reached, a worker or endpoint); a
+    // claimed row's count includes its current claim.
+    std::int32_t deliveries = 0;
 };
 
 // A row's place in claim order: claims take due rows oldest visible_after first, id

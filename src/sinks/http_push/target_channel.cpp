@@ -68,6 +68,7 @@ std::shared_ptr<const Request> TargetChannel::request_for(const sinks::Task& tas
     request->set(http::field::content_type, "application/json");
     request->set("Outboxd-Dispatch-Key", header_safe(task.dispatch_key));
     request->set("Outboxd-Attempt", std::to_string(task.attempt));
+    request->set("Outboxd-Delivery", std::to_string(task.delivery));
     request->set("Outboxd-Task-Id", task.task_id);
     request->set("Outboxd-Database", task.database);
     for (const auto& [name, value] : settings_.headers) request->set(name, value);

@@ -290,6 +290,8 @@ NodeMessage parse_node(const json& object, const std::string& type) {
         task.activity_type = f.text("activity_type");
         task.input_json = f.raw("input");
         task.attempt = f.integer("attempt", 1, std::int64_t{INT32_MAX} + 1);
+        // Nodes before the delivery count leave it out (0: unknown).
+        task.delivery = f.optional_integer("delivery", 0, INT32_MAX).value_or(0);
         task.timeout_ms = f.optional_integer("timeout_ms", 0, INT64_MAX).value_or(0);
         task.heartbeat_timeout_ms = f.optional_integer("heartbeat_timeout_ms", 1, INT64_MAX);
         task.priority = f.optional_integer("priority", 0, INT64_MAX).value_or(0);
@@ -546,6 +548,7 @@ std::string encode(const Task& task) {
     out += R"(,"input":)";
     out += task.input_json.empty() ? "null" : task.input_json;
     append_field(out, "attempt", task.attempt);
+    append_field(out, "delivery", task.delivery);
     append_field(out, "timeout_ms", task.timeout_ms);
     if (task.heartbeat_timeout_ms) {
         append_field(out, "heartbeat_timeout_ms", *task.heartbeat_timeout_ms);

@@ -207,7 +207,8 @@ TEST_CASE("the rebuild that puts indexed columns first keeps every row, definiti
         REQUIRE(rows.size() == 1990);
         REQUIRE(attnum_of(db, "priority") > 20);
 
-        store::migrate(db.url());
+        // 0017 itself (later migrations add columns of their own).
+        store::migrate(db.url(), migrations_before(18));
         CHECK(attnum_of(db, "id") == 1);
         for (const auto* column : {"priority", "waiting", "holds_order", "visible_after"})
             CHECK(attnum_of(db, column) <= 6);

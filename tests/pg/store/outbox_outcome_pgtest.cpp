@@ -464,3 +464,100 @@ TEST_CASE("bulk requeue and purge take the dead letters a filter names, counted 
     CHECK_THROWS_AS(f.store.purge_dead_letters({}, store::kMaxBulkRows + 1),
                     store::ValidationError);
 }
+
+TEST_CASE("cancel and pause markers are forgotten once past retention with no row left to hold",
+          "[pg][store]") {
+    using namespace std::chrono_literals;
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("gone", 0), new_row("held", 0), new_row("fresh", 0),
+                               new_row("napping", 0)});
+    for (const auto* id : {"gone", "held", "fresh"}) f.store.cancel_workflow(id);
+    CHECK(f.store.pause_workflow("napping"));
+    CHECK(f.store.pause_workflow("empty"));
+    // gone's row is past retention and deleted; held has a dead letter left; fresh was
+    // cancelled just now.
+    f.db.exec("DELETE FROM outbox WHERE workflow_id = 'gone'");
+    f.db.exec(
+        "UPDATE outbox SET status = 'failed', finished_at = now() WHERE workflow_id = 'held'");
+    f.db.exec(
+        "UPDATE cancelled_workflows SET cancelled_at = now() - interval '2 hours'"
+        " WHERE workflow_id IN ('gone', 'held')");
+    f.db.exec("UPDATE paused_workflows SET paused_at = now() - interval '2 hours'");
+
+    const auto pruned = f.store.maintenance.prune_markers(1h);
+    CHECK(pruned.cancels == 1);  // gone
+    CHECK(pruned.pauses == 1);   // empty (napping still has a pending row)
+    const auto markers = [&](const std::string& table) {
+        std::vector<std::string> ids;
+        for (const auto& r :
+             f.db.exec("SELECT workflow_id FROM " + table + " ORDER BY workflow_id")) {
+            ids.push_back(r[0].as<std::string>());
+        }
+        return ids;
+    };
+    CHECK(markers("cancelled_workflows") == std::vector<std::string>{"fresh", "held"});
+    CHECK(markers("paused_workflows") == std::vector<std::string>{"napping"});
+
+    // A cancel's time moves on with every row it settles: a row staged under an old cancel
+    // keeps the marker for another retention.
+    f.db.exec("UPDATE cancelled_workflows SET cancelled_at = now() - interval '2 hours'");
+    f.store.append(std::vector{new_row("fresh", 1)});
+    CHECK(f.store.settle_cancelled(f.owner).keys == std::vector<std::string>{"fresh:1"});
+    CHECK(f.store.maintenance.prune_markers(1h).cancels == 0);  // held: a dead letter; fresh: new
+    CHECK(markers("cancelled_workflows") == std::vector<std::string>{"fresh", "held"});
+    // Once forgotten, a row staged under the id runs.
+    f.db.exec("DELETE FROM outbox WHERE workflow_id = 'fresh'");
+    f.db.exec(
+        "UPDATE cancelled_workflows SET cancelled_at = now() - interval '2 hours'"
+        " WHERE workflow_id = 'fresh'");
+    CHECK(f.store.maintenance.prune_markers(1h).cancels == 1);
+    f.store.append(std::vector{new_row("fresh", 2)});
+    CHECK(f.store.settle_cancelled(f.owner).keys.empty());
+    CHECK(f.status_of("fresh:2") == Status::pending);
+}
+
+TEST_CASE("every claim counts a delivery, whatever its cause; a release takes its claim back",
+          "[pg][store]") {
+    using namespace std::chrono_literals;
+    test::StoreFixture f;
+    f.store.append(std::vector{new_row("wf", 0)});
+    const auto deliveries = [&] {
+        return f.db.exec("SELECT deliveries FROM outbox WHERE dispatch_key = 'wf:0'")[0][0]
+            .as<int>();
+    };
+    CHECK(deliveries() == 0);
+    auto claimed = f.store.claim(f.owner, 10);
+    REQUIRE(claimed.size() == 1);
+    CHECK(claimed[0].deliveries == 1);
+    // Let go before it reached anyone: not a delivery.
+    REQUIRE(f.store.record_outcomes(std::vector{Outcome::release(ref_of(claimed[0]))}) ==
+            std::vector{true});
+    CHECK(deliveries() == 0);
+    claimed = f.store.claim(f.owner, 10);
+    REQUIRE(claimed.size() == 1);
+    CHECK(claimed[0].deliveries == 1);
+    // A retry: the next delivery is the second, and its attempt the second too.
+    REQUIRE(f.store.record_outcomes(std::vector{Outcome::retry(ref_of(claimed[0]), 0ms, "x")}) ==
+            std::vector{true});
+    claimed = f.store.claim(f.owner, 10);
+    REQUIRE(claimed.size() == 1);
+    CHECK(claimed[0].deliveries == 2);
+    CHECK(claimed[0].attempt == 1);
+    // Re-armed because its node died: the attempt stays, the delivery count goes on.
+    f.db.exec("UPDATE outbox SET claimed_by = 'node-dead/boot-1'");
+    REQUIRE(f.store.rearm_orphaned(f.owner, 5s, 10).size() == 1);
+    claimed = f.store.claim(f.owner, 10);
+    REQUIRE(claimed.size() == 1);
+    CHECK(claimed[0].deliveries == 3);
+    CHECK(claimed[0].attempt == 1);
+    CHECK(f.store.find("wf:0")->deliveries == 3);
+    // A row staged by plain SQL with a count of its own: never below 1, never past the
+    // largest int.
+    f.db.exec(
+        "INSERT INTO outbox (workflow_id, ordinal, activity_type, deliveries)"
+        " VALUES ('neg', 0, 'a', -5), ('max', 0, 'a', 2147483647)");
+    for (const auto& row : f.store.claim(f.owner, 10)) {
+        INFO(row.dispatch_key);
+        CHECK(row.deliveries == (row.workflow_id == "neg" ? 1 : 2147483647));
+    }
+}

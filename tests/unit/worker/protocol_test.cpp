@@ -100,6 +100,7 @@ Task sample_task() {
     task.activity_type = "charge";
     task.input_json = kNestedInput;
     task.attempt = 2;
+    task.delivery = 4;
     task.timeout_ms = 15000;
     return task;
 }
@@ -359,7 +360,10 @@ TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
     CHECK(json::parse(back.input_json)["note"].get<std::string>().find(
               std::string{"nul \0 snow", 10}) != std::string::npos);
     CHECK(back.attempt == task.attempt);
+    CHECK(back.delivery == task.delivery);
     CHECK(back.timeout_ms == task.timeout_ms);
+    // A node from before the delivery count leaves it out: 0, unknown.
+    CHECK(node_frame<Task>(task_without("delivery")).delivery == 0);
 
     CHECK(node_frame<Cluster>(encode(Cluster{nodes})).nodes == nodes);
     CHECK(node_frame<Cluster>(encode(Cluster{})).nodes.empty());
@@ -372,7 +376,7 @@ TEST_CASE("node frames round trip through encode and parse", "[unit][worker]") {
 
 TEST_CASE(
     "encode(Task) is the design's example, field for field, with the second wave's priority "
-    "and the third wave's database",
+    "and the third wave's database and delivery count",
     "[unit][worker]") {
     Task task;
     task.task_id = "t-1";
@@ -391,11 +395,11 @@ TEST_CASE(
         text ==
         R"({"type":"task","task_id":"t-1","database":"default","dispatch_key":"wf-1:0",)"
         R"("workflow_id":"wf-1","ordinal":0,"run_id":null,"namespace":"default","task_queue":"default","node":null,)"
-        R"("activity_type":"charge","input":{"amount":5},"attempt":1,"timeout_ms":30000,)"
-        R"("priority":0})");
+        R"("activity_type":"charge","input":{"amount":5},"attempt":1,"delivery":1,)"
+        R"("timeout_ms":30000,"priority":0})");
 
     const json parsed = json::parse(text);
-    CHECK(parsed.size() == 15);
+    CHECK(parsed.size() == 16);
     CHECK(parsed["attempt"].is_number_integer());
     CHECK(parsed["ordinal"].is_number_integer());
     CHECK(parsed["timeout_ms"].is_number_integer());

@@ -43,15 +43,17 @@ class TaskFrameError(ValueError):
 
 @dataclass(frozen=True)
 class Task:
-    """One delivery of an outbox row (README, "Worker protocol"). ``attempt`` is one-based;
-    delivery is at least once, so make the effect idempotent on ``dispatch_key``.
+    """One delivery of an outbox row (README, "Worker protocol"). Delivery is at least once, so
+    make the effect idempotent on ``dispatch_key``. ``delivery`` counts this row's deliveries,
+    this one included (1: the first; it grows on every redelivery, whatever its cause; 0 from
+    nodes too old to say); ``attempt`` counts tries, growing only when one failed.
     ``database`` names the outbox database the row is in ("default" on a node with one
     database, and from nodes too old to say)."""
 
     __slots__ = (
         "task_id", "dispatch_key", "workflow_id", "ordinal", "run_id", "namespace",
         "task_queue", "node", "activity_type", "input", "attempt", "timeout_ms", "priority",
-        "heartbeat_timeout_ms", "traceparent", "database",
+        "heartbeat_timeout_ms", "traceparent", "database", "delivery",
     )
 
     task_id: str
@@ -70,6 +72,7 @@ class Task:
     heartbeat_timeout_ms: Optional[int]  # heartbeat at least this often, when set
     traceparent: Optional[str]  # W3C trace context of the request that staged the row
     database: str  # the outbox database of the row
+    delivery: int  # one-based count of the row's deliveries; 0 from nodes too old to say
 
     @property
     def trace_id(self) -> Optional[str]:
@@ -86,10 +89,15 @@ class Task:
                 get("run_id"), frame["namespace"], frame["task_queue"], get("node"),
                 frame["activity_type"], get("input"), frame["attempt"], get("timeout_ms", 0),
                 get("priority", 0), get("heartbeat_timeout_ms"), get("traceparent"),
-                _database(get("database")),
+                _database(get("database")), _delivery(get("delivery")),
             )
         except KeyError as missing:
             raise TaskFrameError(f"task frame has no {missing}") from None
+
+
+def _delivery(value: Any) -> int:
+    """A task frame's delivery count; older nodes leave it out (0: unknown)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _database(value: Any) -> str:
