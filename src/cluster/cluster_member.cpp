@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "outboxd/cluster/shard_share.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::cluster {
@@ -20,12 +21,35 @@ ClusterMember::ClusterMember(boost::asio::any_io_executor loop, store::ClusterLa
 
 void ClusterMember::start() { tick(); }
 
-void ClusterMember::schedule() {
+void ClusterMember::schedule(std::optional<std::chrono::steady_clock::time_point> sooner) {
     if (leaving_) return;
-    timer_.expires_after(settings_.lease_ttl / 3);
+    // Ticks keep a steady period from start to start (a slow tick does not push the next
+    // one back). Never sooner than a tenth of a period after the last one ended, unless
+    // asked for: no spin.
+    const auto period = settings_.lease_ttl / 3;
+    const auto now = std::chrono::steady_clock::now();
+    auto next = std::max(tick_started_ + period, now + period / 10);
+    if (sooner) next = std::min(next, std::max(*sooner, now + kSoonest));
+    timer_.expires_at(next);
     timer_.async_wait([this, watch = lifetime_.watch()](auto ec) {
         if (!ec && !watch.expired()) tick();
     });
+}
+
+std::optional<std::chrono::steady_clock::time_point> ClusterMember::lapse_of_silent_node(
+    const std::vector<store::NodeRecord>& nodes, std::chrono::steady_clock::time_point now) const {
+    // A live node renews every period, so its lease has at least TTL - period left, give or
+    // take a slow tick. One with less than TTL - 1.5 periods left missed a renewal: it may be
+    // dead, and the first tick after its lease lapses takes its shards.
+    const auto period = settings_.lease_ttl / 3;
+    std::optional<std::chrono::steady_clock::time_point> first;
+    for (const auto& node : nodes) {
+        if (node.incarnation == settings_.incarnation) continue;
+        if (node.lease_left >= settings_.lease_ttl - period - period / 2) continue;
+        const auto lapse = now + node.lease_left + kLapseMargin;
+        if (!first || lapse < *first) first = lapse;
+    }
+    return first;
 }
 
 bool ClusterMember::settling(std::chrono::steady_clock::time_point now) const {
@@ -51,29 +75,28 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
         }
         const auto held = std::move(*beat);
         result.nodes = cluster.live_nodes();
-        // Balance over live nodes that are not draining, ordered by node id.
-        std::vector<std::string> members;
+        // Shares over live nodes that are not draining; every live node's shards are taken.
+        std::vector<MemberHolding> members;
+        store::ShardRanges owned = held;
         for (const auto& node : result.nodes) {
+            owned = owned.unite(node.shards);
             if (!node.draining || node.incarnation == s.incarnation)
-                members.push_back(node.node_id);
+                members.push_back({node.node_id, node.shards.count()});
         }
-        if (std::find(members.begin(), members.end(), s.node_id) == members.end()) {
-            members.push_back(s.node_id);
+        if (std::none_of(members.begin(), members.end(),
+                         [&](const auto& m) { return m.node_id == s.node_id; })) {
+            members.push_back({s.node_id, held.count()});
         }
-        std::sort(members.begin(), members.end());
-        const auto index = static_cast<std::size_t>(
-            std::find(members.begin(), members.end(), s.node_id) - members.begin());
         const auto target = leaving    ? store::ShardRanges::none()
                             : settling ? held
-                                       : store::ShardRanges::balanced_slice(index, members.size());
+                                       : sticky_share(s.node_id, held, members, owned);
         const auto give = held.subtract(target);
         cluster.release_shards(s.incarnation, give);
         const auto wanted = target.subtract(held);
         const auto taken = cluster.acquire_shards(s.incarnation, wanted);
-        result.claimable = held.subtract(give).intersect(target);
-        std::vector<store::ShardRanges::Range> merged = result.claimable.ranges();
-        for (const auto& r : taken.ranges()) merged.push_back(r);
-        result.claimable = store::ShardRanges{merged};
+        // Another node took some first (its view was older or newer than ours): look again soon.
+        result.short_taken = taken.count() < wanted.count();
+        result.claimable = held.subtract(give).unite(taken);
         // live_nodes ran before the lease changes: show our own shards as they are now.
         for (auto& node : result.nodes) {
             if (node.incarnation == s.incarnation) node.shards = result.claimable;
@@ -88,6 +111,7 @@ ClusterMember::TickResult ClusterMember::run_tick(store::ClusterStore& cluster,
 void ClusterMember::tick() {
     if (ticking_) return;
     ticking_ = true;
+    tick_started_ = std::chrono::steady_clock::now();
     const bool queued = lane_.call(
         loop_, lifetime_.watch(),
         [settings = settings_, leaving = leaving_,
@@ -118,7 +142,7 @@ void ClusterMember::apply(TickResult result) {
                          util::log_safe(result.error));
         }
         metrics_.up.Set(0);
-        schedule();
+        schedule(std::nullopt);
         return;
     }
     const auto lasted = failures_.lasted(now);
@@ -129,6 +153,7 @@ void ClusterMember::apply(TickResult result) {
         if (settle) settle_until_ = now + settings_.lease_ttl;
     }
     registered_ = true;
+    const auto lapse = lapse_of_silent_node(result.nodes, now);
     if (settling(now)) {
         // Back from an outage, the others renew their leases within a tick: until then the
         // view lacks them, though they are alive. Keep showing them: a worker told that its
@@ -159,7 +184,11 @@ void ClusterMember::apply(TickResult result) {
     metrics_.cluster_nodes_live.Set(static_cast<double>(nodes_.size()));
     metrics_.up.Set(1);
     if (changed && on_change_) on_change_();
-    schedule();
+    // Short of our share because another node took some first: look again soon, a few times.
+    retakes_ = result.short_taken && retakes_ < kMaxRetakes ? retakes_ + 1 : 0;
+    auto sooner = lapse;
+    if (retakes_ > 0) sooner = std::min(sooner.value_or(now + kRetakeAfter), now + kRetakeAfter);
+    schedule(sooner);
 }
 
 void ClusterMember::leave(std::function<void()> done) {

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "outboxd/store/migrator.hpp"
+#include "outboxd/store/pooler_probe.hpp"
 #include "outboxd/store/store_error.hpp"
 #include "outboxd/util/retry_backoff.hpp"
 
@@ -98,6 +99,13 @@ void OutboxEngine::add_sinks(std::unique_ptr<sinks::EngineSinks> sinks) {
 bool OutboxEngine::migrate_once() {
     if (migrated_) return true;
     try {
+        // A pooler that shares server connections between clients would lose our session
+        // state: refuse the database (unready, retried with the backoff) until it is fixed.
+        if (const auto shared = store::shared_server_process(settings_.database_url)) {
+            spdlog::error("event=pooler_refused database={} error=\"{}\"", settings_.name,
+                          store::pooler_refusal(settings_.name, *shared));
+            return false;
+        }
         if (!settings_.migrate) {
             // Someone else migrates (`outboxd migrate`, a deploy step): serve only a schema
             // this build knows all of; until then the database stays unready.

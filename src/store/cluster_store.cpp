@@ -25,11 +25,12 @@ constexpr Statement kDeregister{"cluster_deregister",
 
 constexpr Statement kLiveNodes{"cluster_live_nodes", R"SQL(
 SELECT n.node_id, n.incarnation, n.advertise_url, n.draining,
-       coalesce(array_agg(l.shard ORDER BY l.shard) FILTER (WHERE l.shard IS NOT NULL), '{}')::text
+       coalesce(array_agg(l.shard ORDER BY l.shard) FILTER (WHERE l.shard IS NOT NULL), '{}')::text,
+       ceil(extract(epoch FROM n.lease_expires_at - now()) * 1000)::bigint
 FROM dispatcher_nodes n
 LEFT JOIN shard_leases l ON l.owner = n.incarnation
 WHERE n.lease_expires_at > now()
-GROUP BY n.node_id, n.incarnation, n.advertise_url, n.draining
+GROUP BY n.node_id, n.incarnation, n.advertise_url, n.draining, n.lease_expires_at
 ORDER BY n.node_id)SQL"};
 
 // What a member does every third of a TTL, in one round trip and one row written: the
@@ -114,7 +115,8 @@ std::vector<NodeRecord> ClusterStore::live_nodes() {
         std::vector<NodeRecord> nodes;
         for (const auto& r : tx.exec_prepared(std::string{kLiveNodes.name})) {
             nodes.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
-                             r[3].as<bool>(), shards_of_array(r[4].c_str())});
+                             r[3].as<bool>(), shards_of_array(r[4].c_str()),
+                             std::chrono::milliseconds{r[5].as<std::int64_t>()}});
         }
         return nodes;
     });

@@ -79,6 +79,30 @@ ShardRanges ShardRanges::subtract(const ShardRanges& other) const {
     return ShardRanges{std::move(out)};
 }
 
+ShardRanges ShardRanges::unite(const ShardRanges& other) const {
+    std::vector<Range> both = ranges_;
+    both.insert(both.end(), other.ranges_.begin(), other.ranges_.end());
+    return ShardRanges{std::move(both)};
+}
+
+ShardRanges ShardRanges::slice(std::int32_t skip, std::int32_t count) const {
+    std::vector<Range> out;
+    for (const auto& [lo, hi] : ranges_) {
+        if (count <= 0) break;
+        const std::int32_t size = hi - lo + 1;
+        if (skip >= size) {
+            skip -= size;
+            continue;
+        }
+        const std::int32_t from = lo + std::max(skip, 0);
+        const std::int32_t to = std::min(hi, from + count - 1);
+        out.emplace_back(from, to);
+        count -= to - from + 1;
+        skip = 0;
+    }
+    return ShardRanges{std::move(out)};
+}
+
 std::string ShardRanges::to_multirange() const {
     std::string text = "{";
     for (const auto& [lo, hi] : ranges_) {

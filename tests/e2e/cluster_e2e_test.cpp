@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 
 #include "e2e_cluster.hpp"
 #include "outboxd/store/migrator.hpp"
@@ -96,11 +97,7 @@ TEST_CASE("three nodes started together migrate once and partition the shards", 
                                [](const auto* node) { return test::balanced_over(*node, 3); });
         },
         10s));
-    for (auto* node : nodes) {
-        const auto view = cluster_view(*node);
-        CHECK(view["nodes"].size() == 3);
-        for (const auto& member : view["nodes"]) CHECK(member["shards"].size() == 1);  // contiguous
-    }
+    for (auto* node : nodes) CHECK(cluster_view(*node)["nodes"].size() == 3);
     CHECK(cluster.db.exec("SELECT count(DISTINCT owner) FROM live_shard_leases")[0][0].as<int>() ==
           3);
 }
@@ -223,6 +220,120 @@ TEST_CASE("kill -9 of one of three nodes under load: nothing is lost, failover i
     CHECK(seconds < kTtlMs / 1000.0 + kTtlMs / 3000.0 + 1.0);
     CHECK(duplicates <= static_cast<int>(stranded.size()));
     CHECK(cluster.overlapping_claims() == 0);
+}
+
+namespace {
+
+using Owners = std::map<std::string, std::set<int>>;  // node id -> shards its live lease holds
+
+Owners live_owners(pqxx::connection& conn) {
+    Owners owners;
+    pqxx::nontransaction tx{conn};
+    for (const auto& row :
+         tx.exec("SELECT split_part(owner, '/', 1), shard FROM live_shard_leases")) {
+        owners[row[0].as<std::string>()].insert(row[1].as<int>());
+    }
+    return owners;
+}
+
+bool held_by_all_of(const Owners& owners, const std::set<std::string>& nodes) {
+    std::size_t shards = 0;
+    for (const auto& [node, held] : owners) {
+        if (!nodes.contains(node)) return false;
+        shards += held.size();
+    }
+    return shards == 1024;
+}
+
+bool balanced_over(const Owners& owners, std::size_t members) {
+    if (owners.size() != members) return false;
+    const auto share = static_cast<std::size_t>(1024 / members);
+    return std::all_of(owners.begin(), owners.end(), [&](const auto& entry) {
+        return entry.second.size() >= share && entry.second.size() <= share + 1;
+    });
+}
+
+std::int64_t epochs(pqxx::connection& conn) {
+    return pqxx::nontransaction{conn}
+        .exec("SELECT sum(epoch) FROM shard_leases")[0][0]
+        .as<std::int64_t>();
+}
+
+struct Takeover {
+    double seconds = -1;    // from the kill until every shard was held by a survivor
+    int freed = 0;          // shards the killed nodes held
+    int changed_hands = 0;  // shards that got a new owner until balanced again
+    bool survivors_kept_all = false;
+};
+
+// Kills `victims` with SIGKILL at once and times, on a connection of its own polling every
+// 10 ms, until the survivors hold every shard; then waits until they are balanced.
+Takeover kill_and_time(E2eCluster& cluster, const std::vector<test::NodeHandle*>& victims,
+                       std::set<std::string>& members) {
+    pqxx::connection conn{cluster.db.url()};
+    const auto before = live_owners(conn);
+    const auto epochs_before = epochs(conn);
+    Takeover result;
+    for (auto* victim : victims) {
+        result.freed += static_cast<int>(before.at(victim->name).size());
+        members.erase(victim->name);
+    }
+    for (auto* victim : victims) victim->process->signal(SIGKILL);
+    const auto killed_at = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - killed_at < 30s) {
+        if (held_by_all_of(live_owners(conn), members)) {
+            result.seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+            break;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    for (auto* victim : victims) victim->process->wait(10s);
+    REQUIRE(
+        E2eCluster::await([&] { return balanced_over(live_owners(conn), members.size()); }, 15s));
+    const auto after = live_owners(conn);
+    result.survivors_kept_all = std::all_of(members.begin(), members.end(), [&](const auto& id) {
+        return std::includes(after.at(id).begin(), after.at(id).end(), before.at(id).begin(),
+                             before.at(id).end());
+    });
+    result.changed_hands = static_cast<int>(epochs(conn) - epochs_before);
+    return result;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "kill -9 of a quarter of the nodes, then of one: every shard they held is owned again "
+    "within the lease TTL plus one tick, and no survivor gives up a shard",
+    "[e2e][cluster]") {
+    constexpr int kTtlMs = 2000;
+    constexpr double kBound = kTtlMs / 1000.0 + kTtlMs / 3000.0;  // the TTL and one tick
+    // What polling adds to a measured time: one 10 ms poll and its query.
+    constexpr double kMeasurement = 0.05;
+    E2eCluster cluster{"takeover"};
+    std::set<std::string> members;
+    std::vector<test::NodeHandle*> nodes;
+    for (int i = 1; i <= 8; ++i) {
+        const auto name = "node-" + std::to_string(i);
+        nodes.push_back(&cluster.start_node(name, node_env(kTtlMs)));
+        members.insert(name);
+    }
+    pqxx::connection conn{cluster.db.url()};
+    REQUIRE(E2eCluster::await([&] { return balanced_over(live_owners(conn), 8); }, 20s));
+
+    const auto quarter = kill_and_time(cluster, {nodes[2], nodes[5]}, members);
+    const auto one = kill_and_time(cluster, {nodes[0]}, members);
+    WARN("lease TTL " << kTtlMs << " ms, bound " << kBound << " s: 2 of 8 killed, " << quarter.freed
+                      << " shards owned again after " << quarter.seconds << " s ("
+                      << quarter.changed_hands << " changed hands); 1 of 6 killed, " << one.freed
+                      << " shards after " << one.seconds << " s (" << one.changed_hands
+                      << " changed hands)");
+    for (const auto* takeover : {&quarter, &one}) {
+        CHECK(takeover->seconds > 0);
+        CHECK(takeover->seconds <= kBound + kMeasurement);
+        CHECK(takeover->survivors_kept_all);
+        CHECK(takeover->changed_hands == takeover->freed);  // each freed shard moved once
+    }
 }
 
 TEST_CASE("SIGTERM drain under load delivers nothing twice", "[e2e][cluster]") {

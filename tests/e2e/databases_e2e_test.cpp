@@ -118,8 +118,8 @@ TEST_CASE(
             migrations);
     }
 
-    // In each database: every shard leased, once, to one of the three, in three contiguous
-    // near-equal ranges; and every node's view of every database says the same.
+    // In each database: every shard leased, once, to one of the three, in near-equal shares;
+    // and every node's view of every database says the same.
     const std::set<std::string> members{"node-1", "node-2", "node-3"};
     const auto settled = [&] {
         for (const auto& database : cluster.databases()) {

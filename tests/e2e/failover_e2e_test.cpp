@@ -1,6 +1,8 @@
 // PostgreSQL failover (README, "Operating with HA PostgreSQL"), with real processes: a primary
 // and its synchronous streaming standby of the test's own, nodes given both hosts with
-// target_session_attrs=read-write, example workers draining, and a switchover mid-run.
+// target_session_attrs=read-write (or PgBouncer in front), example workers draining, and a
+// switchover mid-run; a database outage; PgBouncer in session mode, restarted, and in
+// transaction mode, refused.
 
 #include <csignal>
 #include <map>
@@ -15,6 +17,7 @@
 #include "multi_database.hpp"
 #include "outboxd/store/migrator.hpp"
 #include "pg_instance.hpp"
+#include "pgbouncer.hpp"
 
 using namespace outboxd;
 using namespace std::chrono_literals;
@@ -71,6 +74,75 @@ struct ReplicatedServers {
     std::unique_ptr<test::PgInstance> standby;
 };
 
+// Rows out on workers now: the only ones a fault may deliver twice.
+std::set<std::string> claimed_keys(const std::string& url) {
+    std::set<std::string> keys;
+    for (const auto& row :
+         test::exec_on(url, "SELECT dispatch_key FROM outbox WHERE status = 'claimed'")) {
+        keys.insert(row[0].as<std::string>());
+    }
+    return keys;
+}
+
+// After a fault, with every row done: each of the `rows` rows was delivered, those delivered
+// more than once were all among `in_flight`, and every node runs on, ready (no restart).
+// Returns how many were delivered more than once.
+int duplicates_after_fault(const MultiDatabaseCluster& cluster,
+                           const std::vector<std::string>& logs, int rows,
+                           const std::set<std::string>& in_flight) {
+    const auto delivered = test::deliveries(logs);
+    CHECK(delivered.size() == static_cast<std::size_t>(rows));
+    int duplicates = 0;
+    for (const auto& [key, count] : delivered) {
+        if (count > 1) {
+            ++duplicates;
+            INFO("delivered " << count << " times: " << key);
+            CHECK(in_flight.contains(key));
+        }
+    }
+    for (const auto& node : cluster.nodes) {
+        INFO(node.name);
+        CHECK(node.process->running());
+        CHECK(test::readiness(node).status == 200);
+    }
+    return duplicates;
+}
+
+// Waits (REQUIRE) until `rows` rows are done at `url`; returns the seconds from `from` until
+// the first row beyond `done_before` was done there.
+double first_done_then_drained(const std::string& url, std::int64_t done_before, int rows,
+                               Clock::time_point from) {
+    std::optional<double> first_done_after;
+    REQUIRE(E2eCluster::await(
+        [&] {
+            const auto done = test::done_in(url);
+            if (!first_done_after && done > done_before) first_done_after = seconds_since(from);
+            return done == rows;
+        },
+        120s));
+    CHECK(test::count_rows(url, "true") == rows);  // none lost on the way
+    return first_done_after.value_or(-1);
+}
+
+// `nodes` nodes serving `url` (node-1 …, leases balanced), two sleep workers of 64 tasks at
+// once connected to every node, `rows` rows of `sleep_ms` staged under `prefix` and a quarter
+// of them done: a drain under way. Returns the workers' received logs.
+std::vector<std::string> drain_under_way(MultiDatabaseCluster& cluster, const std::string& url,
+                                         int nodes, const std::string& prefix, int rows,
+                                         int sleep_ms) {
+    const std::map<std::string, std::string> env{
+        {"OUTBOXD_LEASE_TTL_MS", std::to_string(kLeaseTtlMs)}, {"OUTBOXD_POLL_INTERVAL_MS", "200"}};
+    for (int i = 1; i <= nodes; ++i) cluster.launch_node("node-" + std::to_string(i), env);
+    for (auto& node : cluster.nodes) cluster.await_ready(node);
+    REQUIRE(E2eCluster::await(
+        [&] { return test::leases_balanced(cluster, static_cast<std::size_t>(nodes)); }, 15s));
+    auto logs = test::start_sleep_workers(cluster, cluster.nodes.front(), 2, 64);
+    REQUIRE(E2eCluster::await([&] { return test::workers_everywhere(cluster, 2); }, 15s));
+    test::stage_sleep_rows(url, prefix, rows, sleep_ms);
+    REQUIRE(E2eCluster::await([&] { return test::done_in(url) >= rows / 4; }, 60s));
+    return logs;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -81,18 +153,8 @@ TEST_CASE(
     ReplicatedServers servers{"fo-readonly"};
     const auto url = servers.multi_host_url();
     MultiDatabaseCluster cluster{"fo-readonly", {{"default", url}}};
-    const std::map<std::string, std::string> env{
-        {"OUTBOXD_LEASE_TTL_MS", std::to_string(kLeaseTtlMs)}, {"OUTBOXD_POLL_INTERVAL_MS", "200"}};
-    auto& first = cluster.launch_node("node-1", env);
-    cluster.launch_node("node-2", env);
-    cluster.launch_node("node-3", env);
-    for (auto& node : cluster.nodes) cluster.await_ready(node);
-    REQUIRE(E2eCluster::await([&] { return test::leases_balanced(cluster, 3); }, 15s));
     // 2 workers × 64 tasks of 20 ms: some 6,000 rows/s at most, a few seconds of draining.
-    const auto logs = test::start_sleep_workers(cluster, first, 2, 64);
-    REQUIRE(E2eCluster::await([&] { return test::workers_everywhere(cluster, 2); }, 15s));
-    test::stage_sleep_rows(url, "fo", kRows, 20);
-    REQUIRE(E2eCluster::await([&] { return test::done_in(url) >= kRows / 4; }, 60s));
+    const auto logs = drain_under_way(cluster, url, 3, "fo", kRows, 20);
 
     // The switchover: the primary stops taking writes (its sessions stay: every write on them
     // now fails with 25006), what it acknowledged is on the standby, which is promoted.
@@ -100,51 +162,24 @@ TEST_CASE(
     test::exec_on(servers.primary.url(), "SELECT pg_reload_conf()");
     const auto switched = Clock::now();
     // Rows out on workers at the switchover: the only ones that may be delivered twice.
-    std::set<std::string> in_flight;
-    for (const auto& row :
-         test::exec_on(servers.primary.url(kDatabase),
-                       "SELECT dispatch_key FROM outbox WHERE status = 'claimed'")) {
-        in_flight.insert(row[0].as<std::string>());
-    }
+    const auto in_flight = claimed_keys(servers.primary.url(kDatabase));
     const auto done_before = test::done_in(servers.primary.url(kDatabase));
     servers.standby->promote();
     const auto promoted_after = seconds_since(switched);
 
     const auto new_primary = servers.standby->url(kDatabase);
-    std::optional<double> first_done_after;
-    REQUIRE(E2eCluster::await(
-        [&] {
-            const auto done = test::done_in(new_primary);
-            if (!first_done_after && done > done_before) first_done_after = seconds_since(switched);
-            return done == kRows;
-        },
-        120s));
+    const auto first_done_after =
+        first_done_then_drained(new_primary, done_before, kRows, switched);
     const auto drained_after = seconds_since(switched);
-    CHECK(test::count_rows(new_primary, "status <> 'done'") == 0);
-    CHECK(test::count_rows(new_primary, "true") == kRows);  // none lost on the way
 
-    const auto delivered = test::deliveries(logs);
-    CHECK(delivered.size() == static_cast<std::size_t>(kRows));
-    int duplicates = 0;
-    for (const auto& [key, count] : delivered) {
-        if (count > 1) {
-            ++duplicates;
-            INFO("delivered " << count << " times: " << key);
-            CHECK(in_flight.contains(key));
-        }
-    }
     // Every node followed: no restart, each one ready and serving the new primary.
-    for (const auto& node : cluster.nodes) {
-        INFO(node.name);
-        CHECK(node.process->running());
-        CHECK(test::readiness(node).status == 200);
-    }
+    const int duplicates = duplicates_after_fault(cluster, logs, kRows, in_flight);
     CHECK(test::exec_on(new_primary, "SELECT count(*) FROM live_shard_leases")[0][0].as<int>() ==
           1024);
     WARN("read-only primary + promotion: " << in_flight.size() << " rows in flight at the switch, "
                                            << duplicates << " delivered twice; promoted after "
                                            << promoted_after << " s, first row done on the new "
-                                           << "primary after " << first_done_after.value_or(-1)
+                                           << "primary after " << first_done_after
                                            << " s, all done after " << drained_after << " s");
 }
 
@@ -242,4 +277,84 @@ TEST_CASE(
 
     (void)store::migrate(cluster.db.url());  // the operator's `outboxd migrate`
     CHECK(E2eCluster::await([&] { return status_of("/readyz") == 200; }, 60s));
+}
+
+TEST_CASE(
+    "PgBouncer in session mode, the primary stopped and its standby promoted: 20000 rows done, "
+    "none lost, only rows in flight delivered twice",
+    "[e2e][failover]") {
+    constexpr int kRows = 20000;
+    ReplicatedServers servers{"fo-bouncer"};
+    test::PgBouncer bouncer{test::scratch_dir("fo-bouncer-pgbouncer"), servers.primary.port()};
+    const auto url = bouncer.url(kDatabase);
+    MultiDatabaseCluster cluster{"fo-bouncer", {{"default", url}}};
+    const auto logs = drain_under_way(cluster, url, 3, "fob", kRows, 20);
+
+    // The operator's switchover: the primary stops (what it acknowledged is on the standby),
+    // the standby is promoted, PgBouncer is pointed at it and reloaded.
+    const auto in_flight = claimed_keys(servers.primary.url(kDatabase));
+    const auto done_before = test::done_in(servers.primary.url(kDatabase));
+    const auto stopped = Clock::now();
+    servers.primary.stop();
+    servers.standby->promote();
+    bouncer.retarget(servers.standby->port());
+    const auto switched_after = seconds_since(stopped);
+
+    const auto new_primary = servers.standby->url(kDatabase);
+    const auto first_done_after = first_done_then_drained(new_primary, done_before, kRows, stopped);
+    const int duplicates = duplicates_after_fault(cluster, logs, kRows, in_flight);
+    // The first row done on the new primary within twice the lease TTL of the stop.
+    CHECK(first_done_after > 0);
+    CHECK(first_done_after <= 2 * kLeaseTtlMs / 1000.0);
+    WARN("PgBouncer, primary stopped + promotion: "
+         << in_flight.size() << " rows in flight, " << duplicates
+         << " delivered twice; switched after " << switched_after << " s, first row done on "
+         << "the new primary after " << first_done_after << " s");
+}
+
+TEST_CASE("PgBouncer in session mode restarted mid-run: every row done, none lost",
+          "[e2e][failover]") {
+    constexpr int kRows = 8000;
+    E2eCluster cluster{"bouncer-restart"};
+    test::PgBouncer bouncer{test::scratch_dir("bouncer-restart-pgbouncer"), E2eCluster::pg_port()};
+    const auto url = cluster.url_via(bouncer.port());
+    MultiDatabaseCluster nodes{"bouncer-restart", {{"default", url}}};
+    const auto logs = drain_under_way(nodes, url, 2, "bre", kRows, 10);
+
+    const auto in_flight = claimed_keys(cluster.db.url());
+    bouncer.restart();  // every client connection cut at once
+
+    REQUIRE(E2eCluster::await([&] { return test::done_in(cluster.db.url()) == kRows; }, 120s));
+    CHECK(test::count_rows(cluster.db.url(), "true") == kRows);
+    const int duplicates = duplicates_after_fault(nodes, logs, kRows, in_flight);
+    WARN("PgBouncer restart: " << in_flight.size() << " rows in flight, " << duplicates
+                               << " delivered twice");
+}
+
+TEST_CASE(
+    "behind PgBouncer in transaction mode a node refuses the database, naming the mode, and "
+    "claims nothing",
+    "[e2e][failover]") {
+    E2eCluster cluster{"bouncer-txn"};
+    test::PgBouncer bouncer{test::scratch_dir("bouncer-txn-pgbouncer"), E2eCluster::pg_port(),
+                            "transaction"};
+    const auto url = cluster.url_via(bouncer.port());
+    test::stage_sleep_rows(cluster.db.url(), "txn", 10, 1);
+    auto& node = cluster.launch_node("node-1", {{"OUTBOXD_DATABASE_URL", url}});
+    const auto status_of = [&](const std::string& path) {
+        try {
+            return test::http_call(node.port, "GET", path).status;
+        } catch (const std::exception&) {
+            return 0;
+        }
+    };
+    cluster.await_ready(node, [&](std::uint16_t) { return status_of("/healthz") == 200; });
+    REQUIRE(node.process->await_log("event=pooler_refused", 30s));
+    CHECK(node.process->log().find("pool_mode=transaction") != std::string::npos);
+    CHECK(status_of("/readyz") == 503);
+    CHECK(node.process->running());
+    CHECK(test::count_rows(cluster.db.url(), "status = 'pending'") == 10);
+    CHECK(
+        test::exec_on(cluster.db.url(), "SELECT count(*) FROM dispatcher_nodes")[0][0].as<int>() ==
+        0);
 }

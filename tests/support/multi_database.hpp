@@ -60,8 +60,8 @@ struct LeaseCover {
 
     // Every shard held, each by one of `nodes` (lease rows are one per shard: no overlap).
     [[nodiscard]] bool covered_by(const std::set<std::string>& nodes) const;
-    // Covered by exactly `members` nodes, each holding one contiguous range of 1024/members
-    // shards give or take one (the tolerance of balanced_over).
+    // Covered by exactly `members` nodes, each holding 1024/members shards give or take one
+    // (the tolerance of balanced_over).
     [[nodiscard]] bool balanced(std::size_t members) const;
 };
 [[nodiscard]] LeaseCover lease_cover(const std::string& url);
@@ -126,7 +126,7 @@ std::vector<std::string> start_sleep_workers(MultiDatabaseCluster& cluster, cons
 [[nodiscard]] std::map<std::string, int> deliveries(const std::vector<std::string>& logs);
 // Every running node has `workers` workers connected.
 [[nodiscard]] bool workers_everywhere(const MultiDatabaseCluster& cluster, int workers);
-// Every database's shards covered by `members` nodes in balanced contiguous ranges.
+// Every database's shards covered by `members` nodes in balanced shares.
 [[nodiscard]] bool leases_balanced(const MultiDatabaseCluster& cluster, std::size_t members);
 // Rows done in the database at `url`.
 [[nodiscard]] std::int64_t done_in(const std::string& url);

@@ -3,11 +3,16 @@
 // This node's membership in the cluster and its share of the 1024 shards, coordinated
 // only through PostgreSQL (dispatcher_nodes, shard_leases) and judged by its clock.
 //
-// Every tick (a third of the lease TTL) the member heartbeats, reads the live nodes,
-// computes its balanced contiguous slice, releases leases outside it (the giver stops
-// claiming there first: a claim checks its lease inside the statement), renews the rest and
-// acquires the free or expired leases inside it. A dead node's range becomes acquirable
-// when its leases expire.
+// Every tick (a third of the lease TTL, start to start) the member heartbeats and renews its
+// lease in one statement, reads the live nodes, computes its share (sticky_share: keep what
+// it holds up to a fair share, give up only the excess, take its part of the free shards),
+// releases what is outside it (the giver stops claiming there first: a claim checks the
+// shard's owner inside the statement) and acquires the rest. A dead node's shards become
+// acquirable when its lease expires, and the survivors split them in their next tick; when
+// another node took some of ours first, the member looks again 50 ms later (three times at
+// most in a row). A node whose lease has less left than a live node's ever has (it missed a
+// renewal) gets a tick of ours just after its lease lapses, by the database's count of what
+// is left: a killed node's shards are taken within about the lease TTL of its last renewal.
 //
 // Back from an outage of its database long enough for leases to lapse, the member keeps what
 // it holds and takes nothing for one lease TTL: the others' leases lapsed because they could
@@ -20,6 +25,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,11 +73,17 @@ private:
         bool ok = false;
         std::vector<store::NodeRecord> nodes;
         store::ShardRanges claimable;
+        bool short_taken = false;  // some shards we went for were taken by another node first
         std::string error;
     };
 
     void tick();
-    void schedule();
+    // The next tick a period after the last one started, or at `sooner` if that is earlier.
+    void schedule(std::optional<std::chrono::steady_clock::time_point> sooner);
+    // When the lease of the first node that missed a renewal lapses (plus a margin), if any.
+    [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> lapse_of_silent_node(
+        const std::vector<store::NodeRecord>& nodes,
+        std::chrono::steady_clock::time_point now) const;
     void apply(TickResult result);
     // Whether this tick keeps to the shards held (see above).
     [[nodiscard]] bool settling(std::chrono::steady_clock::time_point now) const;
@@ -86,6 +98,12 @@ private:
     store::ShardRanges claimable_;
     bool registered_ = false;
     bool ticking_ = false;
+    std::chrono::steady_clock::time_point tick_started_{};
+    int retakes_ = 0;  // quick ticks in a row after a short take
+    static constexpr std::chrono::milliseconds kRetakeAfter{50};
+    static constexpr std::chrono::milliseconds kLapseMargin{10};
+    static constexpr std::chrono::milliseconds kSoonest{10};
+    static constexpr int kMaxRetakes = 3;
     bool leaving_ = false;
     util::FailureRun failures_;  // consecutive failed ticks
     std::chrono::steady_clock::time_point settle_until_{};

@@ -25,6 +25,7 @@ struct NodeRecord {
     std::string advertise_url;
     bool draining = false;
     ShardRanges shards;  // shards this incarnation owns (its lease holds: it is live)
+    std::chrono::milliseconds lease_left{0};  // until its lease lapses, by the database clock
 };
 
 class ClusterStore {

@@ -32,6 +32,10 @@ public:
     [[nodiscard]] bool contains(std::int32_t shard) const noexcept;
     [[nodiscard]] ShardRanges intersect(const ShardRanges& other) const;
     [[nodiscard]] ShardRanges subtract(const ShardRanges& other) const;
+    [[nodiscard]] ShardRanges unite(const ShardRanges& other) const;
+    // The `count` shards that come after the first `skip`, in ascending order (fewer when
+    // there are not that many).
+    [[nodiscard]] ShardRanges slice(std::int32_t skip, std::int32_t count) const;
 
     // PostgreSQL int4multirange literal, e.g. "{[0,512),[768,1024)}".
     [[nodiscard]] std::string to_multirange() const;

@@ -35,7 +35,7 @@ export function create(_route, _ctx) {
     several ? [h('h2', {}, 'Databases'), dbTable, h('h2', {}, 'Nodes')] : null,
     table,
     h('p', { class: 'muted small' },
-      'Live nodes hold leases on contiguous shard ranges' +
+      'Live nodes hold leases on near-equal shares of the 1024 shards' +
       (several ? ', in each database they serve' : '') + '; a node that stops heartbeating ' +
       'leaves the list once its lease expires and its shards are taken over.'));
 

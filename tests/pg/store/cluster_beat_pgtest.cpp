@@ -124,4 +124,24 @@ TEST_CASE("a beat whose row was replaced renews nothing and says so", "[pg][stor
     CHECK(find(cluster.live_nodes(), "node-a/1") == nullptr);
 }
 
+TEST_CASE("the live nodes say how long each one's lease has left, by the database clock",
+          "[pg][store]") {
+    TestDatabase db;
+    store::ClusterStore cluster{db.url()};
+    cluster.register_node("node-a", "node-a/1", "ws://a");
+    cluster.register_node("node-b", "node-b/1", "ws://b");
+    REQUIRE(cluster.beat("node-a/1", false, 60s));
+    REQUIRE(cluster.beat("node-b/1", false, 60s));
+    // node-b missed renewals: 700 ms of its lease left.
+    db.exec(
+        "UPDATE dispatcher_nodes SET lease_expires_at = now() + interval '700 milliseconds'"
+        " WHERE node_id = 'node-b'");
+    const auto nodes = cluster.live_nodes();
+    REQUIRE(nodes.size() == 2);
+    CHECK(nodes[0].lease_left > 59s);
+    CHECK(nodes[0].lease_left <= 60s);
+    CHECK(nodes[1].lease_left > 0ms);
+    CHECK(nodes[1].lease_left <= 700ms);
+}
+
 }  // namespace outboxd::test
