@@ -1,6 +1,10 @@
 #include "bench_database.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 
 #include "outboxd/store/migrator.hpp"
@@ -150,6 +154,38 @@ std::int64_t wal_position(pqxx::connection_base& conn) {
 std::int64_t count_rows(pqxx::connection_base& conn, const std::string& where) {
     pqxx::nontransaction tx{conn};
     return tx.exec1("SELECT count(*) FROM outbox WHERE " + where)[0].as<std::int64_t>();
+}
+
+void instance_ctl(const std::string& data_dir, bool start) {
+    std::ifstream opts_file{data_dir + "/postmaster.opts"};
+    std::string opts;
+    std::getline(opts_file, opts);
+    const auto binary_end = opts.find(' ');
+    if (binary_end == std::string::npos) {
+        throw std::runtime_error{"cannot read " + data_dir + "/postmaster.opts"};
+    }
+    const auto postgres = opts.substr(0, binary_end);
+    const auto bin = postgres.substr(0, postgres.rfind('/'));
+    std::string command = ::geteuid() == 0 ? "runuser -u postgres -- " : "";
+    command += bin + "/pg_ctl -D '" + data_dir + "' -w -t 60 ";
+    if (start) {
+        // The options after "-D <dir>", as given: "-c" "listen_addresses=…" "-p" "25901" …
+        std::string rest = opts.substr(binary_end + 1);
+        const auto data_option = rest.find("\"-D\"");
+        if (data_option != std::string::npos) {
+            const auto after = rest.find('"', rest.find('"', data_option + 5) + 1);
+            rest.erase(data_option, after + 1 - data_option);
+        }
+        std::string unquoted;
+        for (const char c : rest) {
+            if (c != '"') unquoted += c;
+        }
+        command += "-l '" + data_dir + "/../server.log' -o '" + unquoted + "' start";
+    } else {
+        command += "-m fast stop";
+    }
+    command += " >/dev/null";
+    if (std::system(command.c_str()) != 0) throw std::runtime_error{"failed: " + command};
 }
 
 }  // namespace outboxd::bench

@@ -44,6 +44,11 @@ private:
 // its own workflow, in transactions of a few tens of thousands of rows.
 void stage_pending_rows(const std::string& url, std::int64_t rows, const std::string& prefix);
 
+// Stops (pg_ctl stop -m fast) or starts again the PostgreSQL instance of `data_dir` with its
+// own pg_ctl, as its owner (postgres when we are root), with the options it was started with
+// (postmaster.opts). Throws std::runtime_error when pg_ctl fails.
+void instance_ctl(const std::string& data_dir, bool start);
+
 // The same, dealt over routes: row n goes to namespaces[n % N] and task_queues[(n / N) % Q],
 // so every route gets an equal part (±1) spread evenly over the staging order.
 void stage_routed_rows(const std::string& url, std::int64_t rows, const std::string& prefix,

@@ -140,40 +140,6 @@ double three_run(const BenchContext& context, const std::string& tag) {
     return rate;
 }
 
-// Stops or starts the second instance with its own pg_ctl, as its owner, with the options it
-// was started with (postmaster.opts).
-void second_instance(const std::string& data_dir, bool start) {
-    std::ifstream opts_file{data_dir + "/postmaster.opts"};
-    std::string opts;
-    std::getline(opts_file, opts);
-    const auto binary_end = opts.find(' ');
-    if (binary_end == std::string::npos) {
-        throw std::runtime_error{"cannot read " + data_dir + "/postmaster.opts"};
-    }
-    const auto postgres = opts.substr(0, binary_end);
-    const auto bin = postgres.substr(0, postgres.rfind('/'));
-    std::string command = ::geteuid() == 0 ? "runuser -u postgres -- " : "";
-    command += bin + "/pg_ctl -D '" + data_dir + "' -w -t 60 ";
-    if (start) {
-        // The options after "-D <dir>", as given: "-c" "listen_addresses=…" "-p" "25901" …
-        std::string rest = opts.substr(binary_end + 1);
-        const auto data_option = rest.find("\"-D\"");
-        if (data_option != std::string::npos) {
-            const auto after = rest.find('"', rest.find('"', data_option + 5) + 1);
-            rest.erase(data_option, after + 1 - data_option);
-        }
-        std::string unquoted;
-        for (const char c : rest) {
-            if (c != '"') unquoted += c;
-        }
-        command += "-l '" + data_dir + "/../server.log' -o '" + unquoted + "' start";
-    } else {
-        command += "-m fast stop";
-    }
-    command += " >/dev/null";
-    if (std::system(command.c_str()) != 0) throw std::runtime_error{"failed: " + command};
-}
-
 }  // namespace
 
 void DatabasesScenario::repeat(const Turn& turn) {
@@ -271,7 +237,7 @@ void DatabasesScenario::once(const Turn& turn) {
         const auto d1 = healthy();
         std::this_thread::sleep_for(std::chrono::duration<double>(before_window));
         outage.before_rows_per_s = (healthy() - d1) / seconds_since(t1);
-        second_instance(settings.second_pg_data_dir, false);
+        instance_ctl(settings.second_pg_data_dir, false);
         const auto stopped = Clock::now();
         std::this_thread::sleep_for(std::chrono::seconds{1});  // the nodes notice
         const auto t3 = Clock::now();
@@ -280,7 +246,7 @@ void DatabasesScenario::once(const Turn& turn) {
         outage.during_rows_per_s = (healthy() - d3) / seconds_since(t3);
         // Both healthy databases must still have had rows left, or the rate means nothing.
         const bool valid = healthy() < static_cast<double>(2 * each);
-        second_instance(settings.second_pg_data_dir, true);
+        instance_ctl(settings.second_pg_data_dir, true);
         outage.down_seconds = seconds_since(stopped);
         const auto restarted = Clock::now();
         pqxx::connection third{three.databases.back().second};

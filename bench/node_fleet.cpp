@@ -158,6 +158,12 @@ void NodeFleet::stop() {
     for (auto& node : nodes_) node->stop(ChildProcess::kStopGrace);
 }
 
+void NodeFleet::kill(std::size_t index) {
+    auto& node = *nodes_.at(index);
+    if (node.alive()) ::kill(node.pid(), SIGKILL);
+    node.stop(ChildProcess::kStopGrace);
+}
+
 WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<WorkerGroup>& groups,
                          const std::string& seed_url, const std::string& tag) {
     for (const auto& group : groups) {
@@ -172,7 +178,7 @@ WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<Worker
                          "--url",
                          seed_url,
                          "--activity-types",
-                         "noop",
+                         group.activity,
                          "--namespaces",
                          namespaces,
                          "--task-queue",

@@ -70,6 +70,8 @@ public:
     void check_alive();
     // SIGTERM (drain), SIGKILL after the grace. Idempotent.
     void stop();
+    // SIGKILL to node `index` (start order), reaped; the others run on.
+    void kill(std::size_t index);
 
     static constexpr std::chrono::seconds kStartTimeout{60};
 
@@ -90,11 +92,12 @@ struct WorkerGroup {
     std::vector<std::string> namespaces{"default"};  // one route per namespace
     std::string task_queue = "default";
     int max_in_flight = 1024;
-    std::size_t result_bytes = 0;  // each noop answers a JSON string result this long; 0: null
-    std::string token{};           // the credential they present; empty: none
+    std::size_t result_bytes = 0;   // each noop answers a JSON string result this long; 0: null
+    std::string token{};            // the credential they present; empty: none
+    std::string activity = "noop";  // or "sleep": each task sleeps its input's "ms"
 };
 
-// outboxd-worker processes running the `noop` activity, seeded with one node URL each
+// outboxd-worker processes running their group's activity, seeded with one node URL each
 // (they discover the rest of the cluster).
 class WorkerFleet {
 public:

@@ -8,6 +8,7 @@
 #include "controls_scenario.hpp"
 #include "databases_scenario.hpp"
 #include "e2e_scenario.hpp"
+#include "failover_scenario.hpp"
 #include "floor_scenario.hpp"
 #include "heartbeat_scenario.hpp"
 #include "history_scenario.hpp"
@@ -29,7 +30,8 @@ namespace {
 // Every scenario, one line each, in run order: each repetition runs their repeat() in this
 // order (floor, e2e with idle_routes right after its 1-node run, http_push, results,
 // clients, tenants), then their once() in this order (limit, latency, wake, history,
-// weighted, quiet_tenant, heartbeats, http_push, controls). --help lists them so.
+// weighted, quiet_tenant, heartbeats, http_push, controls, access, databases, failover).
+// --help lists them so.
 std::vector<std::unique_ptr<Scenario>> scenarios() {
     std::vector<std::unique_ptr<Scenario>> list;
     list.push_back(std::make_unique<FloorScenario>());
@@ -49,6 +51,7 @@ std::vector<std::unique_ptr<Scenario>> scenarios() {
     list.push_back(std::make_unique<ControlsScenario>());
     list.push_back(std::make_unique<AccessScenario>());
     list.push_back(std::make_unique<DatabasesScenario>());
+    list.push_back(std::make_unique<FailoverScenario>());
     return list;
 }
 
