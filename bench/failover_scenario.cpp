@@ -240,6 +240,7 @@ std::int64_t outage(const BenchContext& context) {
     sleepers.count = 3;
     sleepers.max_in_flight = 1200;
     sleepers.activity = "sleep";
+    sleepers.received_log = true;
     WorkerFleet workers{
         fleet_of(context, url), {sleepers}, fleet.worker_urls().front(), "fo_outage"};
     const auto claimed = [&] {
@@ -255,8 +256,8 @@ std::int64_t outage(const BenchContext& context) {
         return scalar(url, "SELECT count(*) FROM outbox WHERE status = 'done'") == kOutageTasks;
     };
     if (!wait_until(done, 120s)) throw std::runtime_error{"outage: not every task was done"};
-    const auto twice = scalar(url, "SELECT count(*) FROM outbox WHERE deliveries > 1");
     workers.stop();
+    const auto twice = workers.keys_received_twice();
     fleet.stop();
     second.drop("bench_fo_outage");
     return twice;
@@ -340,8 +341,8 @@ std::pair<double, std::int64_t> switchover(const BenchContext& context) {
             return scalar(standby_url, "SELECT count(*) FROM outbox WHERE status <> 'done'") == 0;
         };
         if (!wait_until(drained, 120s)) throw std::runtime_error{"switchover: rows left"};
-        result.second = scalar(standby_url, "SELECT count(*) FROM outbox WHERE deliveries > 1");
         workers.stop();
+        result.second = workers.keys_received_twice();
         fleet.stop();
     } catch (...) {
         stop_standby();

@@ -7,12 +7,13 @@
 // - pgbouncer_ratio: the 1-node e2e drain through PgBouncer in session mode ÷ the same drain
 //   direct, run back to back (report).
 // - outage_duplicates (needs --second-pg-data): 3 nodes, 3,000 tasks held in flight by
-//   sleeping workers, the second instance stopped for 3 × the TTL and started: rows delivered
-//   more than once (outbox.deliveries > 1; target 0).
+//   sleeping workers, the second instance stopped for 3 × the TTL and started: tasks a worker
+//   received more than once (its received log; target 0).
 // - switchover_stall_s (needs --second-pg-data): the second instance gets a synchronous
 //   streaming standby; 3 nodes given both (target_session_attrs=read-write) drain rows; the
 //   primary stops and the standby is promoted: the time from the stop to the first row done
-//   on the new primary (target <= 2 × TTL). Afterwards the standby is removed and the second
+//   on the new primary (target <= 2 × TTL), and the tasks a worker received more than once
+//   (switchover_duplicates, report). Afterwards the standby is removed and the second
 //   instance runs on as a primary again.
 // Not in CI's smoke run.
 

@@ -2,12 +2,14 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 
 #include <pqxx/pqxx>
 
@@ -194,6 +196,11 @@ WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<Worker
                                  {"--result-bytes", std::to_string(group.result_bytes)});
             }
             if (!group.token.empty()) spec.argv.insert(spec.argv.end(), {"--token", group.token});
+            if (group.received_log) {
+                received_logs_.push_back(settings.log_dir + "/" + worker_id + ".received");
+                std::ofstream{received_logs_.back(), std::ios::trunc}.close();
+                spec.argv.insert(spec.argv.end(), {"--received-log", received_logs_.back()});
+            }
             spec.log_path = settings.log_dir + "/" + worker_id + ".log";
             workers_.push_back(std::make_unique<ChildProcess>(spec));
         }
@@ -203,6 +210,19 @@ WorkerFleet::WorkerFleet(const FleetSettings& settings, const std::vector<Worker
 WorkerFleet::~WorkerFleet() { stop(); }
 
 double WorkerFleet::cpu_seconds() const { return total_cpu_seconds(workers_); }
+
+std::int64_t WorkerFleet::keys_received_twice() const {
+    // Each line is `dispatch_key:attempt`.
+    std::unordered_map<std::string, int> received;
+    for (const auto& path : received_logs_) {
+        std::ifstream in{path};
+        for (std::string line; std::getline(in, line);) {
+            if (!line.empty()) ++received[line.substr(0, line.rfind(':'))];
+        }
+    }
+    return std::count_if(received.begin(), received.end(),
+                         [](const auto& entry) { return entry.second > 1; });
+}
 
 void WorkerFleet::check_alive() { throw_if_any_exited(workers_, "outboxd-worker"); }
 

@@ -95,6 +95,7 @@ struct WorkerGroup {
     std::size_t result_bytes = 0;   // each noop answers a JSON string result this long; 0: null
     std::string token{};            // the credential they present; empty: none
     std::string activity = "noop";  // or "sleep": each task sleeps its input's "ms"
+    bool received_log = false;      // each logs the dispatch key of every task it receives
 };
 
 // outboxd-worker processes running their group's activity, seeded with one node URL each
@@ -110,9 +111,13 @@ public:
     [[nodiscard]] double cpu_seconds() const;
     void check_alive();
     void stop();
+    // Dispatch keys received more than once, over the received logs of the groups that
+    // keep one (WorkerGroup::received_log).
+    [[nodiscard]] std::int64_t keys_received_twice() const;
 
 private:
     std::vector<std::unique_ptr<ChildProcess>> workers_;
+    std::vector<std::string> received_logs_;
 };
 
 }  // namespace outboxd::bench

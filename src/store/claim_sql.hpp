@@ -186,9 +186,11 @@ inline constexpr Statement kRoutesWithDueRows{"outbox_routes_with_due_rows",
     Plan::generic};
 
 // $1 owner, $2 token: the claimer's own claims made after its last known claim (a claim
-// whose statement failed may have committed all the same). Attempt preserved.
+// whose statement failed may have committed all the same). Attempt preserved; the delivery
+// such a claim counted is taken back: it reached nobody.
 inline constexpr Statement kReleaseClaimsAfter{"outbox_release_claims_after",
     "UPDATE outbox o SET status = 'pending', visible_after = least(o.visible_after, now()), "
+    " deliveries = greatest(o.deliveries - 1, 0), "
     OUTBOXD_CLEAR_CLAIM
     " WHERE o.status = 'claimed' AND o.claimed_by = $1 AND o.claim_token > $2"
     "   AND o.claim_token <> ALL ($3::bigint[])"};

@@ -1,9 +1,11 @@
 // outboxd-chaos: the chaos harness. Runs its own PostgreSQL, three nodes and worker
 // processes under steady load, injects faults in turn (kill -9 and SIGSTOP of a node,
-// PostgreSQL fast and immediate restarts, a partition of one node from the database, kill
-// -9 of a busy worker, a hostile client), then checks that every staged row ended terminal,
-// that no outcome came from a stale claim, that redeliveries only hit rows in flight at a
-// fault, that no node exited unless killed and that the done rate recovered after each fault.
+// PostgreSQL fast and immediate restarts, a database outage past every lease, a switchover
+// to a synchronous standby, a restart of PgBouncer in front of it, a partition of one node
+// from the database, kill -9 of a busy worker, a hostile client; fault_kind.hpp), then
+// checks that every staged row ended terminal, that no outcome came from a stale claim, that
+// redeliveries only hit rows in flight at a fault, that no node exited unless killed and
+// that the done rate recovered after each fault.
 //
 // Progress goes to stderr; stdout carries the report, whose last line is one JSON object.
 // Exit codes: 0 every invariant held, 1 one failed, 2 bad flags, 3 the harness itself
@@ -68,6 +70,7 @@ int run(const ChaosSettings& settings, const std::string& work_dir) {
     rig.stop_processes();
 
     RunFacts facts;
+    // Whichever server is primary now: a switchover may have moved it.
     facts.database_url = rig.postgres().url();
     facts.acknowledged = rig.load().acknowledged();
     facts.drained = drained;

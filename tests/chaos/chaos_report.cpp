@@ -23,6 +23,10 @@ std::string padded(const std::string& text, std::size_t width) {
 nlohmann::json summary(const ChaosResult& result) {
     const double recovery_max = std::round(result.recovery_s_max * 10) / 10;
     const double catch_up_max = std::round(result.catch_up_s_max * 10) / 10;
+    auto by_kind = nlohmann::json::object();
+    for (const auto& kind : result.duplicates_by_kind) {
+        by_kind[std::string{name_of(kind.kind)}] = kind.redeliveries;
+    }
     return {
         {"mode", result.mode},
         {"rows", result.rows},
@@ -32,6 +36,7 @@ nlohmann::json summary(const ChaosResult& result) {
         {"unfinished", result.unfinished},
         {"stale_outcomes_applied", result.stale_outcomes_applied},
         {"duplicates", result.duplicates},
+        {"duplicates_by_kind", by_kind},
         {"unexplained_redeliveries", result.unexplained_redeliveries},
         {"overlapping_claims", result.overlapping_claims},
         {"faults", result.faults.size()},
@@ -51,12 +56,12 @@ nlohmann::json summary(const ChaosResult& result) {
 void print_report(std::ostream& out, const ChaosResult& result, std::int64_t run_start_ms,
                   const std::string& json_path) {
     out << "\n"
-        << padded("fault", 14) << padded("target", 13) << padded("at_s", 8) << padded("len_s", 7)
+        << padded("fault", 18) << padded("target", 13) << padded("at_s", 8) << padded("len_s", 7)
         << padded("pre/s", 8) << padded("min/s", 8) << padded("backlog", 9) << padded("recov_s", 9)
         << padded("catchup_s", 11) << padded("redeliv", 9) << padded("exits", 7) << "note\n";
     for (const auto& fault : result.faults) {
         const auto& r = fault.record;
-        out << padded(std::string{name_of(r.kind)}, 14) << padded(r.target, 13)
+        out << padded(std::string{name_of(r.kind)}, 18) << padded(r.target, 13)
             << padded(fixed(static_cast<double>(r.start_ms - run_start_ms) / 1000.0, 1), 8)
             << padded(fixed(static_cast<double>(r.end_ms - r.start_ms) / 1000.0, 1), 7)
             << padded(fixed(fault.pre_rate, 0), 8) << padded(fixed(fault.min_rate, 0), 8)
@@ -66,6 +71,12 @@ void print_report(std::ostream& out, const ChaosResult& result, std::int64_t run
             << padded(std::to_string(fault.redeliveries), 9)
             << padded(std::to_string(fault.node_exits), 7) << r.note << "\n";
     }
+    out << "\n" << padded("fault kind", 19) << padded("faults", 8) << "redeliveries\n";
+    for (const auto& kind : result.duplicates_by_kind) {
+        out << padded(std::string{name_of(kind.kind)}, 19) << padded(std::to_string(kind.faults), 8)
+            << kind.redeliveries << "\n";
+    }
+    out << padded("(unexplained)", 27) << result.unexplained_redeliveries << "\n";
     out << "\nrows " << result.rows << " (acknowledged " << result.acknowledged << "): done "
         << result.done << ", failed " << result.failed << ", cancelled " << result.cancelled
         << ", lost " << result.lost << " (missing " << result.missing << ", not terminal "

@@ -9,6 +9,7 @@
 
 #include "fault_injector.hpp"
 #include "node_group.hpp"
+#include "redeliveries.hpp"
 
 namespace outboxd::chaos {
 
@@ -43,6 +44,7 @@ struct ChaosResult {
     std::int64_t deliveries = 0;
     std::int64_t duplicates = 0;  // deliveries beyond the first per dispatch key
     std::int64_t unexplained_redeliveries = 0;
+    std::vector<KindRedeliveries> duplicates_by_kind;  // the explained ones
     std::int64_t malformed_log_lines = 0;
     std::vector<std::string> examples;  // a few offending rows, for the report
 

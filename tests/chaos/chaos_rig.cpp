@@ -41,11 +41,18 @@ ChaosRig::ChaosRig(const ChaosSettings& settings, const std::string& work_dir)
     : settings_(settings), log_dir_(work_dir + "/logs") {
     std::filesystem::create_directories(log_dir_);
     postgres_ = std::make_unique<ScratchPostgres>(settings_.pgtmp, work_dir + "/pg", log_dir_);
-    audit_ = std::make_unique<AuditTrail>(postgres_->url());
 }
 
 void ChaosRig::start() {
     migrate();
+    if (settings_.injects(FaultKind::switchover)) postgres_->add_standby();
+    // Under the cluster's directory: PgBouncer runs as its owner, who may not reach work_dir.
+    if (settings_.injects(FaultKind::pgbouncer_restart)) {
+        bouncer_ = std::make_unique<test::PgBouncer>(postgres_->owner_dir() + "/pgbouncer",
+                                                     postgres_->port());
+    }
+    // The audit trail, the load and the checker follow a switchover the way the nodes do.
+    audit_ = std::make_unique<AuditTrail>(postgres_->writable_url());
     audit_->install();
 
     const std::map<std::string, std::string> node_env{
@@ -59,14 +66,17 @@ void ChaosRig::start() {
         {"OUTBOXD_LOG_LEVEL", "info"},
         {"OUTBOXD_MIGRATE", "false"},
     };
-    nodes_ = std::make_unique<NodeGroup>(*postgres_, settings_.bin_dir, log_dir_, node_env,
-                                         settings_.nodes);
+    // Through PgBouncer when it is there (which a switchover retargets), else straight to
+    // every server: a multi-host URL once there is a standby.
+    nodes_ = std::make_unique<NodeGroup>(
+        bouncer_ ? std::vector<std::uint16_t>{bouncer_->port()} : postgres_->ports(),
+        settings_.bin_dir, log_dir_, node_env, settings_.nodes);
     nodes_->start_all();
     workers_ = std::make_unique<WorkerPool>(
         WorkerPoolSettings{settings_.bin_dir, log_dir_, nodes_->worker_urls(), settings_.workers,
                            settings_.worker_max_in_flight});
     workers_->start_all();
-    load_ = std::make_unique<LoadGenerator>(LoadSettings{.database_url = postgres_->url(),
+    load_ = std::make_unique<LoadGenerator>(LoadSettings{.database_url = postgres_->writable_url(),
                                                          .rows_per_s = settings_.rows_per_s,
                                                          .max_task_ms = settings_.max_task_ms});
     load_->start();
@@ -105,7 +115,7 @@ bool ChaosRig::stop_load_and_drain(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         try {
-            if (count_live_rows(postgres_->url()) == 0) return true;
+            if (count_live_rows(postgres_->writable_url()) == 0) return true;
         } catch (const std::exception& error) {
             std::cerr << "chaos: drain check failed: " << error.what() << "\n";
         }
@@ -117,6 +127,24 @@ bool ChaosRig::stop_load_and_drain(std::chrono::milliseconds timeout) {
 void ChaosRig::stop_processes() {
     workers_->stop_all(std::chrono::seconds{10});
     nodes_->stop_all(std::chrono::seconds{15});
+}
+
+bool ChaosRig::switch_over() {
+    const auto old_primary = postgres_->primary();
+    if (!postgres_->stop_primary()) return false;
+    if (!bouncer_) nodes_->set_upstream_up(old_primary, false);
+    if (!postgres_->promote_standby()) return false;
+    if (bouncer_) bouncer_->retarget(postgres_->port());
+    return true;
+}
+
+bool ChaosRig::rebuild_standby() {
+    const auto server = postgres_->down_server();
+    if (!server) return false;
+    const bool rebuilt = postgres_->rebuild_standby();
+    // Up again even when it did not become synchronous: it runs, as a standby.
+    if (!postgres_->down_server() && !bouncer_) nodes_->set_upstream_up(*server, true);
+    return rebuilt;
 }
 
 }  // namespace outboxd::chaos

@@ -1,5 +1,6 @@
 #include "chaos_settings.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -12,7 +13,7 @@ namespace {
 
 constexpr int kExitInvalidSettings = 2;
 
-// CI's profile: every fault once, a lighter load and shorter settles (under two minutes).
+// CI's profile: every fault once, a lighter load and shorter settles (about 2.5 minutes).
 void apply_quick_profile(ChaosSettings& settings) {
     settings.rounds = 1;
     settings.rows_per_s = 200;
@@ -25,7 +26,37 @@ std::string directory_of_this_binary() {
     return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
 
+std::string fault_names() {
+    std::string names;
+    for (const auto kind : all_faults()) {
+        names += (names.empty() ? "" : ", ") + std::string{name_of(kind)};
+    }
+    return names;
+}
+
+// Every fault, and how switchover and pgbouncer-restart shape the database side of a run.
+std::string faults_help() {
+    std::string text = "Faults, in the order a run injects them:\n";
+    for (const auto kind : all_faults()) {
+        const auto name = std::string{name_of(kind)};
+        text += "  " + name + std::string(20 - name.size(), ' ') +
+                std::string{description_of(kind)} + "\n";
+    }
+    text +=
+        "With switchover, PostgreSQL gets a synchronous streaming standby, and the nodes, given\n"
+        "both servers in one URL (target_session_attrs=read-write), follow the promoted one on\n"
+        "their own. A later switchover first makes the old primary a standby again (a new base\n"
+        "backup, on its old port). With pgbouncer-restart, the nodes reach PostgreSQL through\n"
+        "PgBouncer (session mode) for the whole run; with both, through PgBouncer only, which a\n"
+        "switchover points at the new primary (SIGHUP).";
+    return text;
+}
+
 }  // namespace
+
+bool ChaosSettings::injects(FaultKind kind) const {
+    return std::find(faults.begin(), faults.end(), kind) != faults.end();
+}
 
 std::variant<ChaosSettings, int> parse_settings(int argc, char** argv) {
     CLI::App app{
@@ -38,11 +69,11 @@ std::variant<ChaosSettings, int> parse_settings(int argc, char** argv) {
     std::optional<double> settle_s;
     std::optional<int> workers;
     settings.pgtmp = OUTBOXD_CHAOS_DEFAULT_PGTMP;
+    app.footer(faults_help());
     app.add_flag("--quick", settings.quick, "CI run: every fault once, short settles");
     app.add_flag("--keep", settings.keep, "keep the scratch directory (logs, delivery logs)");
     app.add_option("--faults", faults,
-                   "faults to inject, comma-separated: kill-node, stop-node, pg-fast, "
-                   "pg-immediate, partition, kill-worker, hostile (default: all)");
+                   "faults to inject, comma-separated: " + fault_names() + " (default: all)");
     app.add_option("--rounds", rounds, "times each fault is injected (quick 1, full 2)")
         ->check(CLI::Range(1, 20));
     app.add_option("--rate", rate, "rows staged per second (quick 200, full 300)")

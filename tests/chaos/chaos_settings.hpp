@@ -43,6 +43,11 @@ struct ChaosSettings {
 
     // A stop or a partition outlasts the lease by this much, so that other nodes take over.
     [[nodiscard]] std::chrono::milliseconds outage() const { return lease_ttl * 2; }
+    // The outage fault: every lease lapses while no node can reach the database.
+    [[nodiscard]] std::chrono::milliseconds database_outage() const { return lease_ttl * 3; }
+    // Whether the run injects `kind`: the rig then sets up what it acts on (a standby for a
+    // switchover, PgBouncer for its restart).
+    [[nodiscard]] bool injects(FaultKind kind) const;
     // A delivery can have been caught by a fault from a task timeout before the fault began
     // (it was still in flight) to this long after the fault ended: a task delivered then
     // may still wait out its timeout, or lose its shard when the node's lease lapses or the

@@ -36,6 +36,15 @@ FaultRecord FaultInjector::inject(FaultKind kind, int sequence) {
         case FaultKind::pg_immediate:
             restart_postgres(record, "immediate");
             break;
+        case FaultKind::outage:
+            outage(record);
+            break;
+        case FaultKind::switchover:
+            switchover(record);
+            break;
+        case FaultKind::pgbouncer_restart:
+            restart_pgbouncer(record);
+            break;
         case FaultKind::partition:
             partition(record, node);
             break;
@@ -70,7 +79,7 @@ void FaultInjector::stop_node(FaultRecord& record, std::size_t node) {
 }
 
 void FaultInjector::restart_postgres(FaultRecord& record, const char* mode) {
-    record.target = "postgres";
+    record.target = rig_.postgres().name(rig_.postgres().primary());
     record.start_ms = unix_ms();
     record.injected = rig_.postgres().restart(mode);
     record.end_ms = unix_ms();
@@ -78,6 +87,63 @@ void FaultInjector::restart_postgres(FaultRecord& record, const char* mode) {
                       ? std::string{"restart -m "} + mode + " took " +
                             std::to_string(record.end_ms - record.start_ms) + " ms"
                       : std::string{"pg_ctl restart -m "} + mode + " FAILED (logs/pg_ctl.log)";
+}
+
+void FaultInjector::outage(FaultRecord& record) {
+    auto& postgres = rig_.postgres();
+    record.target = postgres.name(postgres.primary());
+    record.start_ms = unix_ms();
+    record.injected = postgres.stop_primary();
+    rig_.watch(settings_.database_outage());
+    const auto restart_ms = unix_ms();
+    record.injected = postgres.start_primary() && record.injected;
+    record.end_ms = unix_ms();
+    record.note = record.injected
+                      ? "stopped " + std::to_string(settings_.database_outage().count()) +
+                            " ms (3x lease TTL), start took " +
+                            std::to_string(record.end_ms - restart_ms) + " ms"
+                      : std::string{"pg_ctl stop or start FAILED (logs/pg_ctl.log)"};
+}
+
+void FaultInjector::switchover(FaultRecord& record) {
+    auto& postgres = rig_.postgres();
+    std::string rebuilt;
+    // The old primary of an earlier switchover becomes the standby first, outside the
+    // fault's window: the base backup is set-up, not part of the fault.
+    if (const auto down = postgres.down_server()) {
+        const auto rebuild_start = unix_ms();
+        if (!rig_.rebuild_standby()) {
+            record.target = postgres.name(*down);
+            record.start_ms = record.end_ms = unix_ms();
+            record.injected = false;
+            record.note =
+                "rebuilding " + postgres.name(*down) + " as a standby FAILED (logs/pg_ctl.log)";
+            return;
+        }
+        rebuilt = "; " + postgres.name(*down) + " rebuilt as its standby first in " +
+                  std::to_string(unix_ms() - rebuild_start) + " ms";
+    }
+    const auto old_primary = postgres.name(postgres.primary());
+    record.start_ms = unix_ms();
+    record.injected = rig_.switch_over();
+    record.end_ms = unix_ms();
+    const auto new_primary = postgres.name(postgres.primary());
+    record.target = old_primary + ">" + new_primary;
+    record.note = record.injected ? old_primary + " stopped, " + new_primary + " promoted in " +
+                                        std::to_string(record.end_ms - record.start_ms) + " ms" +
+                                        (rig_.bouncer() ? ", PgBouncer retargeted" : "") + rebuilt
+                                  : "stop or promote FAILED (logs/pg_ctl.log)" + rebuilt;
+}
+
+void FaultInjector::restart_pgbouncer(FaultRecord& record) {
+    record.target = "pgbouncer";
+    record.start_ms = unix_ms();
+    record.injected = rig_.bouncer() != nullptr && rig_.bouncer()->restart();
+    record.end_ms = unix_ms();
+    record.note =
+        record.injected
+            ? "restart took " + std::to_string(record.end_ms - record.start_ms) + " ms"
+            : std::string{"restart FAILED (pgbouncer/pgbouncer.log in the cluster directory)"};
 }
 
 void FaultInjector::partition(FaultRecord& record, std::size_t node) {

@@ -15,7 +15,7 @@ namespace outboxd::chaos {
 
 struct FaultRecord {
     FaultKind kind = FaultKind::kill_node;
-    std::string target;  // node id, worker name or "postgres" / "all nodes"
+    std::string target;  // node id, worker name, server ("postgres", "pg-1"…), "pgbouncer", …
     std::int64_t start_ms = 0;
     std::int64_t end_ms = 0;     // when the harness stopped injecting (restart, SIGCONT, …)
     std::string note;            // what was observed while injecting
@@ -34,6 +34,9 @@ private:
     void kill_node(FaultRecord& record, std::size_t node);
     void stop_node(FaultRecord& record, std::size_t node);
     void restart_postgres(FaultRecord& record, const char* mode);
+    void outage(FaultRecord& record);
+    void switchover(FaultRecord& record);
+    void restart_pgbouncer(FaultRecord& record);
     void partition(FaultRecord& record, std::size_t node);
     void kill_worker(FaultRecord& record, std::size_t first_choice);
     void hostile(FaultRecord& record);

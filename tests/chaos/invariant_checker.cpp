@@ -102,8 +102,12 @@ void InvariantChecker::check_deliveries(const RunFacts& facts, ChaosResult& resu
                                settings_.fault_grace().count());
     result.duplicates = redeliveries.total;
     result.unexplained_redeliveries = static_cast<std::int64_t>(redeliveries.unexplained.size());
-    for (std::size_t i = 0; i < windows.size(); ++i)
+    std::vector<FaultKind> kinds;
+    for (std::size_t i = 0; i < windows.size(); ++i) {
         result.faults[i].redeliveries = redeliveries.per_fault[i];
+        kinds.push_back(result.faults[i].record.kind);
+    }
+    result.duplicates_by_kind = redeliveries_by_kind(kinds, redeliveries.per_fault);
     for (const auto& [earlier, again] : redeliveries.unexplained) {
         add_example(result, "unexplained redelivery: " + again.dispatch_key + " delivered at " +
                                 std::to_string(earlier.at_ms) + " (" + earlier.task_id +

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "chaos_clock.hpp"
+#include "database_url.hpp"
 #include "net_client.hpp"
 
 namespace outboxd::chaos {
@@ -66,15 +67,20 @@ std::string tail_of(const std::string& path) {
 
 }  // namespace
 
-NodeGroup::NodeGroup(const ScratchPostgres& postgres, std::string bin_dir, std::string log_dir,
-                     std::map<std::string, std::string> env, int count)
-    : postgres_(postgres),
+NodeGroup::NodeGroup(const std::vector<std::uint16_t>& upstream_ports, std::string bin_dir,
+                     std::string log_dir, std::map<std::string, std::string> env, int count)
+    : upstream_up_(upstream_ports.size(), true),
       bin_dir_(std::move(bin_dir)),
       log_dir_(std::move(log_dir)),
       env_(std::move(env)) {
     nodes_.resize(static_cast<std::size_t>(count));
     // Proxies first: they hold their ports while node ports are probed, so none is picked twice.
-    for (auto& node : nodes_) node.proxy = std::make_unique<test::TcpProxy>(postgres_.port());
+    for (auto& node : nodes_) {
+        for (const auto port : upstream_ports) {
+            node.proxies.push_back(std::make_unique<test::TcpProxy>(port));
+        }
+        node.proxy_open.assign(upstream_ports.size(), true);
+    }
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
         nodes_[i].id = "node-" + std::to_string(i + 1);
         nodes_[i].port = pick_listen_port();
@@ -145,9 +151,33 @@ void NodeGroup::resume(std::size_t i) {
     node.paused = false;
 }
 
-void NodeGroup::cut(std::size_t i) { nodes_[i].proxy->cut(); }
+void NodeGroup::cut(std::size_t i) {
+    nodes_[i].partitioned = true;
+    apply_routes(nodes_[i]);
+}
 
-void NodeGroup::restore(std::size_t i) { nodes_[i].proxy->restore(); }
+void NodeGroup::restore(std::size_t i) {
+    nodes_[i].partitioned = false;
+    apply_routes(nodes_[i]);
+}
+
+void NodeGroup::set_upstream_up(std::size_t u, bool up) {
+    upstream_up_[u] = up;
+    for (auto& node : nodes_) apply_routes(node);
+}
+
+void NodeGroup::apply_routes(Node& node) {
+    for (std::size_t u = 0; u < node.proxies.size(); ++u) {
+        const bool open = upstream_up_[u] && !node.partitioned;
+        if (open == node.proxy_open[u]) continue;
+        if (open) {
+            node.proxies[u]->restore();
+        } else {
+            node.proxies[u]->cut();
+        }
+        node.proxy_open[u] = open;
+    }
+}
 
 void NodeGroup::poll() {
     for (auto& node : nodes_) {
@@ -188,7 +218,9 @@ void NodeGroup::stop_all(std::chrono::milliseconds timeout) {
 
 void NodeGroup::launch(Node& node) {
     auto env = env_;
-    env["OUTBOXD_DATABASE_URL"] = postgres_.url_via(node.proxy->port());
+    std::vector<std::uint16_t> proxy_ports;
+    for (const auto& proxy : node.proxies) proxy_ports.push_back(proxy->port());
+    env["OUTBOXD_DATABASE_URL"] = database_url(proxy_ports);
     env["OUTBOXD_LISTEN"] = "127.0.0.1:" + std::to_string(node.port);
     env["OUTBOXD_NODE_ID"] = node.id;
     node.log_path = log_dir_ + "/" + node.id + "." + std::to_string(node.generation++) + ".log";

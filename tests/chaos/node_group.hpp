@@ -1,8 +1,10 @@
 #pragma once
 
-// The outboxd nodes of a chaos run. Each node reaches PostgreSQL through its own TcpProxy,
-// so that one node alone can be cut off, and keeps its node id and HTTP port across
-// restarts, so that workers find it again at the URL they know.
+// The outboxd nodes of a chaos run. Each node reaches the database through proxies of its
+// own, one per upstream (a PostgreSQL server, or PgBouncer), so that one node alone can be
+// cut off; with several upstreams its URL lists them all (database_url), and libpq takes
+// the one that accepts writes. Each node keeps its node id and HTTP port across restarts,
+// so that workers find it again at the URL they know.
 //
 // Every exit is judged: the harness marks a node before it kills or stops it; any other
 // exit is recorded as unexpected (with the end of its log) and the node is restarted so
@@ -18,7 +20,6 @@
 #include <vector>
 
 #include "process.hpp"
-#include "scratch_postgres.hpp"
 #include "tcp_proxy.hpp"
 
 namespace outboxd::chaos {
@@ -32,10 +33,11 @@ struct NodeExit {
 
 class NodeGroup {
 public:
-    // `env` is every node's environment (timings, log level) apart from what this class sets:
+    // `upstream_ports`: where the database is, in the order the nodes' URL lists them. `env`
+    // is every node's environment (timings, log level) apart from what this class sets:
     // database URL, listen address and node id. Nodes are named node-1 … node-`count`.
-    NodeGroup(const ScratchPostgres& postgres, std::string bin_dir, std::string log_dir,
-              std::map<std::string, std::string> env, int count);
+    NodeGroup(const std::vector<std::uint16_t>& upstream_ports, std::string bin_dir,
+              std::string log_dir, std::map<std::string, std::string> env, int count);
     ~NodeGroup();
     NodeGroup(const NodeGroup&) = delete;
     NodeGroup& operator=(const NodeGroup&) = delete;
@@ -53,6 +55,10 @@ public:
     void resume(std::size_t i);   // SIGCONT
     void cut(std::size_t i);      // partition from PostgreSQL
     void restore(std::size_t i);
+    // Whether upstream `u` is up. A proxy to one that is down refuses connections: libpq
+    // tries the next host of a URL when a connection is refused, but gives up on all of them
+    // when one is accepted and then closed, as a proxy does when its server is gone.
+    void set_upstream_up(std::size_t u, bool up);
 
     // Reaps nodes that exited. Unexpected exits are recorded and the node restarted.
     void poll();
@@ -67,18 +73,23 @@ private:
     struct Node {
         std::string id;
         std::uint16_t port = 0;
-        std::unique_ptr<test::TcpProxy> proxy;
+        std::vector<std::unique_ptr<test::TcpProxy>> proxies;  // one per upstream
+        std::vector<bool> proxy_open;
         std::unique_ptr<test::Process> process;
         std::string log_path;
         int generation = 0;
         bool paused = false;
+        bool partitioned = false;
     };
 
+    // Opens each proxy of `node` that should be (its upstream up, the node not cut off) and
+    // cuts the others.
+    void apply_routes(Node& node);
     void launch(Node& node);
     void await_listening(Node& node);
     void record_unexpected(const Node& node, int code);
 
-    const ScratchPostgres& postgres_;
+    std::vector<bool> upstream_up_;
     std::string bin_dir_;
     std::string log_dir_;
     std::map<std::string, std::string> env_;

@@ -39,4 +39,17 @@ Redeliveries attribute_redeliveries(const std::vector<Delivery>& deliveries,
     return out;
 }
 
+std::vector<KindRedeliveries> redeliveries_by_kind(const std::vector<FaultKind>& kinds,
+                                                   const std::vector<std::int64_t>& per_fault) {
+    std::vector<KindRedeliveries> out;
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+        auto it = std::find_if(out.begin(), out.end(),
+                               [&](const KindRedeliveries& k) { return k.kind == kinds[i]; });
+        if (it == out.end()) it = out.insert(out.end(), KindRedeliveries{kinds[i], 0, 0});
+        ++it->faults;
+        if (i < per_fault.size()) it->redeliveries += per_fault[i];
+    }
+    return out;
+}
+
 }  // namespace outboxd::chaos

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "delivery_log.hpp"
+#include "fault_kind.hpp"
 
 namespace outboxd::chaos {
 
@@ -28,5 +29,16 @@ struct Redeliveries {
 [[nodiscard]] Redeliveries attribute_redeliveries(const std::vector<Delivery>& deliveries,
                                                   const std::vector<FaultWindow>& faults,
                                                   std::int64_t lookback_ms, std::int64_t grace_ms);
+
+struct KindRedeliveries {
+    FaultKind kind = FaultKind::kill_node;
+    int faults = 0;                 // faults of this kind injected
+    std::int64_t redeliveries = 0;  // the explained redeliveries of all of them
+};
+
+// Redeliveries per fault (`per_fault[i]` for the fault of kind `kinds[i]`) summed by kind,
+// each kind once, in the order the run first injected it.
+[[nodiscard]] std::vector<KindRedeliveries> redeliveries_by_kind(
+    const std::vector<FaultKind>& kinds, const std::vector<std::int64_t>& per_fault);
 
 }  // namespace outboxd::chaos

@@ -1,6 +1,7 @@
 #include "multi_database.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <stdexcept>
 
 #include "net_client.hpp"
@@ -195,9 +196,10 @@ std::vector<std::string> start_sleep_workers(MultiDatabaseCluster& cluster, cons
     for (int i = 1; i <= count; ++i) {
         const auto name = "w" + std::to_string(i);
         logs.push_back(cluster.dir() + "/" + name + ".received");
-        cluster.start_worker(name, {seed.worker_url()},
-                             {"--activity-types", "sleep", "--max-in-flight",
-                              std::to_string(credit), "--received-log", logs.back()});
+        cluster.start_worker(
+            name, {seed.worker_url()},
+            {"--activity-types", "sleep", "--max-in-flight", std::to_string(credit),
+             "--received-log", logs.back(), "--delivery-log", logs.back() + ".timed"});
     }
     return logs;
 }
@@ -208,6 +210,22 @@ std::map<std::string, int> deliveries(const std::vector<std::string>& logs) {
         for (const auto& line : received(path)) ++count[line.substr(0, line.rfind(':'))];
     }
     return count;
+}
+
+std::map<std::string, std::int64_t> first_received_ms(const std::vector<std::string>& logs) {
+    std::map<std::string, std::int64_t> first;
+    for (const auto& path : logs) {
+        // `deliver <unix_ms> <task_id> <dispatch_key> [attempt]`, one line a task received.
+        for (const auto& line : received(path + ".timed")) {
+            std::istringstream words{line};
+            std::string kind, task_id, key;
+            std::int64_t at = 0;
+            if (!(words >> kind >> at >> task_id >> key) || kind != "deliver") continue;
+            const auto [it, fresh] = first.emplace(key, at);
+            if (!fresh) it->second = std::min(it->second, at);
+        }
+    }
+    return first;
 }
 
 bool workers_everywhere(const MultiDatabaseCluster& cluster, int workers) {

@@ -119,11 +119,14 @@ private:
 // never repeat across databases.
 void stage_sleep_rows(const std::string& url, const std::string& prefix, int count, int sleep_ms);
 // Example workers w1..w<count> for the `sleep` activity, seeded with `seed`, each of `credit`
-// tasks at once; their received logs.
+// tasks at once; their received logs (each with a timed log beside it, see first_received_ms).
 std::vector<std::string> start_sleep_workers(MultiDatabaseCluster& cluster, const NodeHandle& seed,
                                              int count, int credit);
 // dispatch_key -> deliveries, over the received logs of every worker.
 [[nodiscard]] std::map<std::string, int> deliveries(const std::vector<std::string>& logs);
+// dispatch_key -> when a worker first received it (unix ms), over the same workers' timed logs.
+[[nodiscard]] std::map<std::string, std::int64_t> first_received_ms(
+    const std::vector<std::string>& logs);
 // Every running node has `workers` workers connected.
 [[nodiscard]] bool workers_everywhere(const MultiDatabaseCluster& cluster, int workers);
 // Every database's shards covered by `members` nodes in balanced shares.

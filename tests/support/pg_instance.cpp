@@ -1,6 +1,5 @@
 #include "pg_instance.hpp"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 
 #include <pqxx/pqxx>
 
+#include "cluster_owner.hpp"
 #include "net_client.hpp"
 
 namespace outboxd::test {
@@ -25,8 +25,6 @@ constexpr auto kStartTimeout = 60s;
 constexpr auto kCommandTimeout = 120s;
 // A port found free may be taken before the server binds it: try a few.
 constexpr int kPortAttempts = 20;
-constexpr const char* kSetpriv = "/usr/bin/setpriv";
-constexpr const char* kOwner = "postgres";
 
 // The server's bin directory, as scripts/pgtmp picks it: the first installed version.
 std::string find_bin_dir() {
@@ -91,13 +89,7 @@ std::unique_ptr<PgInstance> PgInstance::standby_of(const PgInstance& primary, st
 
 void PgInstance::make_dir() const {
     fs::create_directories(dir_);
-    if (::geteuid() == 0) {
-        const passwd* owner = ::getpwnam(kOwner);
-        if (!owner) throw std::runtime_error("no postgres user to run PostgreSQL as");
-        if (::chown(dir_.c_str(), owner->pw_uid, owner->pw_gid) != 0) {
-            throw std::runtime_error("cannot hand " + dir_ + " to the postgres user");
-        }
-    }
+    hand_to_cluster_owner(dir_);
 }
 
 void PgInstance::launch_on_free_port() {
@@ -176,7 +168,7 @@ bool PgInstance::launch() {
         argv.emplace_back("-c");
         argv.push_back(setting);
     }
-    server_ = std::make_unique<Process>(as_owner(std::move(argv)),
+    server_ = std::make_unique<Process>(as_cluster_owner(std::move(argv)),
                                         std::map<std::string, std::string>{}, dir_ + "/server.log");
     const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
     while (server_->running()) {
@@ -191,26 +183,7 @@ bool PgInstance::launch() {
 }
 
 int PgInstance::run_as_owner(std::vector<std::string> argv, const std::string& log_name) const {
-    Process command{as_owner(std::move(argv)), {}, dir_ + "/" + log_name};
-    const auto code = command.wait(kCommandTimeout);
-    return code ? *code : -1;
-}
-
-std::vector<std::string> PgInstance::as_owner(std::vector<std::string> argv) const {
-    if (::geteuid() != 0) return argv;
-    if (!fs::exists(kSetpriv)) throw std::runtime_error("setpriv (util-linux) not found");
-    // setpriv execs the command in its own process (no fork, unlike runuser), and sets the
-    // parent-death signal again after the change of user cleared it: the server stays a
-    // child of this process and dies with it.
-    std::vector<std::string> wrapped{kSetpriv,
-                                     std::string{"--reuid="} + kOwner,
-                                     std::string{"--regid="} + kOwner,
-                                     "--init-groups",
-                                     "--pdeathsig=KILL",
-                                     "--"};
-    wrapped.insert(wrapped.end(), std::make_move_iterator(argv.begin()),
-                   std::make_move_iterator(argv.end()));
-    return wrapped;
+    return run_command(as_cluster_owner(std::move(argv)), dir_ + "/" + log_name, kCommandTimeout);
 }
 
 }  // namespace outboxd::test

@@ -58,8 +58,6 @@ private:
     bool launch();
     // Runs `argv` as the cluster's owner to completion; its exit code.
     int run_as_owner(std::vector<std::string> argv, const std::string& log_name) const;
-    // `argv` run as the postgres user when this process is root (PostgreSQL refuses root).
-    [[nodiscard]] std::vector<std::string> as_owner(std::vector<std::string> argv) const;
 
     std::string dir_;
     std::string bin_;  // the server's bin directory, as scripts/pgtmp picks it

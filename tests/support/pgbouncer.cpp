@@ -1,8 +1,5 @@
 #include "pgbouncer.hpp"
 
-#include <pwd.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +10,7 @@
 
 #include <pqxx/pqxx>
 
+#include "cluster_owner.hpp"
 #include "net_client.hpp"
 
 namespace outboxd::test {
@@ -22,28 +20,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr const char* kBinary = "/usr/sbin/pgbouncer";
-constexpr const char* kOwner = "postgres";
 constexpr int kPortAttempts = 20;
-
-std::vector<std::string> as_owner(std::vector<std::string> argv) {
-    if (::geteuid() != 0) return argv;
-    std::vector<std::string> wrapped{"/usr/bin/setpriv",
-                                     std::string{"--reuid="} + kOwner,
-                                     std::string{"--regid="} + kOwner,
-                                     "--init-groups",
-                                     "--pdeathsig=KILL",
-                                     "--"};
-    wrapped.insert(wrapped.end(), argv.begin(), argv.end());
-    return wrapped;
-}
-
-void hand_to_owner(const std::string& path) {
-    if (::geteuid() != 0) return;
-    const passwd* owner = ::getpwnam(kOwner);
-    if (!owner || ::chown(path.c_str(), owner->pw_uid, owner->pw_gid) != 0) {
-        throw std::runtime_error("cannot hand " + path + " to the postgres user");
-    }
-}
 
 }  // namespace
 
@@ -52,12 +29,12 @@ PgBouncer::PgBouncer(std::string dir, std::uint16_t server_port, std::string poo
     if (!fs::exists(kBinary))
         throw std::runtime_error("pgbouncer not installed (" + std::string{kBinary} + ")");
     fs::create_directories(dir_);
-    hand_to_owner(dir_);
+    hand_to_cluster_owner(dir_);
     {
         std::ofstream users{dir_ + "/userlist.txt"};
         users << "\"postgres\" \"\"\n";
     }
-    hand_to_owner(dir_ + "/userlist.txt");
+    hand_to_cluster_owner(dir_ + "/userlist.txt");
     for (int attempt = 0; attempt < kPortAttempts; ++attempt) {
         port_ = free_port();
         try {
@@ -102,14 +79,14 @@ void PgBouncer::write_config() const {
             << "logfile = " << dir_ << "/pgbouncer.log\n"
             << "pidfile = " << dir_ << "/pgbouncer.pid\n";
     }
-    hand_to_owner(path + ".new");
+    hand_to_cluster_owner(path + ".new");
     fs::rename(path + ".new", path);
 }
 
 void PgBouncer::launch() {
     write_config();
     process_ =
-        std::make_unique<Process>(as_owner({kBinary, dir_ + "/pgbouncer.ini"}),
+        std::make_unique<Process>(as_cluster_owner({kBinary, dir_ + "/pgbouncer.ini"}),
                                   std::map<std::string, std::string>{}, dir_ + "/pgbouncer.out");
     const auto deadline = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -131,11 +108,16 @@ void PgBouncer::retarget(std::uint16_t server_port) {
     process_->signal(SIGHUP);
 }
 
-void PgBouncer::restart() {
+bool PgBouncer::restart() {
     process_->signal(SIGTERM);
     process_->wait(10s);
     process_.reset();
-    launch();
+    try {
+        launch();
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
 }
 
 std::string PgBouncer::log() const {

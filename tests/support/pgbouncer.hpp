@@ -27,9 +27,9 @@ public:
     // Points every database at another server (config rewritten, SIGHUP): new server
     // connections go there; connections to the old one close once their clients let go.
     void retarget(std::uint16_t server_port);
-    // SIGINT-free restart: SIGTERM (immediate shutdown, every client cut), then started again
-    // on the same port.
-    void restart();
+    // SIGTERM (immediate shutdown, every client cut at once), then started again on the same
+    // port. Returns whether it serves sessions again.
+    [[nodiscard]] bool restart();
     [[nodiscard]] std::string log() const;
 
 private:

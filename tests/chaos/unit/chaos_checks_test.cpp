@@ -1,5 +1,6 @@
 // The chaos harness's own logic, without processes or a database: how delivery logs are
-// read, how redeliveries are pinned on faults, how recovery is measured, how frames look.
+// read, how redeliveries are pinned on faults and summed by kind, how recovery is measured,
+// how frames and database URLs look.
 
 #include <catch2/catch.hpp>
 
@@ -9,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "database_url.hpp"
 #include "delivery_log.hpp"
 #include "done_rate.hpp"
 #include "fault_kind.hpp"
@@ -113,7 +115,40 @@ TEST_CASE("fault lists name known faults only", "[unit][chaos]") {
     CHECK(parse_fault_list("pg-fast,,pg-immediate").size() == 2);
     CHECK_THROWS_AS(parse_fault_list("kill-node,meteor"), std::invalid_argument);
     CHECK_THROWS_AS(parse_fault_list(""), std::invalid_argument);
-    CHECK(all_faults().size() == 7);
+    CHECK(parse_fault_list("switchover,outage,pgbouncer-restart") ==
+          std::vector<FaultKind>{FaultKind::switchover, FaultKind::outage,
+                                 FaultKind::pgbouncer_restart});
+    CHECK(all_faults().size() == 10);
+    for (const auto kind : all_faults()) {
+        CHECK(parse_fault_list(name_of(kind)) == std::vector<FaultKind>{kind});
+        CHECK_FALSE(description_of(kind).empty());
+    }
+}
+
+TEST_CASE("redeliveries are summed by kind of fault, kinds in the order first injected",
+          "[unit][chaos]") {
+    const std::vector<FaultKind> kinds{FaultKind::switchover, FaultKind::kill_node,
+                                       FaultKind::outage, FaultKind::switchover};
+    const auto by_kind = redeliveries_by_kind(kinds, {3, 0, 7, 2});
+    REQUIRE(by_kind.size() == 3);
+    CHECK(by_kind[0].kind == FaultKind::switchover);
+    CHECK(by_kind[0].faults == 2);
+    CHECK(by_kind[0].redeliveries == 5);
+    CHECK(by_kind[1].kind == FaultKind::kill_node);
+    CHECK(by_kind[1].faults == 1);
+    CHECK(by_kind[1].redeliveries == 0);
+    CHECK(by_kind[2].kind == FaultKind::outage);
+    CHECK(by_kind[2].redeliveries == 7);
+    CHECK(redeliveries_by_kind({}, {}).empty());
+}
+
+TEST_CASE("clients get one server's URL, or every server with the writable one chosen",
+          "[unit][chaos]") {
+    CHECK(database_url({25801}) == "postgresql://postgres@127.0.0.1:25801/postgres");
+    CHECK(database_url({25801, 26002}) ==
+          "host=127.0.0.1,127.0.0.1 port=25801,26002 dbname=postgres user=postgres "
+          "target_session_attrs=read-write");
+    CHECK_THROWS_AS(database_url({}), std::invalid_argument);
 }
 
 TEST_CASE("client frames are masked with the length in the smallest field that fits",

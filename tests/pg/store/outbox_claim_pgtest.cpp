@@ -269,6 +269,7 @@ TEST_CASE("a claimer releases its own claims above a token, and only those", "[p
     for (const auto& row : unseen) {
         CHECK(f.status_of(row.dispatch_key) == Status::pending);
         CHECK(f.store.find(row.dispatch_key)->attempt == 0);
+        CHECK(f.store.find(row.dispatch_key)->deliveries == 0);  // the lost claim reached nobody
     }
     for (const auto& row : seen) CHECK(f.status_of(row.dispatch_key) == Status::claimed);
     CHECK(f.status_of(beside[0].dispatch_key) == Status::claimed);
