@@ -17,7 +17,7 @@
 #include "outboxd/auth/jwt_grants.hpp"
 #include "outboxd/engine/engine_directory.hpp"
 #include "outboxd/http/server.hpp"
-#include "outboxd/sinks/http_push/http_push.hpp"
+#include "outboxd/sinks/targets/target_sinks.hpp"
 #include "outboxd/sinks/websocket/websocket_sinks.hpp"
 #include "outboxd/store/migrator.hpp"
 #include "outboxd/store/store_error.hpp"
@@ -164,13 +164,13 @@ sinks::WebSocketSettings websocket_settings(const config::Config& c) {
 }
 
 // Refused at start, naming the setting, like every other bad setting.
-sinks::http_push::PushSettings push_settings(const config::Config& c) {
-    namespace push = sinks::http_push;
-    if (const auto problem = push::HostPolicy::list_problem(c.http_allowed_hosts)) {
+sinks::targets::TargetsSettings target_settings(const config::Config& c) {
+    using sinks::targets::HostPolicy;
+    if (const auto problem = HostPolicy::list_problem(c.http_allowed_hosts)) {
         throw std::runtime_error("--http-allowed-hosts (OUTBOXD_HTTP_ALLOWED_HOSTS): " + *problem);
     }
-    push::PushSettings s;
-    s.policy = push::HostPolicy::parse(c.http_allowed_hosts);
+    sinks::targets::TargetsSettings s;
+    s.policy = HostPolicy::parse(c.http_allowed_hosts);
     s.refresh = c.quota_cache_ttl;
     s.max_response_bytes = c.http_max_response_bytes;
     s.max_result_bytes = c.max_result_bytes;
@@ -215,7 +215,7 @@ public:
           engines(registry),
           websockets(websocket_settings(config), engines, metrics,
                      [this] { return cluster_info(); }),
-          http_push(push_settings(config)),
+          targets(target_settings(config)),
           authenticator(auth::BootstrapTokens{config.admin_token, config.worker_token},
                         jwt_verifier(config)),
           server(ioc, server_settings(config),
@@ -227,7 +227,7 @@ public:
                   }}),
           signals(ioc) {
         // The sink kinds of this node, each wired the same way.
-        providers = {&websockets, &http_push};
+        providers = {&websockets, &targets};
         const auto served = config::served_databases(config);
         const auto incarnation = config.node_id + "/" + boot_id();
         const auto secrets = secret_box(config);
@@ -341,7 +341,7 @@ public:
     worker::WorkerRegistry registry;
     engine::EngineDirectory engines;
     sinks::WebSocketSinks websockets;
-    sinks::http_push::HttpPush http_push;
+    sinks::targets::TargetSinks targets;
     std::vector<sinks::SinkProvider*> providers;
     auth::Authenticator authenticator;
     std::optional<auth::CredentialBook> credentials;

@@ -215,17 +215,19 @@ json namespace_json(const std::string& name, const std::optional<store::Namespac
             {"keep_results", s ? s->keep_results : true}};
 }
 
-json target_json(const store::HttpTargetRecord& record,
-                 const sinks::http_push::TargetStates& states, const std::string& node_id) {
+json target_json(const store::TargetRecord& record,
+                 const sinks::targets::TargetStates& states, const std::string& node_id) {
     const auto& t = record.settings;
     json headers = json::object();
     for (const auto& [name, value] : t.headers) headers[name] = kRedactedValue;
     const auto& at_rest = record.secrets;
+    const auto* kind = sinks::targets::find_kind(t.kind);
     json out = {{"name", t.name},
+                {"kind", t.kind},
                 {"namespace", t.namespace_name},
                 {"task_queue", t.task_queue},
                 {"activity_types", t.activity_types},
-                {"url", sinks::http_push::url_without_query(t.url)},
+                {"url", kind ? kind->shown_url(t.url) : sinks::http_push::url_without_query(t.url)},
                 {"max_in_flight", t.max_in_flight},
                 {"timeout_ms", t.timeout_ms},
                 {"signing_secret_set", t.signing_secret.has_value()},
@@ -240,15 +242,31 @@ json target_json(const store::HttpTargetRecord& record,
                 {"last_error", optional_json(record.last_error)},
                 {"last_error_at", optional_time(record.last_error_at)},
                 {"last_success_at", optional_time(record.last_success_at)}};
+    // The kind's options as given (booleans as booleans), and which credentials are set.
+    if (kind) {
+        for (const auto& spec : kind->options()) {
+            const auto it = t.options.find(std::string{spec.name});
+            if (it == t.options.end()) continue;
+            out[std::string{spec.name}] = spec.boolean ? json(it->second == "true") : json(it->second);
+        }
+        if (!kind->credentials().empty()) {
+            json set = json::array();
+            for (const auto& [name, value] : t.credentials) set.push_back(name);
+            out["credentials_set"] = set;
+        }
+        if (t.kind != "http") out["body"] = sinks::targets::sends_whole_task(t) ? "task" : "input";
+    }
     json node = {{"node_id", node_id},
                  {"share", 0},
                  {"in_flight", 0},
+                 {"connected", false},
                  {"last_error", nullptr},
                  {"refused", nullptr}};
     if (const auto it = states.find(t.name); it != states.end()) {
         const auto& state = it->second;
         node["share"] = state.share;
         node["in_flight"] = state.in_flight;
+        node["connected"] = state.connected;
         node["last_error"] = optional_json(state.last_error);
         node["refused"] = optional_json(state.refused);
     }

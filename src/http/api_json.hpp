@@ -14,9 +14,9 @@
 
 #include "api_types.hpp"
 #include "outboxd/auth/grant.hpp"
-#include "outboxd/sinks/http_push/http_targets.hpp"
+#include "outboxd/sinks/targets/targets.hpp"
 #include "outboxd/store/admin_store.hpp"
-#include "outboxd/store/http_target.hpp"
+#include "outboxd/store/target.hpp"
 #include "outboxd/store/schedule_store.hpp"
 
 namespace outboxd::http {
@@ -53,8 +53,8 @@ namespace outboxd::http {
                                             const std::optional<store::NamespaceSettings>& s,
                                             std::int64_t default_quota);
 // An HTTP target, with this node's view of it (`states`, taken on the loop).
-[[nodiscard]] nlohmann::json target_json(const store::HttpTargetRecord& record,
-                                         const sinks::http_push::TargetStates& states,
+[[nodiscard]] nlohmann::json target_json(const store::TargetRecord& record,
+                                         const sinks::targets::TargetStates& states,
                                          const std::string& node_id);
 // A schedule, with its next fire times.
 [[nodiscard]] std::string schedule_json(const store::ScheduleRecord& record, bool payloads = true);

@@ -9,7 +9,6 @@
 
 namespace outboxd::http {
 
-namespace http_push = sinks::http_push;
 namespace {
 
 using nlohmann::json;
@@ -42,7 +41,8 @@ std::int32_t integer(const json& body, const char* field, std::int32_t fallback,
 }  // namespace
 
 std::variant<TargetRequest, TargetBodyError> parse_target_request(
-    const std::string& name, const std::string& body, const http_push::HostPolicy& policy) {
+    const std::string& name, const std::string& body, const sinks::targets::HostPolicy& policy,
+    std::optional<std::string_view> only_kind) {
     if (util::json_nesting_depth(body, worker::protocol::kMaxNesting) >
         worker::protocol::kMaxNesting) {
         return TargetBodyError{"invalid_json", "", "request body nests too deep"};
@@ -58,12 +58,50 @@ std::variant<TargetRequest, TargetBodyError> parse_target_request(
     auto& target = parsed.target;
     target.name = name;
     try {
-        static const std::set<std::string> known{
-            "namespace",  "task_queue",     "activity_types", "url",     "max_in_flight",
-            "timeout_ms", "signing_secret", "headers",        "ca_file", "name"};
+        target.kind = text(request, "kind", false, "http");
+        if (only_kind && target.kind != *only_kind) {
+            throw Bad{"kind", "this route takes " + std::string{*only_kind} +
+                                  " targets only: use /v1/targets/{name}"};
+        }
+        const auto* kind = sinks::targets::find_kind(target.kind);
+        if (kind == nullptr) {
+            std::string known;
+            for (const auto* each : sinks::targets::kinds()) {
+                known += (known.empty() ? "" : ", ") + std::string{each->name()};
+            }
+            throw Bad{"kind", "'kind' must be one of " + known};
+        }
+        std::set<std::string> known{"namespace", "task_queue", "activity_types", "url",
+                                    "max_in_flight", "timeout_ms", "signing_secret", "headers",
+                                    "ca_file", "name", "kind"};
+        for (const auto& option : kind->options()) known.emplace(option.name);
+        for (const auto& credential : kind->credentials()) known.emplace(credential);
         for (const auto& [key, value] : request.items()) {
             if (!known.contains(key)) {
-                throw Bad{key, "unknown field '" + util::sanitize_text(key, 80) + "'"};
+                throw Bad{key, "unknown field '" + util::sanitize_text(key, 80) + "' for " +
+                                   std::string{kind->name()} + " targets"};
+            }
+        }
+        for (const auto& option : kind->options()) {
+            const std::string field{option.name};
+            const auto it = request.find(field);
+            if (it == request.end() || it->is_null()) continue;
+            if (option.boolean) {
+                if (!it->is_boolean()) throw Bad{field, "'" + field + "' must be true or false"};
+                target.options[field] = it->get<bool>() ? "true" : "false";
+            } else {
+                target.options[field] = text(request, option.name.data(), true);
+            }
+        }
+        for (const auto& credential : kind->credentials()) {
+            const std::string field{credential};
+            const auto it = request.find(field);
+            // Left out, the stored one stays (GET never shows it); null clears it.
+            if (it == request.end()) {
+                parsed.kept_credentials.push_back(field);
+            } else if (!it->is_null()) {
+                if (!it->is_string()) throw Bad{field, "'" + field + "' must be a string"};
+                target.credentials[field] = it->get<std::string>();
             }
         }
         if (const auto given = request.find("name"); given != request.end()) {
@@ -124,10 +162,13 @@ std::variant<TargetRequest, TargetBodyError> parse_target_request(
             if (!ca->is_string()) throw Bad{"ca_file", "'ca_file' must be a string"};
             target.ca_file = ca->get<std::string>();
         }
+        kind->normalize(target);
+        std::erase_if(parsed.kept_credentials,
+                      [&](const std::string& field) { return target.credentials.contains(field); });
     } catch (const Bad& bad) {
         return TargetBodyError{"invalid_request", bad.field, bad.message};
     }
-    if (auto problem = http_push::check_target(target, policy)) {
+    if (auto problem = sinks::targets::check_target(target, policy)) {
         return TargetBodyError{"invalid_request", problem->field, problem->message};
     }
     return parsed;

@@ -15,10 +15,15 @@ using namespace codec;
 namespace {
 
 constexpr std::string_view kSigningSecretField = "signing_secret";
-constexpr std::string_view kHeaderField = "header:";  // + the header's name
+constexpr std::string_view kHeaderField = "header:";      // + the header's name
+constexpr std::string_view kCredentialField = "credential:";  // + the credential's name
 
 std::string header_field(std::string_view header) {
     return std::string{kHeaderField} + std::string{header};
+}
+
+std::string credential_field(std::string_view credential) {
+    return std::string{kCredentialField} + std::string{credential};
 }
 
 // What a target's secret is bound to when encrypted: the target and the field, so that a value
@@ -30,6 +35,9 @@ std::string secret_context(std::string_view target, std::string_view field) {
 std::string describe(std::string_view field) {
     if (field.starts_with(kHeaderField)) {
         return "the value of header '" + std::string{field.substr(kHeaderField.size())} + "'";
+    }
+    if (field.starts_with(kCredentialField)) {
+        return "credential '" + std::string{field.substr(kCredentialField.size())} + "'";
     }
     return std::string{field};
 }
@@ -79,8 +87,8 @@ std::string rewrite_secret(const util::SecretBox* box, std::string_view target,
     return write_secret(box, target, field, plain);
 }
 
-HttpTargetRecord decode_target(const pqxx::row& r, const util::SecretBox* box) {
-    HttpTargetRecord record;
+TargetRecord decode_target(const pqxx::row& r, const util::SecretBox* box) {
+    TargetRecord record;
     auto& t = record.settings;
     t.name = r[0].as<std::string>();
     t.namespace_name = r[1].as<std::string>();
@@ -109,41 +117,93 @@ HttpTargetRecord decode_target(const pqxx::row& r, const util::SecretBox* box) {
     record.last_error = pg::optional_text(r[13]);
     record.last_error_at = pg::optional_instant(r[14]);
     record.last_success_at = pg::optional_instant(r[15]);
+    t.kind = r[16].as<std::string>();
+    const auto option_names = pg::parse_text_array(r[17]);
+    const auto option_values = pg::parse_text_array(r[18]);
+    const auto credential_names = pg::parse_text_array(r[19]);
+    const auto credential_values = pg::parse_text_array(r[20]);
+    if (option_names.size() != option_values.size() ||
+        credential_names.size() != credential_values.size()) {
+        throw DecodeError("target '" + t.name + "': option or credential names and values differ in number");
+    }
+    for (std::size_t i = 0; i < option_names.size(); ++i) {
+        t.options.emplace(option_names[i], option_values[i]);
+    }
+    for (std::size_t i = 0; i < credential_names.size(); ++i) {
+        t.credentials.emplace(credential_names[i],
+                              read_secret(box, t.name, credential_field(credential_names[i]),
+                                          credential_values[i], record.secrets));
+    }
     return record;
+}
+
+// A map's names and values, as the statements take them.
+struct NamesAndValues {
+    std::vector<std::string> names, values;
+};
+
+NamesAndValues split(const std::map<std::string, std::string>& items) {
+    NamesAndValues out;
+    for (const auto& [name, value] : items) {
+        out.names.push_back(name);
+        out.values.push_back(value);
+    }
+    return out;
 }
 
 }  // namespace
 
-void TargetStore::put(const HttpTargetSettings& target, SecretUpdate signing_secret) {
+void TargetStore::put(const TargetSettings& target, SecretUpdate signing_secret,
+                      const KeptCredentials& kept) {
     const auto* box = secrets_.get();
     std::vector<std::string> names, values;
     for (const auto& [name, value] : target.headers) {
         names.push_back(name);
         values.push_back(write_secret(box, target.name, header_field(name), value));
     }
+    std::map<std::string, std::string> credentials;
+    for (const auto& [name, value] : target.credentials) {
+        credentials[name] = write_secret(box, target.name, credential_field(name), value);
+    }
+    const auto options = split(target.options);
     session_.pg().transact(sql::kPutHttpTarget, [&](pqxx::work& tx) {
         std::optional<std::string> secret;
-        if (signing_secret == SecretUpdate::keep) {
+        if (signing_secret == SecretUpdate::keep || !kept.empty()) {
             // Locked, so that a concurrent PUT that sets a secret is not undone by this one.
             const auto stored = tx.exec_prepared(std::string{sql::kLockHttpTargetSecret.name},
                                                  text_param(target.name));
-            if (const auto text = stored.empty() ? std::nullopt : pg::optional_text(stored[0][0])) {
-                secret = rewrite_secret(box, target.name, kSigningSecretField, *text);
+            if (!stored.empty()) {
+                const auto text = pg::optional_text(stored[0][0]);
+                if (signing_secret == SecretUpdate::keep && text) {
+                    secret = rewrite_secret(box, target.name, kSigningSecretField, *text);
+                }
+                const auto stored_names = pg::parse_text_array(stored[0][1]);
+                const auto stored_values = pg::parse_text_array(stored[0][2]);
+                for (std::size_t i = 0; i < stored_names.size() && i < stored_values.size(); ++i) {
+                    const auto& name = stored_names[i];
+                    if (std::find(kept.begin(), kept.end(), name) == kept.end()) continue;
+                    credentials[name] =
+                        rewrite_secret(box, target.name, credential_field(name), stored_values[i]);
+                }
             }
-        } else if (target.signing_secret) {
+        }
+        if (signing_secret == SecretUpdate::replace && target.signing_secret) {
             secret = write_secret(box, target.name, kSigningSecretField, *target.signing_secret);
         }
+        const auto sealed = split(credentials);
         tx.exec_prepared(std::string{sql::kPutHttpTarget.name}, text_param(target.name),
                          text_param(target.namespace_name), text_param(target.task_queue),
                          pg::text_array(target.activity_types), text_param(target.url),
                          target.max_in_flight, target.timeout_ms, secret, pg::text_array(names),
-                         pg::text_array(values), target.ca_file);
+                         pg::text_array(values), target.ca_file, text_param(target.kind),
+                         pg::text_array(options.names), pg::text_array(options.values),
+                         pg::text_array(sealed.names), pg::text_array(sealed.values));
     });
 }
 
-std::optional<HttpTargetRecord> TargetStore::get(std::string_view name) {
+std::optional<TargetRecord> TargetStore::get(std::string_view name) {
     return session_.pg().transact(
-        sql::kGetHttpTarget, [&](pqxx::work& tx) -> std::optional<HttpTargetRecord> {
+        sql::kGetHttpTarget, [&](pqxx::work& tx) -> std::optional<TargetRecord> {
             const auto result =
                 tx.exec_prepared(std::string{sql::kGetHttpTarget.name}, text_param(name));
             if (result.empty()) return std::nullopt;
@@ -151,9 +211,9 @@ std::optional<HttpTargetRecord> TargetStore::get(std::string_view name) {
         });
 }
 
-std::vector<HttpTargetRecord> TargetStore::list() {
+std::vector<TargetRecord> TargetStore::list() {
     return session_.pg().autocommit(sql::kListHttpTargets, [&](pqxx::nontransaction& tx) {
-        std::vector<HttpTargetRecord> out;
+        std::vector<TargetRecord> out;
         for (const auto& r : tx.exec_prepared(std::string{sql::kListHttpTargets.name})) {
             out.push_back(decode_target(r, secrets_.get()));
         }
@@ -168,7 +228,7 @@ bool TargetStore::remove(std::string_view name) {
     });
 }
 
-void TargetStore::report(std::span<const HttpTargetReport> reports) {
+void TargetStore::report(std::span<const TargetReport> reports) {
     if (reports.empty()) return;
     pg::ArrayLiteral names, errors, succeeded;
     for (const auto& report : reports) {
@@ -192,8 +252,11 @@ ResealReport TargetStore::reseal() {
             auto secret = pg::optional_text(r[1]);
             const auto names = pg::parse_text_array(r[2]);
             auto values = pg::parse_text_array(r[3]);
-            if (names.size() != values.size()) {
-                report.unreadable.emplace_back(name, "header names and values differ in number");
+            const auto credential_names = pg::parse_text_array(r[4]);
+            auto credentials = pg::parse_text_array(r[5]);
+            if (names.size() != values.size() || credential_names.size() != credentials.size()) {
+                report.unreadable.emplace_back(
+                    name, "header or credential names and values differ in number");
                 continue;
             }
             // Values in clear or under another key than the first are encrypted anew.
@@ -211,6 +274,11 @@ ResealReport TargetStore::reseal() {
                 values[i] =
                     read_secret(&box, name, header_field(names[i]), std::move(values[i]), at_rest);
             }
+            for (std::size_t i = 0; i < credential_names.size(); ++i) {
+                count(credentials[i]);
+                credentials[i] = read_secret(&box, name, credential_field(credential_names[i]),
+                                             std::move(credentials[i]), at_rest);
+            }
             if (at_rest.problem) {
                 report.unreadable.emplace_back(name, *at_rest.problem);
                 continue;
@@ -220,8 +288,13 @@ ResealReport TargetStore::reseal() {
             for (std::size_t i = 0; i < names.size(); ++i) {
                 values[i] = write_secret(&box, name, header_field(names[i]), values[i]);
             }
+            for (std::size_t i = 0; i < credential_names.size(); ++i) {
+                credentials[i] =
+                    write_secret(&box, name, credential_field(credential_names[i]), credentials[i]);
+            }
             tx.exec_prepared(std::string{sql::kResealHttpTarget.name}, text_param(name), secret,
-                             pg::text_array(names), pg::text_array(values));
+                             pg::text_array(names), pg::text_array(values),
+                             pg::text_array(credential_names), pg::text_array(credentials));
             ++report.targets;
             report.values += stale;
         }

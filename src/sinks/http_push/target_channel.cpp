@@ -3,6 +3,7 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 
+#include "outboxd/sinks/task_headers.hpp"
 #include "outboxd/worker/protocol.hpp"
 
 namespace outboxd::sinks::http_push::detail {
@@ -17,29 +18,9 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kIdleReuse = std::chrono::seconds{30};
 constexpr std::string_view kUserAgent = "outboxd";
 
-// A dispatch key as a header value: bytes outside visible ASCII, and '%', percent-encoded,
-// so that no key (any UTF-8, from plain SQL too) can break the request's framing. The task
-// body carries the key exactly.
-std::string header_safe(std::string_view value) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(value.size());
-    for (const char c : value) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte > 0x20 && byte < 0x7f && byte != '%') {
-            out += c;
-        } else {
-            out += '%';
-            out += kHex[byte >> 4];
-            out += kHex[byte & 0xf];
-        }
-    }
-    return out;
-}
-
 }  // namespace
 
-TargetChannel::TargetChannel(boost::asio::any_io_executor ex, store::HttpTargetSettings settings,
+TargetChannel::TargetChannel(boost::asio::any_io_executor ex, store::TargetSettings settings,
                              TargetUrl url, std::unique_ptr<boost::asio::ssl::context> tls,
                              const HostPolicy& policy, ConnectionLimits limits,
                              TargetMetrics metrics, AnswerSink sink, WallClock wall_clock)
@@ -66,11 +47,7 @@ std::shared_ptr<const Request> TargetChannel::request_for(const sinks::Task& tas
     request->set(http::field::host, url_.host_header);
     request->set(http::field::user_agent, kUserAgent);
     request->set(http::field::content_type, "application/json");
-    request->set("Outboxd-Dispatch-Key", header_safe(task.dispatch_key));
-    request->set("Outboxd-Attempt", std::to_string(task.attempt));
-    request->set("Outboxd-Delivery", std::to_string(task.delivery));
-    request->set("Outboxd-Task-Id", task.task_id);
-    request->set("Outboxd-Database", task.database);
+    for (const auto& [name, value] : task_headers(task)) request->set(name, value);
     for (const auto& [name, value] : settings_.headers) request->set(name, value);
     request->body() = worker::protocol::encode(task);
     if (settings_.signing_secret) {
@@ -167,8 +144,8 @@ void TargetChannel::close(std::string_view) {
     busy_.clear();
 }
 
-store::HttpTargetReport TargetChannel::take_report() {
-    store::HttpTargetReport report{settings_.name, std::exchange(unreported_error_, std::nullopt),
+store::TargetReport TargetChannel::take_report() {
+    store::TargetReport report{settings_.name, std::exchange(unreported_error_, std::nullopt),
                                    std::exchange(unreported_success_, false)};
     return report;
 }

@@ -26,19 +26,12 @@
 #include <prometheus/histogram.h>
 
 #include "http_connection.hpp"
-#include "outboxd/sinks/sink.hpp"
-#include "outboxd/store/http_target.hpp"
+#include "outboxd/sinks/targets/destination.hpp"
+#include "outboxd/store/target.hpp"
 
 namespace outboxd::sinks::http_push::detail {
 
-// Where answers go: dispatch's on_complete / on_fail for the target's registry entry.
-struct AnswerSink {
-    // `result`: the body kept as the task's result (JSON text), if it is one.
-    std::function<void(const std::string& task_id, std::optional<std::string> result)> done;
-    std::function<void(const std::string& task_id, std::string error, bool retryable,
-                       std::chrono::milliseconds min_delay)>
-        failed;
-};
+using AnswerSink = targets::Answers;
 
 struct TargetMetrics {
     prometheus::Family<prometheus::Counter>* requests = nullptr;  // {database, target, code_class}
@@ -47,12 +40,13 @@ struct TargetMetrics {
     prometheus::Gauge* inflight = nullptr;
 };
 
-class TargetChannel final : public sinks::Sink, public std::enable_shared_from_this<TargetChannel> {
+class TargetChannel final : public targets::Channel,
+                            public std::enable_shared_from_this<TargetChannel> {
 public:
     using WallClock = std::function<std::time_t()>;
 
     // `tls` is the target's TLS context (https only); `policy` must outlive the channel.
-    TargetChannel(boost::asio::any_io_executor ex, store::HttpTargetSettings settings,
+    TargetChannel(boost::asio::any_io_executor ex, store::TargetSettings settings,
                   TargetUrl url, std::unique_ptr<boost::asio::ssl::context> tls,
                   const HostPolicy& policy, ConnectionLimits limits, TargetMetrics metrics,
                   AnswerSink sink, WallClock wall_clock);
@@ -62,11 +56,11 @@ public:
     // Closes every connection: requests in progress end as failures (retried).
     void close(std::string_view reason) override;
 
-    [[nodiscard]] const store::HttpTargetSettings& settings() const { return settings_; }
-    [[nodiscard]] std::size_t in_flight() const { return in_flight_; }
+    [[nodiscard]] const store::TargetSettings& settings() const { return settings_; }
+    [[nodiscard]] std::size_t in_flight() const override { return in_flight_; }
     // What happened since the last call: the latest error, and whether any request got a 2xx.
-    [[nodiscard]] store::HttpTargetReport take_report();
-    [[nodiscard]] const std::optional<std::string>& last_error() const { return last_error_; }
+    [[nodiscard]] store::TargetReport take_report() override;
+    [[nodiscard]] std::optional<std::string> last_error() const override { return last_error_; }
 
 private:
     struct Delivery {
@@ -85,7 +79,7 @@ private:
     prometheus::Counter& requests_counter(const std::string& code_class);
 
     boost::asio::any_io_executor ex_;
-    store::HttpTargetSettings settings_;
+    store::TargetSettings settings_;
     TargetUrl url_;
     std::unique_ptr<boost::asio::ssl::context> tls_;
     const HostPolicy& policy_;

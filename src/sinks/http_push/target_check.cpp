@@ -319,8 +319,7 @@ std::optional<std::string> HostPolicy::address_problem(const TargetUrl& url,
            "' is not in OUTBOXD_HTTP_ALLOWED_HOSTS";
 }
 
-std::optional<FieldProblem> check_target(const store::HttpTargetSettings& target,
-                                         const HostPolicy& policy) {
+std::optional<FieldProblem> common_target_problem(const store::TargetSettings& target) {
     const auto& name = target.name;
     if (name.empty() || name.size() > kMaxTargetNameBytes ||
         !std::all_of(name.begin(), name.end(), [](char c) {
@@ -345,10 +344,6 @@ std::optional<FieldProblem> check_target(const store::HttpTargetSettings& target
             return problem("activity_types", "an activity type " + *why);
         }
     }
-    if (auto why = url_problem(target.url)) return problem("url", "url " + *why);
-    if (auto why = policy.host_problem(*parse_target_url(target.url))) {
-        return problem("url", "url " + *why);
-    }
     if (target.max_in_flight < 1 || target.max_in_flight > kMaxTargetInFlight) {
         return problem("max_in_flight",
                        "max_in_flight must be between 1 and " + std::to_string(kMaxTargetInFlight));
@@ -356,6 +351,16 @@ std::optional<FieldProblem> check_target(const store::HttpTargetSettings& target
     if (target.timeout_ms < 1 || target.timeout_ms > kMaxTargetTimeoutMs) {
         return problem("timeout_ms",
                        "timeout_ms must be between 1 and " + std::to_string(kMaxTargetTimeoutMs));
+    }
+    return std::nullopt;
+}
+
+std::optional<FieldProblem> check_target(const store::TargetSettings& target,
+                                         const HostPolicy& policy) {
+    if (auto common = common_target_problem(target)) return common;
+    if (auto why = url_problem(target.url)) return problem("url", "url " + *why);
+    if (auto why = policy.host_problem(*parse_target_url(target.url))) {
+        return problem("url", "url " + *why);
     }
     if (target.signing_secret) {
         const auto& secret = *target.signing_secret;

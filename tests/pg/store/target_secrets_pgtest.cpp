@@ -36,8 +36,8 @@ struct Node {
     store::TargetStore targets;
 };
 
-store::HttpTargetSettings hook(const std::string& name = "hook") {
-    store::HttpTargetSettings t;
+store::TargetSettings hook(const std::string& name = "hook") {
+    store::TargetSettings t;
     t.name = name;
     t.activity_types = {"charge"};
     t.url = "https://hooks.example.com/in?token=url-s3cret";

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "outboxd/sinks/http_push/delivery.hpp"
-#include "outboxd/sinks/http_push/http_targets.hpp"
+#include "outboxd/sinks/targets/targets.hpp"
 
 using namespace outboxd;
 namespace push = outboxd::sinks::http_push;
@@ -83,24 +83,24 @@ TEST_CASE("the signature is HMAC-SHA256 of the timestamp, a dot and the body", "
 }
 
 TEST_CASE("a node's share of a target follows its shards and sums to the bound", "[unit][push]") {
-    const push::ShardCounts alone{{"a", 1024}};
-    CHECK(push::node_share(64, alone, "a") == 64);
-    const push::ShardCounts three{{"a", 341}, {"b", 341}, {"c", 342}};
+    const outboxd::sinks::ShardCounts alone{{"a", 1024}};
+    CHECK(outboxd::sinks::targets::node_share(64, alone, "a") == 64);
+    const outboxd::sinks::ShardCounts three{{"a", 341}, {"b", 341}, {"c", 342}};
     for (const int bound : {3, 5, 6, 7, 64, 100, 1000}) {
         INFO(bound);
-        const auto sum = push::node_share(bound, three, "a") + push::node_share(bound, three, "b") +
-                         push::node_share(bound, three, "c");
+        const auto sum = outboxd::sinks::targets::node_share(bound, three, "a") + outboxd::sinks::targets::node_share(bound, three, "b") +
+                         outboxd::sinks::targets::node_share(bound, three, "c");
         CHECK(sum == bound);
     }
-    CHECK(push::node_share(6, three, "a") == 2);
+    CHECK(outboxd::sinks::targets::node_share(6, three, "a") == 2);
     // Fewer slots than nodes: one each, so that no node's rows wait forever.
-    CHECK(push::node_share(2, three, "c") == 1);
-    CHECK(push::node_share(2, three, "a") == 1);
+    CHECK(outboxd::sinks::targets::node_share(2, three, "c") == 1);
+    CHECK(outboxd::sinks::targets::node_share(2, three, "a") == 1);
     // Shards nobody owns (a node just died) count for nobody: the others do not take them.
-    const push::ShardCounts half{{"a", 512}, {"b", 0}};
-    CHECK(push::node_share(64, half, "a") == 32);
-    CHECK(push::node_share(64, half, "b") == 0);
-    CHECK(push::node_share(64, three, "nobody") == 0);
+    const outboxd::sinks::ShardCounts half{{"a", 512}, {"b", 0}};
+    CHECK(outboxd::sinks::targets::node_share(64, half, "a") == 32);
+    CHECK(outboxd::sinks::targets::node_share(64, half, "b") == 0);
+    CHECK(outboxd::sinks::targets::node_share(64, three, "nobody") == 0);
 }
 
 TEST_CASE("a 2xx JSON body is the task's result; anything else is none", "[unit][push]") {

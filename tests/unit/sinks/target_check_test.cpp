@@ -10,15 +10,15 @@ using push::HostPolicy;
 
 namespace {
 
-store::HttpTargetSettings valid_target() {
-    store::HttpTargetSettings t;
+store::TargetSettings valid_target() {
+    store::TargetSettings t;
     t.name = "billing-hook";
     t.activity_types = {"charge"};
     t.url = "https://hooks.example.com/outboxd?tenant=7";
     return t;
 }
 
-std::string field_of(const store::HttpTargetSettings& t, const HostPolicy& policy = {}) {
+std::string field_of(const store::TargetSettings& t, const HostPolicy& policy = {}) {
     const auto problem = push::check_target(t, policy);
     return problem ? problem->field : "";
 }

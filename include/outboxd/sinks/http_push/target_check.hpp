@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "outboxd/sinks/http_push/address_class.hpp"
-#include "outboxd/store/http_target.hpp"
+#include "outboxd/store/target.hpp"
 
 namespace outboxd::sinks::http_push {
 
@@ -89,10 +89,14 @@ struct FieldProblem {
     std::string message;
 };
 
-// Every rule a target must satisfy, the policy included; the first broken one. A signing
+// The rules every target satisfies whatever its kind: its name, route (namespace, task
+// queue, activity types) and bounds (max_in_flight, timeout_ms).
+[[nodiscard]] std::optional<FieldProblem> common_target_problem(const store::TargetSettings& target);
+
+// Every rule an HTTP target must satisfy, the policy included; the first broken one. A signing
 // secret or header value may not begin with "enc:", which marks an encrypted value in the
 // database (util::SecretBox): written in clear, it would read as one.
-[[nodiscard]] std::optional<FieldProblem> check_target(const store::HttpTargetSettings& target,
+[[nodiscard]] std::optional<FieldProblem> check_target(const store::TargetSettings& target,
                                                        const HostPolicy& policy);
 
 }  // namespace outboxd::sinks::http_push

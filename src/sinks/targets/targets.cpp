@@ -1,44 +1,25 @@
-#include "outboxd/sinks/http_push/http_targets.hpp"
+#include "outboxd/sinks/targets/targets.hpp"
 
 #include <algorithm>
 #include <set>
 
-#include <boost/asio/ssl/context.hpp>
 #include <spdlog/spdlog.h>
 
 #include "outboxd/util/untrusted_text.hpp"
-#include "target_channel.hpp"
 
-namespace outboxd::sinks::http_push {
+namespace outboxd::sinks::targets {
 namespace {
 
 constexpr std::int64_t kTotalShards = 1024;
-constexpr std::string_view kSessionPrefix = "http:";
-
-// The TLS context of an https target: the system's trust store, or the target's CA file.
-std::unique_ptr<boost::asio::ssl::context> tls_context(const store::HttpTargetSettings& target) {
-    auto context =
-        std::make_unique<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
-    context->set_options(boost::asio::ssl::context::default_workarounds |
-                         boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3 |
-                         boost::asio::ssl::context::no_tlsv1 |
-                         boost::asio::ssl::context::no_tlsv1_1);
-    if (target.ca_file) {
-        context->load_verify_file(*target.ca_file);  // throws when unreadable
-    } else {
-        context->set_default_verify_paths();
-    }
-    return context;
-}
 
 // What dispatch sees of a target: a sink of its route that takes no node label, whose
-// requests time out by the target's own timeout.
-sinks::SinkProfile profile_of(const store::HttpTargetSettings& target, std::int32_t share,
+// tasks time out by the target's own timeout.
+sinks::SinkProfile profile_of(const store::TargetSettings& target, std::int32_t share,
                               std::chrono::milliseconds deadline_grace,
                               std::optional<std::string> database) {
     sinks::SinkProfile profile;
     profile.database = std::move(database);
-    profile.name = "http-target:" + target.name;
+    profile.name = target.kind + "-target:" + target.name;
     profile.namespaces = {target.namespace_name};
     profile.task_queue = target.task_queue;
     profile.activity_types = target.activity_types;
@@ -48,9 +29,9 @@ sinks::SinkProfile profile_of(const store::HttpTargetSettings& target, std::int3
     return profile;
 }
 
-// Settings that change only the share keep the sink; any other change (URL, route, secret,
-// headers, TLS, timeout) takes a new one.
-bool same_but_capacity(store::HttpTargetSettings a, store::HttpTargetSettings b) {
+// Settings that change only the share keep the sink; any other change (kind, URL, route,
+// secret, headers, TLS, timeout, options) takes a new one.
+bool same_but_capacity(store::TargetSettings a, store::TargetSettings b) {
     a.max_in_flight = b.max_in_flight = 0;
     return a == b;
 }
@@ -91,9 +72,9 @@ std::int32_t node_share(std::int32_t max_in_flight, const ShardCounts& owned, co
     return static_cast<std::int32_t>(std::max<std::int64_t>(1, share));
 }
 
-HttpTargets::HttpTargets(boost::asio::any_io_executor loop, store::AdminLane& lane,
+Targets::Targets(boost::asio::any_io_executor loop, store::AdminLane& lane,
                          sinks::SinkPort& port, metrics::NodeMetrics& metrics,
-                         PushSettings settings, WallClock wall_clock)
+                 TargetsSettings settings, WallClock wall_clock)
     : loop_(std::move(loop)),
       lane_(lane),
       port_(port),
@@ -102,15 +83,15 @@ HttpTargets::HttpTargets(boost::asio::any_io_executor loop, store::AdminLane& la
       wall_clock_(std::move(wall_clock)),
       timer_(loop_) {}
 
-HttpTargets::~HttpTargets() { stop(); }
+Targets::~Targets() { stop(); }
 
-void HttpTargets::start() {
+void Targets::start() {
     stopped_ = false;
     refresh_now();
     schedule();
 }
 
-void HttpTargets::stop() {
+void Targets::stop() {
     stopped_ = true;
     timer_.cancel();
     // Requests still out end as failures, answered to dispatch before the entries go.
@@ -118,7 +99,7 @@ void HttpTargets::stop() {
     for (auto& entry : retired_) entry.channel->close("node stopping");
 }
 
-void HttpTargets::schedule() {
+void Targets::schedule() {
     timer_.expires_after(std::max(settings_.refresh, std::chrono::milliseconds{50}));
     timer_.async_wait([this, watch = lifetime_.watch()](auto ec) {
         if (ec || watch.expired() || stopped_) return;
@@ -127,7 +108,7 @@ void HttpTargets::schedule() {
     });
 }
 
-std::vector<store::HttpTargetReport> HttpTargets::take_reports() {
+std::vector<store::TargetReport> Targets::take_reports() {
     auto reports = std::exchange(unsent_reports_, {});
     const auto collect = [&reports](Entry& entry) {
         auto report = entry.channel->take_report();
@@ -138,7 +119,7 @@ std::vector<store::HttpTargetReport> HttpTargets::take_reports() {
     return reports;
 }
 
-void HttpTargets::refresh_now() {
+void Targets::refresh_now() {
     if (stopped_) return;
     auto reports = take_reports();
     // Periodic: when the lane is full, the reports wait for the next refresh.
@@ -148,20 +129,20 @@ void HttpTargets::refresh_now() {
             db.targets.report(reports);
             return db.targets.list();
         },
-        [this, reports](const store::LaneResult<std::vector<store::HttpTargetRecord>>& listed) {
+        [this, reports](const store::LaneResult<std::vector<store::TargetRecord>>& listed) {
             if (!listed.ok()) {
                 // Keep serving the targets known; send the reports with the next refresh.
                 unsent_reports_.insert(unsent_reports_.begin(), reports.begin(), reports.end());
                 const auto now = std::chrono::steady_clock::now();
                 if (failures_.failed(now)) {
                     spdlog::warn(
-                        "event=http_targets_refresh_failed database={} failures={} error=\"{}\"",
+                        "event=targets_refresh_failed database={} failures={} error=\"{}\"",
                         database(), failures_.failures(), util::log_safe(listed.error));
                 }
                 return;
             }
             if (const auto failed = failures_.succeeded(); failed > 0) {
-                spdlog::info("event=http_targets_refresh_recovered database={} failures={}",
+                spdlog::info("event=targets_refresh_recovered database={} failures={}",
                              database(), failed);
             }
             if (!stopped_) apply(listed.value);
@@ -169,8 +150,8 @@ void HttpTargets::refresh_now() {
     if (!queued) unsent_reports_.insert(unsent_reports_.end(), reports.begin(), reports.end());
 }
 
-void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
-    std::map<std::string, const store::HttpTargetSettings*> wanted;
+void Targets::apply(const std::vector<store::TargetRecord>& records) {
+    std::map<std::string, const store::TargetSettings*> wanted;
     std::map<std::string, std::string> refused;
     std::set<std::string> undecryptable;
     for (const auto& record : records) {
@@ -184,7 +165,7 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
         }
         // Checked again: the row may have been written by plain SQL, or before this node's
         // allow-list changed.
-        if (const auto problem = check_target(target, settings_.policy)) {
+        if (const auto problem = targets::check_target(target, settings_.policy)) {
             refused[target.name] = problem->message;
             continue;
         }
@@ -193,7 +174,7 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
     for (const auto& [name, why] : refused) {
         const auto known = refused_.find(name);
         if (known == refused_.end() || known->second != why) {
-            spdlog::warn("event=http_target_refused database={} target=\"{}\" reason=\"{}\"",
+            spdlog::warn("event=target_refused database={} target=\"{}\" reason=\"{}\"",
                          database(), util::log_safe(name), util::log_safe(why));
             // A key missing here is this node's to fix: say so where every node's GET sees it.
             if (undecryptable.contains(name)) {
@@ -206,7 +187,7 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
     for (auto it = active_.begin(); it != active_.end();) {
         const auto found = wanted.find(it->first);
         if (found == wanted.end()) {
-            spdlog::info("event=http_target_removed database={} target=\"{}\"", database(),
+            spdlog::info("event=target_removed database={} target=\"{}\"", database(),
                          util::log_safe(it->first));
             retire(std::move(it->second));
             it = active_.erase(it);
@@ -218,7 +199,7 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
                 entry.settings = *found->second;
                 set_credit(entry);
             } else {
-                spdlog::info("event=http_target_changed database={} target=\"{}\"", database(),
+                spdlog::info("event=target_changed database={} target=\"{}\"", database(),
                              util::log_safe(it->first));
                 retire(std::move(entry));
                 it = active_.erase(it);
@@ -233,62 +214,54 @@ void HttpTargets::apply(const std::vector<store::HttpTargetRecord>& records) {
     reap_retired();
 }
 
-void HttpTargets::add(const store::HttpTargetSettings& target) {
-    std::unique_ptr<boost::asio::ssl::context> tls;
-    const auto url = parse_target_url(target.url);
-    if (!url) return;  // check_target passed, so never
-    if (url->tls) {
-        try {
-            tls = tls_context(target);
-        } catch (const std::exception& error) {
-            const auto why =
-                "cannot load its TLS trust (" + util::sanitize_text(error.what(), 200) + ")";
-            if (refused_[target.name] != why) {
-                spdlog::warn("event=http_target_refused database={} target=\"{}\" reason=\"{}\"",
-                             database(), util::log_safe(target.name), util::log_safe(why));
-            }
-            refused_[target.name] = why;
-            unsent_reports_.push_back({target.name, "node cannot use the target: " + why, false});
-            return;
+void Targets::add(const store::TargetSettings& target) {
+    const auto* kind = find_kind(target.kind);
+    if (kind == nullptr) return;  // check_target passed, so never
+    const auto refuse = [&](const std::string& why) {
+        if (refused_[target.name] != why) {
+            spdlog::warn("event=target_refused database={} target=\"{}\" reason=\"{}\"",
+                         database(), util::log_safe(target.name), util::log_safe(why));
         }
-    }
+        refused_[target.name] = why;
+        unsent_reports_.push_back({target.name, "node cannot use the target: " + why, false});
+    };
     Entry entry;
     // Unique across the node's databases, whose targets may share a name.
-    entry.session_id = std::string{kSessionPrefix} + target.name +
+    entry.session_id = target.kind + ":" + target.name +
                        (settings_.database ? "@" + *settings_.database : "") + "#" +
                        std::to_string(++generation_);
     entry.settings = target;
-    const prometheus::Labels labels{{"database", database()}, {"target", target.name}};
-    detail::TargetMetrics target_metrics{
-        &metrics_.http_requests_total, database(),
-        &metrics_.http_request_seconds.Add(labels, metrics::kHttpSecondsBuckets),
-        &metrics_.http_inflight.Add(labels)};
-    detail::AnswerSink sink;
+    Answers answers;
     const auto session = entry.session_id;
-    sink.done = [this, session, watch = lifetime_.watch()](const std::string& task_id,
-                                                           std::optional<std::string> result) {
+    answers.done = [this, session, watch = lifetime_.watch()](const std::string& task_id,
+                                                              std::optional<std::string> result) {
         if (watch.expired()) return;
         (void)port_.complete(session, task_id, std::move(result).value_or("null"));
         reap_retired();
     };
-    sink.failed = [this, session, watch = lifetime_.watch()](const std::string& task_id,
-                                                             std::string error, bool retryable,
-                                                             std::chrono::milliseconds min_delay) {
+    answers.failed = [this, session, watch = lifetime_.watch()](
+                         const std::string& task_id, std::string error, bool retryable,
+                         std::chrono::milliseconds min_delay) {
         if (watch.expired()) return;
         (void)port_.fail(session, task_id, std::move(error), retryable, min_delay);
         reap_retired();
     };
-    entry.channel = std::make_shared<detail::TargetChannel>(
-        loop_, target, *url, std::move(tls), settings_.policy,
-        detail::ConnectionLimits{settings_.max_response_bytes, std::size_t{16} * 1024,
-                                 settings_.max_result_bytes},
-        target_metrics, std::move(sink), wall_clock_);
+    try {
+        entry.channel = kind->open(
+            target, ChannelContext{loop_, settings_.policy, metrics_, database(), std::move(answers),
+                                   settings_.max_response_bytes, settings_.max_result_bytes,
+                                   wall_clock_});
+    } catch (const std::exception& error) {
+        refuse(util::sanitize_text(error.what(), 300));
+        return;
+    }
     const auto share = share_of(target);
     spdlog::info(
-        "event=http_target_added database={} target=\"{}\" namespace=\"{}\" task_queue=\"{}\" "
-        "url=\"{}\" share={}",
-        database(), util::log_safe(target.name), util::log_safe(target.namespace_name),
-        util::log_safe(target.task_queue), util::log_safe(url->host_header), std::max(0, share));
+        "event=target_added database={} target=\"{}\" kind={} namespace=\"{}\" "
+        "task_queue=\"{}\" url=\"{}\" share={}",
+        database(), util::log_safe(target.name), target.kind,
+        util::log_safe(target.namespace_name), util::log_safe(target.task_queue),
+        util::log_safe(kind->shown_url(target.url)), std::max(0, share));
     const auto session_id = entry.session_id;
     auto channel = entry.channel;
     active_.emplace(target.name, std::move(entry));
@@ -297,28 +270,28 @@ void HttpTargets::add(const store::HttpTargetSettings& target) {
                  std::move(channel));
 }
 
-std::int32_t HttpTargets::share_of(const store::HttpTargetSettings& target) const {
+std::int32_t Targets::share_of(const store::TargetSettings& target) const {
     return node_share(target.max_in_flight, owned_, me_, kTotalShards);
 }
 
-void HttpTargets::set_credit(const Entry& entry) {
+void Targets::set_credit(const Entry& entry) {
     port_.set_credit(entry.session_id, share_of(entry.settings));
 }
 
-void HttpTargets::cluster_changed(const ShardCounts& owned, const std::string& me) {
+void Targets::cluster_changed(const ShardCounts& owned, const std::string& me) {
     if (owned == owned_ && me == me_) return;
     owned_ = owned;
     me_ = me;
     for (const auto& [name, entry] : active_) set_credit(entry);
 }
 
-void HttpTargets::retire(Entry entry) {
+void Targets::retire(Entry entry) {
     // No new tasks; the requests out finish and are answered under this sink.
     port_.set_credit(entry.session_id, 0);
     retired_.push_back(std::move(entry));
 }
 
-void HttpTargets::reap_retired() {
+void Targets::reap_retired() {
     std::erase_if(retired_, [this](Entry& entry) {
         if (entry.channel->in_flight() > 0) return false;
         entry.channel->close("target retired");
@@ -327,7 +300,7 @@ void HttpTargets::reap_retired() {
     });
 }
 
-std::optional<TargetState> HttpTargets::state(const std::string& name) const {
+std::optional<TargetState> Targets::state(const std::string& name) const {
     TargetState state;
     if (const auto it = refused_.find(name); it != refused_.end()) state.refused = it->second;
     const auto it = active_.find(name);
@@ -338,14 +311,15 @@ std::optional<TargetState> HttpTargets::state(const std::string& name) const {
     state.share = share_of(it->second.settings);
     state.in_flight = static_cast<std::int32_t>(it->second.channel->in_flight());
     state.last_error = it->second.channel->last_error();
+    state.connected = it->second.channel->connected();
     return state;
 }
 
-TargetStates HttpTargets::states() const {
+TargetStates Targets::states() const {
     TargetStates out;
     for (const auto& [name, entry] : active_) out[name] = *state(name);
     for (const auto& [name, why] : refused_) out[name] = *state(name);
     return out;
 }
 
-}  // namespace outboxd::sinks::http_push
+}  // namespace outboxd::sinks::targets

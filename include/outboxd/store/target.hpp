@@ -1,12 +1,14 @@
 #pragma once
 
-// HTTP push targets as stored (table http_targets, migration 0011): what PUT
-// /v1/http-targets/{name} sets, and what the delivering nodes report back. The rules a
-// target must satisfy (URL, bounds, header names) are http_push::check_target's; the store only
-// keeps what it is given and the table's CHECKs. The settings hold secrets in clear: the
-// store encrypts them on the way in and decrypts them on the way out (TargetStore).
+// Targets as stored (table targets, migrations 0011 and 0023): what PUT /v1/targets/{name}
+// sets, and what the delivering nodes report back. A target is a destination of some kind
+// (HTTP push, NATS JetStream, AMQP, …); the store knows no kind: the rules a target must
+// satisfy are its kind's (sinks::targets::check_target), the store keeps what it is given and
+// the table's CHECKs. The settings hold secrets in clear: the store encrypts them on the way in
+// and decrypts them on the way out (TargetStore).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,7 +18,8 @@
 
 namespace outboxd::store {
 
-struct HttpTargetSettings {
+struct TargetSettings {
+    std::string kind = "http";  // whose rules and channel (sinks::targets::DestinationKind)
     std::string name;
     std::string namespace_name = "default";
     std::string task_queue = "default";
@@ -26,14 +29,22 @@ struct HttpTargetSettings {
     std::int32_t timeout_ms = 30000;  // one request, connect to last response byte
     std::optional<std::string> signing_secret;
     std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
-    std::optional<std::string> ca_file;  // https: trust this CA file instead of the system's
+    std::optional<std::string> ca_file;  // TLS: trust this CA file instead of the system's
+    // The kind's own settings (a subject, an exchange, the body, …), checked by the kind.
+    std::map<std::string, std::string> options;
+    // The kind's secrets (a password, a token, …): never shown, encrypted at rest.
+    std::map<std::string, std::string> credentials;
 
-    friend bool operator==(const HttpTargetSettings&, const HttpTargetSettings&) = default;
+    friend bool operator==(const TargetSettings&, const TargetSettings&) = default;
 };
 
 // What a write does with the stored signing secret: take the settings' one (none: clear
 // it), or keep the one stored.
 enum class SecretUpdate { replace, keep };
+
+// What a write does with the stored credentials: the settings' ones replace those they name;
+// those named here are kept as stored (a body that left them out); the rest are cleared.
+using KeptCredentials = std::vector<std::string>;
 
 // How a target's secrets (its signing secret and header values) are kept in the database.
 struct SecretsAtRest {
@@ -47,8 +58,8 @@ struct SecretsAtRest {
 };
 
 // A target with what the nodes last reported of it.
-struct HttpTargetRecord {
-    HttpTargetSettings settings;
+struct TargetRecord {
+    TargetSettings settings;
     SecretsAtRest secrets;
     TimePoint created_at;
     TimePoint updated_at;
@@ -65,7 +76,7 @@ struct ResealReport {
 };
 
 // What one node saw of a target since its last report.
-struct HttpTargetReport {
+struct TargetReport {
     std::string name;
     std::optional<std::string> error;  // the latest failure, when there was one
     bool succeeded = false;            // some request got a 2xx

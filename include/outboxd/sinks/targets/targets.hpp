@@ -1,7 +1,7 @@
 #pragma once
 
-// The HTTP push targets of one database on one node (README, "HTTP push"): a sink kind's
-// state in that database (HttpPush, http_push.hpp, makes one per engine). Reads the targets
+// The targets of one database on one node, of every kind (README, "Targets"): a sink kind's
+// state in that database (TargetSinks, target_sinks.hpp, makes one per engine). Reads the targets
 // from PostgreSQL every refresh interval (the namespace cache TTL) and attaches each valid one
 // through the SinkPort as a sink of its route, whose credit is this node's share of the
 // target's max_in_flight: floor(max_in_flight × owned shards / 1024), at least 1 while the
@@ -34,21 +34,17 @@
 
 #include "outboxd/config/defaults.hpp"
 #include "outboxd/metrics/node_metrics.hpp"
-#include "outboxd/sinks/http_push/target_check.hpp"
 #include "outboxd/sinks/sink_port.hpp"
 #include "outboxd/sinks/sink_provider.hpp"
-#include "outboxd/store/http_target.hpp"
+#include "outboxd/sinks/targets/destination.hpp"
+#include "outboxd/store/target.hpp"
 #include "outboxd/store/lanes.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/lifetime.hpp"
 
-namespace outboxd::sinks::http_push {
+namespace outboxd::sinks::targets {
 
-namespace detail {
-class TargetChannel;
-}
-
-struct PushSettings {
+struct TargetsSettings {
     HostPolicy policy;
     std::chrono::milliseconds refresh{1000};
     std::size_t max_response_bytes = defaults::kHttpMaxResponseBytes;
@@ -63,7 +59,8 @@ struct PushSettings {
 // This node's view of one target.
 struct TargetState {
     std::int32_t share = 0;                 // this node's part of max_in_flight
-    std::int32_t in_flight = 0;             // requests out now
+    std::int32_t in_flight = 0;             // tasks out now (requests, unconfirmed messages)
+    bool connected = false;                 // holds a working connection (HTTP: served)
     std::optional<std::string> last_error;  // this node's latest failure
     std::optional<std::string> refused;     // why this node does not use the stored target
 };
@@ -80,17 +77,17 @@ using ShardCounts = sinks::ShardCounts;
 [[nodiscard]] std::int32_t node_share(std::int32_t max_in_flight, const ShardCounts& owned,
                                       const std::string& me, std::int64_t total = 1024);
 
-class HttpTargets final : public sinks::EngineSinks {
+class Targets final : public sinks::EngineSinks {
 public:
     using WallClock = std::function<std::time_t()>;
 
-    HttpTargets(
+    Targets(
         boost::asio::any_io_executor loop, store::AdminLane& lane, sinks::SinkPort& port,
-        metrics::NodeMetrics& metrics, PushSettings settings,
+        metrics::NodeMetrics& metrics, TargetsSettings settings,
         WallClock wall_clock = [] { return std::time(nullptr); });
-    ~HttpTargets() override;
-    HttpTargets(const HttpTargets&) = delete;
-    HttpTargets& operator=(const HttpTargets&) = delete;
+    ~Targets() override;
+    Targets(const Targets&) = delete;
+    Targets& operator=(const Targets&) = delete;
 
     void start() override;  // the first refresh now, then every settings.refresh
     void stop() override;   // closes every target; its requests end as retried failures
@@ -106,17 +103,17 @@ public:
 private:
     struct Entry {
         std::string session_id;
-        std::shared_ptr<detail::TargetChannel> channel;
-        store::HttpTargetSettings settings;
+        std::shared_ptr<Channel> channel;
+        store::TargetSettings settings;
     };
 
     void schedule();
-    void apply(const std::vector<store::HttpTargetRecord>& records);
-    void add(const store::HttpTargetSettings& target);
+    void apply(const std::vector<store::TargetRecord>& records);
+    void add(const store::TargetSettings& target);
     void retire(Entry entry);
     void set_credit(const Entry& entry);
     void reap_retired();
-    [[nodiscard]] std::vector<store::HttpTargetReport> take_reports();
+    [[nodiscard]] std::vector<store::TargetReport> take_reports();
 
     boost::asio::any_io_executor loop_;
     store::AdminLane& lane_;
@@ -124,9 +121,9 @@ private:
     metrics::NodeMetrics& metrics_;
     // The database's name, in its log lines and metric labels.
     [[nodiscard]] std::string database() const { return settings_.database.value_or("default"); }
-    PushSettings settings_;
+    TargetsSettings settings_;
     WallClock wall_clock_;
-    [[nodiscard]] std::int32_t share_of(const store::HttpTargetSettings& target) const;
+    [[nodiscard]] std::int32_t share_of(const store::TargetSettings& target) const;
 
     ShardCounts owned_;
     std::string me_;
@@ -134,11 +131,11 @@ private:
     std::map<std::string, Entry> active_;         // by target name
     std::vector<Entry> retired_;                  // draining: no new tasks, leave when idle
     std::map<std::string, std::string> refused_;  // target name -> why it is not used
-    std::vector<store::HttpTargetReport> unsent_reports_;
+    std::vector<store::TargetReport> unsent_reports_;
     util::FailureRun failures_;
     boost::asio::steady_timer timer_;
     bool stopped_ = true;
     util::Lifetime lifetime_;
 };
 
-}  // namespace outboxd::sinks::http_push
+}  // namespace outboxd::sinks::targets
