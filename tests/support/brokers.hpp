@@ -1,0 +1,158 @@
+#pragma once
+
+// Message brokers of a test's own, for multi-process tests: Debian's nats-server (JetStream,
+// file storage) and rabbitmq-server, each a child process of the test on free 127.0.0.1
+// ports below 32768, with every file of its own under the directory it is given. They never
+// use a system instance (5672, 4222, epmd 4369) and die with the test however it ends.
+// Plus admin helpers that read what a broker stored, through the brokers' C clients
+// (nats.c, rabbitmq-c): each call opens its own connection and closes it.
+//
+// Main thread only: a broker dies with the thread that started it (PR_SET_PDEATHSIG).
+// Everything here throws std::runtime_error naming what failed (with the broker's log when
+// it does not start, with the client's status text when a call fails).
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+
+namespace outboxd::test {
+
+// One message as a broker stored it.
+struct StoredMessage {
+    std::string subject;  // the NATS subject, or the AMQP routing key
+    std::string data;     // the payload, byte for byte
+    // Header name → its first value. AMQP values as text: integers in decimal, booleans as
+    // true/false, nested tables and arrays as {k=v,…} and [v,…].
+    std::map<std::string, std::string> headers;
+    std::string message_id;      // AMQP message-id property; NATS: the Nats-Msg-Id header
+    int delivery_mode = 0;       // AMQP: 1 transient, 2 persistent; 0 when unset (and NATS)
+    std::uint64_t sequence = 0;  // NATS: the stream sequence; 0 for AMQP
+};
+
+// How clients must authenticate to a NatsServer: nothing (the default), a user and password
+// (--user/--pass), or a token (--auth). Not both.
+struct NatsAuth {
+    std::string user;
+    std::string password;
+    std::string token;
+};
+
+// nats-server -js -sd <dir>/js -a 127.0.0.1 -p <port> -m <monitor port>.
+class NatsServer {
+public:
+    // Starts the server and returns once it accepts clients and JetStream answers (/jsz).
+    explicit NatsServer(std::string dir, NatsAuth auth = {});
+    // Stops it (SIGTERM, then SIGKILL after a grace period).
+    ~NatsServer();
+    NatsServer(const NatsServer&) = delete;
+    NatsServer& operator=(const NatsServer&) = delete;
+
+    // nats://127.0.0.1:<port>, without credentials.
+    [[nodiscard]] std::string url() const;
+    // url() with the credentials of NatsAuth in it (nats://user:pass@… or nats://token@…):
+    // what the helpers below and nats.c accept.
+    [[nodiscard]] std::string client_url() const;
+    [[nodiscard]] std::uint16_t port() const { return port_; }
+    [[nodiscard]] std::uint16_t monitor_port() const { return monitor_port_; }
+    [[nodiscard]] bool running();
+    // SIGTERM (JetStream flushes and shuts down); returns once it exited.
+    void stop();
+    // SIGKILL: a crash. The file store recovers what reached its files on restart().
+    void kill();
+    // Stops it if running and starts it again on the same ports and store directory, so
+    // streams and their messages survive; returns once it is ready again.
+    void restart();
+    [[nodiscard]] std::string log() const;
+
+private:
+    // Starts the server on port_ and monitor_port_; false when it exited before it was
+    // ready (a port taken meanwhile), throws when it is not ready in time.
+    bool start();
+    [[nodiscard]] bool jetstream_ready() const;
+
+    std::string dir_;
+    NatsAuth auth_;
+    std::string binary_;
+    std::uint16_t port_ = 0;
+    std::uint16_t monitor_port_ = 0;
+    std::unique_ptr<Process> process_;
+};
+
+// A RabbitMQ node (rabbitmq-server in the foreground, no plugins) of its own: its AMQP port,
+// distribution port and epmd (a child too, on its own port) on 127.0.0.1; node name
+// rabbit-<port>@localhost; config, cookie, HOME, mnesia and logs under `dir`.
+// The guest user may log in from 127.0.0.1 (RabbitMQ's default).
+class RabbitMq {
+public:
+    // Starts epmd and the node; returns once the node accepts an AMQP login (a first start
+    // takes several seconds; gives up after 60 s).
+    explicit RabbitMq(std::string dir);
+    // Stops the node (SIGTERM, then SIGKILL after a grace period) and its epmd.
+    ~RabbitMq();
+    RabbitMq(const RabbitMq&) = delete;
+    RabbitMq& operator=(const RabbitMq&) = delete;
+
+    // amqp://guest:guest@127.0.0.1:<port>/%2f
+    [[nodiscard]] std::string url() const;
+    [[nodiscard]] std::uint16_t port() const { return port_; }
+    [[nodiscard]] bool running();
+    // SIGTERM: a clean shutdown (queues and persistent messages written); returns once the
+    // node exited. Its epmd keeps running for restart().
+    void stop();
+    // SIGKILL: a crash of the node.
+    void kill();
+    // Stops the node if running and starts it again on the same ports and mnesia directory:
+    // durable queues and the persistent messages in them survive.
+    void restart();
+    [[nodiscard]] std::string log() const;
+
+private:
+    // Cookie, config and plugins files under dir_.
+    void write_files() const;
+    // Each false when the process exited before it was ready (a port taken meanwhile);
+    // start_node() throws when the node is not ready in time.
+    bool start_epmd();
+    bool start_node();
+
+    std::string dir_;
+    std::string binary_;
+    std::string epmd_binary_;
+    std::uint16_t port_ = 0;
+    std::uint16_t dist_port_ = 0;
+    std::uint16_t epmd_port_ = 0;
+    std::unique_ptr<Process> epmd_;
+    std::unique_ptr<Process> node_;
+};
+
+// JetStream administration (nats.c). `url` as NatsServer::client_url().
+
+// Creates (or, when identical, confirms) a stream with file storage on `subjects`, which
+// drops a message whose Nats-Msg-Id it stored within `duplicate_window`.
+void create_stream(const std::string& url, const std::string& stream,
+                   const std::vector<std::string>& subjects,
+                   std::chrono::milliseconds duplicate_window = std::chrono::minutes{2});
+// How many messages the stream stores now.
+[[nodiscard]] std::uint64_t stream_messages(const std::string& url, const std::string& stream);
+// Every message the stream stores, in sequence order (deleted sequences skipped).
+[[nodiscard]] std::vector<StoredMessage> stream_contents(const std::string& url,
+                                                         const std::string& stream);
+
+// AMQP administration (rabbitmq-c). `url` as RabbitMq::url().
+
+// Declares a durable exchange of `type` ("direct", "topic", "fanout", "headers").
+void declare_exchange(const std::string& url, const std::string& name, const std::string& type);
+// Declares a durable queue and binds it to `exchange` with `binding_key`.
+void declare_queue_bound(const std::string& url, const std::string& queue,
+                         const std::string& exchange, const std::string& binding_key);
+// Messages ready in the queue (a passive declare); throws when the queue does not exist.
+[[nodiscard]] std::uint64_t queue_messages(const std::string& url, const std::string& queue);
+// Takes every ready message off the queue (basic.get, auto-ack) until it is empty.
+[[nodiscard]] std::vector<StoredMessage> drain_queue(const std::string& url,
+                                                     const std::string& queue);
+
+}  // namespace outboxd::test
