@@ -4,6 +4,7 @@
 #include <array>
 
 #include "outboxd/sinks/http_push/http_kind.hpp"
+#include "outboxd/sinks/nats/nats_kind.hpp"
 #include "outboxd/sinks/targets/destination.hpp"
 
 namespace outboxd::sinks::targets {
@@ -16,7 +17,8 @@ std::optional<FieldProblem> problem(std::string field, std::string message) {
 }  // namespace
 
 std::span<const DestinationKind* const> kinds() {
-    static const std::array<const DestinationKind*, 1> kKinds{&http_push::http_kind()};
+    static const std::array<const DestinationKind*, 2> kKinds{&http_push::http_kind(),
+                                                              &nats::nats_kind()};
     return kKinds;
 }
 

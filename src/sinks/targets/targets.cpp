@@ -246,15 +246,26 @@ void Targets::add(const store::TargetSettings& target) {
         (void)port_.fail(session, task_id, std::move(error), retryable, min_delay);
         reap_retired();
     };
+    const auto ready = [this, name = target.name, session, watch = lifetime_.watch()](bool now) {
+        if (watch.expired()) return;
+        const auto it = active_.find(name);
+        if (it == active_.end() || it->second.session_id != session || it->second.ready == now) {
+            return;
+        }
+        it->second.ready = now;
+        set_credit(it->second);
+    };
     try {
         entry.channel = kind->open(
             target, ChannelContext{loop_, settings_.policy, metrics_, database(), std::move(answers),
                                    settings_.max_response_bytes, settings_.max_result_bytes,
-                                   wall_clock_});
+                                   wall_clock_, ready});
     } catch (const std::exception& error) {
         refuse(util::sanitize_text(error.what(), 300));
         return;
     }
+    // A broker not reached yet takes nothing until its channel says it is ready.
+    entry.ready = entry.channel->connected();
     const auto share = share_of(target);
     spdlog::info(
         "event=target_added database={} target=\"{}\" kind={} namespace=\"{}\" "
@@ -264,9 +275,11 @@ void Targets::add(const store::TargetSettings& target) {
         util::log_safe(kind->shown_url(target.url)), std::max(0, share));
     const auto session_id = entry.session_id;
     auto channel = entry.channel;
+    const bool ready_now = entry.ready;
     active_.emplace(target.name, std::move(entry));
     port_.attach(session_id,
-                 profile_of(target, share, settings_.deadline_grace, settings_.database),
+                 profile_of(target, ready_now ? share : 0, settings_.deadline_grace,
+                            settings_.database),
                  std::move(channel));
 }
 
@@ -275,7 +288,7 @@ std::int32_t Targets::share_of(const store::TargetSettings& target) const {
 }
 
 void Targets::set_credit(const Entry& entry) {
-    port_.set_credit(entry.session_id, share_of(entry.settings));
+    port_.set_credit(entry.session_id, entry.ready ? share_of(entry.settings) : 0);
 }
 
 void Targets::cluster_changed(const ShardCounts& owned, const std::string& me) {

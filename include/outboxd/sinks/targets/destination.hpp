@@ -66,6 +66,10 @@ struct ChannelContext {
     std::size_t max_response_bytes = 0;  // what a destination's answer may hold
     std::size_t max_result_bytes = 0;    // what of it may be kept as the task's result
     std::function<std::time_t()> wall_clock;
+    // The channel can take tasks now (true), or cannot until it says so again (false: its
+    // broker is unreachable). Dispatch claims no rows for it meanwhile, so that they wait
+    // pending instead of spending attempts. A channel starts ready unless it says otherwise.
+    std::function<void(bool ready)> ready;
 };
 
 // A field of the API body that is one of the kind's options (store::TargetSettings::options).

@@ -104,6 +104,7 @@ private:
     struct Entry {
         std::string session_id;
         std::shared_ptr<Channel> channel;
+        bool ready = true;  // the channel can take tasks (its credit is its share)
         store::TargetSettings settings;
     };
 
