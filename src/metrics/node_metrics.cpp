@@ -104,6 +104,13 @@ NodeMetrics::NodeMetrics(prometheus::Registry& registry)
                                   "Duration of one HTTP push request, by target")),
       http_inflight(family(BuildGauge(), registry, "outboxd_http_inflight",
                            "HTTP push requests out now, by target")),
+      target_messages_total(family(BuildCounter(), registry, "outboxd_target_messages_total",
+                                   "Messages to broker targets ended, by database, target, kind "
+                                   "and outcome (acked, failed, dead)")),
+      target_inflight(family(BuildGauge(), registry, "outboxd_target_inflight",
+                             "Messages to broker targets published and not yet confirmed")),
+      target_connected(family(BuildGauge(), registry, "outboxd_target_connected",
+                              "1 while this node holds a connection to the broker target")),
       cancels_sent_total(counter(registry, "outboxd_cancels_sent_total",
                                  "Cancel frames sent to workers for tasks settled without them")) {}
 

@@ -61,6 +61,11 @@ public:
     prometheus::Family<prometheus::Counter>& http_requests_total;     // {target, code_class}
     prometheus::Family<prometheus::Histogram>& http_request_seconds;  // {target}
     prometheus::Family<prometheus::Gauge>& http_inflight;             // {target}
+    // Broker targets (README, "Targets"), by {database, target, kind}: messages ended by
+    // outcome (acked, failed, dead), unconfirmed messages out, and 1 while connected.
+    prometheus::Family<prometheus::Counter>& target_messages_total;
+    prometheus::Family<prometheus::Gauge>& target_inflight;
+    prometheus::Family<prometheus::Gauge>& target_connected;
     prometheus::Counter& cancels_sent_total;  // cancel frames sent to workers
 
     // A fault contained at `where` (http, websocket, loop, …); loop thread only.

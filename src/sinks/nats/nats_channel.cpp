@@ -129,7 +129,8 @@ std::optional<std::string> address_problem(const ServerUrl& server, const HostPo
 NatsChannel::NatsChannel(store::TargetSettings settings, targets::ChannelContext context)
     : settings_(std::move(settings)),
       context_(std::move(context)),
-      whole_task_(targets::sends_whole_task(settings_)) {}
+      whole_task_(targets::sends_whole_task(settings_)),
+      state_(context_.metrics, context_.database, settings_.name, "nats") {}
 
 NatsChannel::~NatsChannel() { release(); }
 
@@ -244,13 +245,7 @@ void NatsChannel::on_connection(natsConnection* nc, jsCtx* js) {
 void NatsChannel::on_state(bool up, std::string why) {
     if (closed_) return;
     up = up && js_ != nullptr;
-    if (!up && !why.empty()) {
-        last_error_ = why;
-        unreported_error_ = why;
-    }
-    if (up == connected_) return;
-    connected_ = up;
-    if (context_.ready) context_.ready(up);
+    if (state_.set_connected(up, why) && context_.ready) context_.ready(up);
 }
 
 std::optional<std::string> NatsChannel::send_task(const sinks::Task& task) {
@@ -264,6 +259,7 @@ std::optional<std::string> NatsChannel::send_task(const sinks::Task& task) {
             if (auto c = self.lock()) c->on_ack(id, "not connected to the NATS server", false);
         });
         pending_.emplace(task.task_id, Clock::now());
+        state_.published();
         return std::nullopt;
     }
     const auto body = whole_task_ ? worker::protocol::encode(task) : task.input_json;
@@ -282,6 +278,7 @@ std::optional<std::string> NatsChannel::send_task(const sinks::Task& task) {
     }
     if (msg != nullptr) natsMsg_Destroy(msg);  // not taken by nats.c
     pending_.emplace(task.task_id, Clock::now());
+    state_.published();
     if (status != NATS_OK) {
         boost::asio::post(context_.loop,
                           [self = weak_from_this(), id = task.task_id, why = status_text(status)] {
@@ -297,17 +294,17 @@ void NatsChannel::on_ack(const std::string& task_id, std::optional<std::string> 
     if (it == pending_.end()) return;  // answered already (closed, or a late ack)
     pending_.erase(it);
     if (error) {
-        last_error_ = *error;
-        unreported_error_ = *error;
+        state_.failed(*error, permanent);
         context_.answers.failed(task_id, std::move(*error), !permanent, {});
     } else {
-        unreported_success_ = true;
+        state_.acked();
         context_.answers.done(task_id, std::move(result));
     }
 }
 
 void NatsChannel::fail_all(const std::string& why) {
     auto pending = std::exchange(pending_, {});
+    state_.forget(pending.size());
     for (const auto& [task_id, since] : pending) context_.answers.failed(task_id, why, true, {});
 }
 
@@ -316,6 +313,7 @@ void NatsChannel::close(std::string_view reason) {
     closed_ = true;
     fail_all("the NATS target closed: " + std::string{reason});
     release();
+    state_.closed();
 }
 
 void NatsChannel::release() {
@@ -333,15 +331,6 @@ void NatsChannel::release() {
         natsConnection_Close(nc_);
         natsConnection_Destroy(std::exchange(nc_, nullptr));
     }
-    connected_ = false;
-}
-
-store::TargetReport NatsChannel::take_report() {
-    store::TargetReport report;
-    report.name = settings_.name;
-    report.error = std::exchange(unreported_error_, std::nullopt);
-    report.succeeded = std::exchange(unreported_success_, false);
-    return report;
 }
 
 }  // namespace outboxd::sinks::nats::detail

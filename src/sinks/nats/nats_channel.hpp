@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "outboxd/sinks/broker_state.hpp"
 #include "outboxd/sinks/targets/destination.hpp"
 
 struct __natsConnection;
@@ -35,9 +36,11 @@ public:
     [[nodiscard]] std::optional<std::string> send_task(const sinks::Task& task) override;
     void close(std::string_view reason) override;
     [[nodiscard]] std::size_t in_flight() const override { return pending_.size(); }
-    [[nodiscard]] store::TargetReport take_report() override;
-    [[nodiscard]] std::optional<std::string> last_error() const override { return last_error_; }
-    [[nodiscard]] bool connected() const override { return connected_; }
+    [[nodiscard]] store::TargetReport take_report() override { return state_.take_report(); }
+    [[nodiscard]] std::optional<std::string> last_error() const override {
+        return state_.last_error();
+    }
+    [[nodiscard]] bool connected() const override { return state_.connected(); }
 
     // Posted from nats.c's threads.
     void on_connection(__natsConnection* nc, __jsCtx* js);
@@ -59,11 +62,8 @@ private:
     __natsConnection* nc_ = nullptr;
     __jsCtx* js_ = nullptr;
     std::map<std::string, std::chrono::steady_clock::time_point> pending_;  // by task id
-    bool connected_ = false;
+    BrokerState state_;
     bool closed_ = false;
-    std::optional<std::string> last_error_;
-    std::optional<std::string> unreported_error_;
-    bool unreported_success_ = false;
     // What nats.c's callbacks hold (their closure): the loop and a weak handle on this channel.
     Bridge* bridge_ = nullptr;
 };
