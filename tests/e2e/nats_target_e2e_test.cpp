@@ -5,6 +5,7 @@
 // a redelivery is dropped by the stream's duplicate window; the target's API.
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 #include <set>
 #include <thread>
@@ -175,4 +176,139 @@ TEST_CASE("a NATS server killed mid-run and restarted: every row done, none lost
     // Nats-Msg-Id is dropped by the duplicate window).
     CHECK(test::stream_messages(nats.url(), "ORDERS") == kRows);
     CHECK(node.process->running());
+}
+
+TEST_CASE(
+    "NATS: max_in_flight bounds unconfirmed messages across three nodes, and a node killed "
+    "mid-run loses nothing and stores nothing twice",
+    "[e2e][nats]") {
+    constexpr int kRows = 30000;
+    constexpr int kBound = 12;
+    E2eCluster cluster{"nats-cluster"};
+    test::NatsServer nats{cluster.dir() + "/nats"};
+    test::create_stream(nats.url(), "ORDERS", {"orders.>"});
+    const auto env = nats_env({{"OUTBOXD_LEASE_TTL_MS", "1500"}});
+    auto& first = cluster.start_node("node-1", env);
+    auto& victim = cluster.start_node("node-2", env);
+    cluster.start_node("node-3", env);
+    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 20s));
+    REQUIRE(http_call(first.port, "PUT", "/v1/targets/orders",
+                      nats_body(nats.url(), {{"max_in_flight", kBound}}).dump())
+                .status == 200);
+    for (auto& node : cluster.nodes) {
+        REQUIRE(E2eCluster::await(
+            [&] {
+                const auto shown = get_target(node, "orders");
+                return shown["node"]["share"] == kBound / 3 && shown["node"]["connected"] == true;
+            },
+            10s));
+    }
+    stage(cluster, kRows);
+    // Sampled while it runs: no node is ever past its share, so the cluster is never past the
+    // bound.
+    int busiest = 0;
+    while (cluster.count("status = 'done'") < kRows / 3) {
+        int sum = 0;
+        for (auto& node : cluster.nodes) {
+            const auto out = E2eCluster::metric(
+                node, R"(outboxd_target_inflight{database="default",kind="nats",target="orders"})");
+            CHECK(out.value_or(0) <= kBound / 3);
+            sum += static_cast<int>(out.value_or(0));
+        }
+        busiest = std::max(busiest, sum);
+    }
+    CHECK(busiest <= kBound);
+    CHECK(busiest > 0);
+
+    victim.process->signal(SIGKILL);
+    REQUIRE(victim.process->wait(10s));
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows; }, 120s));
+    CHECK(cluster.count("status <> 'done'") == 0);
+    // The killed node's unconfirmed messages were published again by their new owner: the
+    // stream's duplicate window dropped those it had stored.
+    CHECK(test::stream_messages(nats.url(), "ORDERS") == kRows);
+}
+
+TEST_CASE("NATS: an ordered namespace's workflows reach the stream in order", "[e2e][nats]") {
+    constexpr int kWorkflows = 40;
+    constexpr int kSteps = 15;
+    E2eCluster cluster{"nats-order"};
+    test::NatsServer nats{cluster.dir() + "/nats"};
+    test::create_stream(nats.url(), "ORDERS", {"orders.>"});
+    auto& node = cluster.start_node("node-1", nats_env());
+    REQUIRE(http_call(node.port, "PUT", "/v1/namespaces/default", R"({"ordering":"workflow"})")
+                .status == 200);
+    put_connected(node, "orders", nats_body(nats.url()));
+    cluster.db.exec(
+        "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, input) "
+        "SELECT 'w' || w || '-' || s, 'wf-' || w, s, 'order.paid', "
+        "jsonb_build_object('w', w, 's', s) FROM generate_series(1, " +
+        std::to_string(kWorkflows) + ") w, generate_series(1, " + std::to_string(kSteps) +
+        ") s ORDER BY random()");
+    REQUIRE(E2eCluster::await(
+        [&] { return cluster.count("status = 'done'") == kWorkflows * kSteps; }, 60s));
+    std::map<int, int> last_step;
+    int out_of_order = 0;
+    for (const auto& message : test::stream_contents(nats.url(), "ORDERS")) {
+        const auto body = json::parse(message.data);
+        auto& last = last_step[body["w"].get<int>()];
+        if (body["s"].get<int>() != last + 1) ++out_of_order;
+        last = body["s"].get<int>();
+    }
+    CHECK(out_of_order == 0);
+    CHECK(last_step.size() == kWorkflows);
+}
+
+TEST_CASE("NATS targets: validated field by field, credentials never shown", "[e2e][nats]") {
+    E2eCluster cluster{"nats-api"};
+    auto& node = cluster.start_node("node-1", nats_env());
+    const auto put = [&](const json& body) {
+        return http_call(node.port, "PUT", "/v1/targets/t", body.dump());
+    };
+    const auto field_of = [](const test::HttpResult& result) {
+        INFO(result.body);
+        CHECK(result.status == 400);
+        const auto body = json::parse(result.body);
+        return body["error"].contains("field") ? body["error"]["field"].get<std::string>() : "";
+    };
+    const std::string url = "nats://127.0.0.1:4222";
+    CHECK(field_of(put(nats_body("http://127.0.0.1:4222"))) == "url");
+    CHECK(field_of(put(nats_body("nats://169.254.169.254:4222"))) == "url");
+    CHECK(field_of(put(nats_body("nats://10.0.0.1:4222"))) == "url");
+    CHECK(field_of(put(nats_body(url, {{"subject", nullptr}}))) == "subject");
+    CHECK(field_of(put(nats_body(url, {{"subject", "orders.*"}}))) == "subject");
+    CHECK(field_of(put(nats_body(url, {{"subject", "orders..x"}}))) == "subject");
+    CHECK(field_of(put(nats_body(url, {{"subject", "orders.{customer}"}}))) == "subject");
+    CHECK(field_of(put(nats_body(url, {{"body", "xml"}}))) == "body");
+    CHECK(field_of(put(nats_body(url, {{"exchange", "x"}}))) == "exchange");
+    CHECK(field_of(put(nats_body(url, {{"signing_secret", "s"}}))) == "signing_secret");
+    CHECK(field_of(put(nats_body(url, {{"password", "p"}}))) == "password");
+    CHECK(field_of(put(nats_body(url, {{"kind", "kafka"}}))) == "kind");
+    CHECK(http_call(node.port, "PUT", "/v1/http-targets/t", nats_body(url).dump()).status == 400);
+    CHECK(json::parse(http_call(node.port, "GET", "/v1/targets").body)["targets"].empty());
+
+    // A password in the URL is taken out of it and kept as a secret; a PUT without it keeps it.
+    auto body = nats_body("nats://app:hunter2@127.0.0.1:4222");
+    REQUIRE(put(body).status == 200);
+    auto shown = get_target(node, "t");
+    CHECK(shown["url"] == "nats://127.0.0.1:4222");
+    CHECK(shown["user"] == "app");
+    CHECK(shown["credentials_set"] == json{"password"});
+    CHECK(shown.dump().find("hunter2") == std::string::npos);
+    body["url"] = url;
+    body["user"] = "app";
+    REQUIRE(put(body).status == 200);
+    CHECK(get_target(node, "t")["credentials_set"] == json{"password"});
+    CHECK(cluster.db.exec("SELECT credentials->>'password' FROM targets")[0][0].as<std::string>() ==
+          "hunter2");  // in clear: this node has no OUTBOXD_SECRETS_KEY
+    body["password"] = nullptr;
+    body.erase("user");
+    REQUIRE(put(body).status == 200);
+    CHECK(get_target(node, "t")["credentials_set"].empty());
+    // The alias does not replace another kind's target of the same name.
+    CHECK(http_call(node.port, "PUT", "/v1/http-targets/t",
+                    json({{"activity_types", {"x"}}, {"url", "http://127.0.0.1:1/"}}).dump())
+              .status == 409);
+    CHECK(http_call(node.port, "DELETE", "/v1/http-targets/t").status == 404);
+    CHECK(http_call(node.port, "DELETE", "/v1/targets/t").status == 200);
 }
