@@ -41,3 +41,6 @@ outboxd_typescript_test(cluster NODES 2)   # discovery and draining over two nod
 outboxd_typescript_test(failover NODES 3)  # kill -9 of a node mid-run
 outboxd_typescript_test(credit_window NODES 3)  # maxInFlight 8 over 3 nodes: never more than 8 handlers at once
 set_property(TEST clients.typescript.credit_window APPEND PROPERTY ENVIRONMENT OUTBOXD_TEST_NODES_EXPENDABLE=1)
+# An HTTP target's Standard Webhooks headers, checked by the specification's npm verifier.
+outboxd_typescript_test(standard_webhooks NODES 1 NODE_ENV OUTBOXD_HTTP_ALLOWED_HOSTS=127.0.0.1
+  OUTBOXD_QUOTA_CACHE_TTL_MS=200 OUTBOXD_BACKOFF_BASE_MS=50)

@@ -111,23 +111,50 @@ std::string code_class(const Exchange& exchange) {
     return exchange.failure.starts_with(kTimedOut) ? "timeout" : "error";
 }
 
+namespace {
+
+struct Digest {
+    std::array<unsigned char, EVP_MAX_MD_SIZE> bytes{};
+    unsigned int length = 0;
+};
+
+Digest hmac_sha256(std::string_view secret, std::string_view message) {
+    Digest digest;
+    ::HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+           digest.bytes.data(), &digest.length);
+    return digest;
+}
+
+}  // namespace
+
 std::string signature(std::string_view secret, std::int64_t unix_seconds, std::string_view body) {
     const auto stamp = std::to_string(unix_seconds);
     std::string message;
     message.reserve(stamp.size() + 1 + body.size());
     message.append(stamp).append(".").append(body);
-    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-    unsigned int length = 0;
-    ::HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-           reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest.data(),
-           &length);
+    const auto digest = hmac_sha256(secret, message);
     static constexpr char kHex[] = "0123456789abcdef";
     std::string out = "t=" + stamp + ",v1=";
-    for (unsigned int i = 0; i < length; ++i) {
-        out += kHex[digest[i] >> 4];
-        out += kHex[digest[i] & 0xf];
+    for (unsigned int i = 0; i < digest.length; ++i) {
+        out += kHex[digest.bytes[i] >> 4];
+        out += kHex[digest.bytes[i] & 0xf];
     }
     return out;
+}
+
+std::string standard_webhooks_signature(std::string_view secret, std::string_view id,
+                                        std::int64_t unix_seconds, std::string_view body) {
+    const auto stamp = std::to_string(unix_seconds);
+    std::string message;
+    message.reserve(id.size() + stamp.size() + 2 + body.size());
+    message.append(id).append(".").append(stamp).append(".").append(body);
+    const auto digest = hmac_sha256(secret, message);
+    std::string encoded(4 * ((digest.length + 2) / 3), '\0');
+    const int written = ::EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                                          digest.bytes.data(), static_cast<int>(digest.length));
+    encoded.resize(static_cast<std::size_t>(std::max(written, 0)));
+    return "v1," + encoded;
 }
 
 std::optional<std::string> result_of(const Exchange& exchange, std::size_t max_bytes) {

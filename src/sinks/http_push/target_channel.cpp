@@ -32,7 +32,9 @@ TargetChannel::TargetChannel(boost::asio::any_io_executor ex, store::TargetSetti
       limits_(limits),
       metrics_(std::move(metrics)),
       sink_(std::move(sink)),
-      wall_clock_(std::move(wall_clock)) {}
+      wall_clock_(std::move(wall_clock)),
+      standard_webhooks_(settings_.options.contains("standard_webhooks") &&
+                         settings_.options.at("standard_webhooks") == "true") {}
 
 TargetChannel::~TargetChannel() {
     closed_ = true;
@@ -50,9 +52,20 @@ std::shared_ptr<const Request> TargetChannel::request_for(const sinks::Task& tas
     for (const auto& [name, value] : task_headers(task)) request->set(name, value);
     for (const auto& [name, value] : settings_.headers) request->set(name, value);
     request->body() = worker::protocol::encode(task);
+    const auto now = wall_clock_();
     if (settings_.signing_secret) {
-        request->set("Outboxd-Signature",
-                     signature(*settings_.signing_secret, wall_clock_(), request->body()));
+        request->set("Outboxd-Signature", signature(*settings_.signing_secret, now, request->body()));
+    }
+    // Standard Webhooks (standardwebhooks.com): its headers beside outboxd's own, so that
+    // receivers can verify with that ecosystem's libraries.
+    if (standard_webhooks_) {
+        const auto id = header_safe(task.dispatch_key);
+        request->set("webhook-id", id);
+        request->set("webhook-timestamp", std::to_string(now));
+        if (settings_.signing_secret) {
+            request->set("webhook-signature", standard_webhooks_signature(
+                                                  *settings_.signing_secret, id, now, request->body()));
+        }
     }
     request->keep_alive(true);
     request->prepare_payload();

@@ -96,6 +96,7 @@ private:
     std::optional<std::string> unreported_error_;
     bool unreported_success_ = false;
     bool closed_ = false;
+    bool standard_webhooks_ = false;  // also send Standard Webhooks' headers
 };
 
 }  // namespace outboxd::sinks::http_push::detail

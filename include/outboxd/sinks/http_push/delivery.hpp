@@ -54,6 +54,12 @@ struct Verdict {
 [[nodiscard]] std::string signature(std::string_view secret, std::int64_t unix_seconds,
                                     std::string_view body);
 
+// Standard Webhooks' webhook-signature: "v1,<base64 HMAC-SHA256(secret, id + "." + t + "." +
+// body)>". The secret its verifiers are given is "whsec_" + base64(secret).
+[[nodiscard]] std::string standard_webhooks_signature(std::string_view secret, std::string_view id,
+                                                      std::int64_t unix_seconds,
+                                                      std::string_view body);
+
 // The failure text of a timed-out exchange; code_class() recognises it.
 [[nodiscard]] std::string timed_out_after(std::int64_t timeout_ms);
 
