@@ -401,6 +401,17 @@ TEST_CASE("the README's Python receiver verifies signatures and takes the rows",
     stage(cluster, 2, "charge", "w");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 2; }, 30s));
     CHECK(cluster.count("last_error = 'HTTP 401: bad signature'") == 2);
+    // Standard Webhooks' signature, which the receiver checks when it is there.
+    REQUIRE(http_call(node.port, "DELETE", "/v1/http-targets/py-wrong").status == 200);
+    put_target(node, "py-standard",
+               target_body(url, {{"signing_secret", "py-secret"}, {"standard_webhooks", true}}));
+    stage(cluster, 3, "charge", "sw");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 23; }, 30s));
+    REQUIRE(http_call(node.port, "DELETE", "/v1/http-targets/py-standard").status == 200);
+    put_target(node, "py-standard-wrong",
+               target_body(url, {{"signing_secret", "not-it"}, {"standard_webhooks", true}}));
+    stage(cluster, 1, "charge", "sww");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 3; }, 30s));
 }
 
 TEST_CASE("an answer larger than the response bound is judged by its status, its body unread",
