@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "outboxd/sinks/amqp/amqp_kind.hpp"
 #include "outboxd/sinks/http_push/http_kind.hpp"
 #include "outboxd/sinks/nats/nats_kind.hpp"
 #include "outboxd/sinks/targets/destination.hpp"
@@ -17,8 +18,8 @@ std::optional<FieldProblem> problem(std::string field, std::string message) {
 }  // namespace
 
 std::span<const DestinationKind* const> kinds() {
-    static const std::array<const DestinationKind*, 2> kKinds{&http_push::http_kind(),
-                                                              &nats::nats_kind()};
+    static const std::array<const DestinationKind*, 3> kKinds{
+        &http_push::http_kind(), &nats::nats_kind(), &amqp::amqp_kind()};
     return kKinds;
 }
 
