@@ -24,7 +24,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config ca-certificates \
       libpqxx-dev libboost1.81-dev nlohmann-json3-dev prometheus-cpp-dev \
       libspdlog-dev libcli11-dev libssl-dev libhowardhinnant-date-dev \
-      libcjose-dev libjansson-dev \
+      libcjose-dev libjansson-dev libnats-dev librabbitmq-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -47,12 +47,13 @@ ARG DEBIAN_FRONTEND=noninteractive
 # Runtime shared libraries only (from `ldd build/bin/outboxd`): libpqxx-6.4 (+ libpq5),
 # libspdlog1.10 (+ libfmt9), libprometheus-cpp-core1.0, libssl3 (HTTPS and wss://),
 # libstdc++6, libdate-tz3 with tzdata (schedules' time zones), libcjose0 (+ libjansson4:
-# bearer JWTs). Boost, nlohmann-json and CLI11 are header-only. curl is for the HEALTHCHECK; ca-certificates for TLS to
+# bearer JWTs), libnats3.4 and librabbitmq4 (broker targets: NATS JetStream, RabbitMQ). Boost,
+# nlohmann-json and CLI11 are header-only. curl is for the HEALTHCHECK; ca-certificates for TLS to
 # PostgreSQL (sslmode=verify-full).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libpqxx-6.4 libpq5 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libssl3 libstdc++6 \
-      libdate-tz3 tzdata libcjose0 libjansson4 ca-certificates curl \
+      libdate-tz3 tzdata libcjose0 libjansson4 libnats3.4 librabbitmq4 ca-certificates curl \
  && rm -rf /var/lib/apt/lists/*
 
 RUN groupadd --system outboxd \

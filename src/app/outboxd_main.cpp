@@ -1,6 +1,7 @@
 // outboxd: `serve` (the default) runs a node; `migrate` applies migrations and exits;
-// `reseal-secrets` encrypts HTTP targets' secrets under the first secrets key and exits; `ctl`
-// operates a cluster over its HTTP API.
+// `reseal-secrets` encrypts targets' secrets under the first secrets key and exits; `ctl`
+// operates a cluster over its HTTP API; `broker` sets up the streams and queues broker targets
+// publish to.
 
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "outboxd/app/embedded_postgres.hpp"
 #include "outboxd/app/node.hpp"
+#include "outboxd/broker_admin/broker_cli.hpp"
 #include "outboxd/config/config.hpp"
 #include "outboxd/ctl/ctl.hpp"
 #include "outboxd/store/migrator.hpp"
@@ -59,6 +61,9 @@ int run(int argc, char** argv) {
     if (argc > 1 && std::string_view{argv[1]} == "ctl") {
         return outboxd::ctl::run(argc - 1, argv + 1, std::cout, std::cerr);
     }
+    if (argc > 1 && std::string_view{argv[1]} == "broker") {
+        return outboxd::broker_admin::run_cli(argc - 1, argv + 1, std::cout, std::cerr);
+    }
     CLI::App app{"outboxd: a horizontally scaled dispatcher for a PostgreSQL transactional outbox"};
     app.set_help_all_flag("--help-all", "Show help for every subcommand");
     outboxd::config::Options options;
@@ -71,6 +76,9 @@ int run(int argc, char** argv) {
     auto* ctl =
         app.add_subcommand("ctl", "Operate a cluster over its HTTP API (outboxd ctl --help)");
     ctl->allow_extras();
+    auto* broker = app.add_subcommand(
+        "broker", "Set up a stream or queue for broker targets (outboxd broker --help)");
+    broker->allow_extras();
     app.require_subcommand(0, 1);
     // Settings may follow the subcommand too: `outboxd migrate --database-url …`.
     serve->fallthrough();

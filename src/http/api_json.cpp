@@ -215,8 +215,8 @@ json namespace_json(const std::string& name, const std::optional<store::Namespac
             {"keep_results", s ? s->keep_results : true}};
 }
 
-json target_json(const store::TargetRecord& record,
-                 const sinks::targets::TargetStates& states, const std::string& node_id) {
+json target_json(const store::TargetRecord& record, const sinks::targets::TargetStates& states,
+                 const std::string& node_id) {
     const auto& t = record.settings;
     json headers = json::object();
     for (const auto& [name, value] : t.headers) headers[name] = kRedactedValue;
@@ -247,7 +247,8 @@ json target_json(const store::TargetRecord& record,
         for (const auto& spec : kind->options()) {
             const auto it = t.options.find(std::string{spec.name});
             if (it == t.options.end()) continue;
-            out[std::string{spec.name}] = spec.boolean ? json(it->second == "true") : json(it->second);
+            out[std::string{spec.name}] =
+                spec.boolean ? json(it->second == "true") : json(it->second);
         }
         if (!kind->credentials().empty()) {
             json set = json::array();
@@ -256,12 +257,9 @@ json target_json(const store::TargetRecord& record,
         }
         if (t.kind != "http") out["body"] = sinks::targets::sends_whole_task(t) ? "task" : "input";
     }
-    json node = {{"node_id", node_id},
-                 {"share", 0},
-                 {"in_flight", 0},
-                 {"connected", false},
-                 {"last_error", nullptr},
-                 {"refused", nullptr}};
+    json node = {{"node_id", node_id},    {"share", 0},
+                 {"in_flight", 0},        {"connected", false},
+                 {"last_error", nullptr}, {"refused", nullptr}};
     if (const auto it = states.find(t.name); it != states.end()) {
         const auto& state = it->second;
         node["share"] = state.share;

@@ -71,9 +71,9 @@ std::variant<TargetRequest, TargetBodyError> parse_target_request(
             }
             throw Bad{"kind", "'kind' must be one of " + known};
         }
-        std::set<std::string> known{"namespace", "task_queue", "activity_types", "url",
-                                    "max_in_flight", "timeout_ms", "signing_secret", "headers",
-                                    "ca_file", "name", "kind"};
+        std::set<std::string> known{
+            "namespace",      "task_queue", "activity_types", "url",  "max_in_flight", "timeout_ms",
+            "signing_secret", "headers",    "ca_file",        "name", "kind"};
         for (const auto& option : kind->options()) known.emplace(option.name);
         for (const auto& credential : kind->credentials()) known.emplace(credential);
         for (const auto& [key, value] : request.items()) {

@@ -26,9 +26,7 @@ struct Flavor {
     [[nodiscard]] bool serves(const store::TargetRecord& record) const {
         return !only_kind || record.settings.kind == *only_kind;
     }
-    [[nodiscard]] std::string noun() const {
-        return only_kind ? "HTTP target" : "target";
-    }
+    [[nodiscard]] std::string noun() const { return only_kind ? "HTTP target" : "target"; }
 };
 
 constexpr Flavor kAllKinds{};
@@ -36,9 +34,7 @@ constexpr Flavor kHttpOnly{"http", "http_targets"};
 
 // This node's targets in a database: their states are taken on the loop before a job goes
 // to the lane (the job must not reach into loop-thread state).
-Targets* targets_of(const engine::OutboxEngine& database) {
-    return database.sinks<Targets>();
-}
+Targets* targets_of(const engine::OutboxEngine& database) { return database.sinks<Targets>(); }
 
 TargetStates states_of(const engine::OutboxEngine& database) {
     auto* targets = targets_of(database);
@@ -176,9 +172,8 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond, Flavor f
 
 void add_target_routes(RouteTable& table, const ApiContext& api) {
     using auth::Role;
-    for (const auto& [prefix, flavor] :
-         {std::pair{std::string{"/v1/targets"}, kAllKinds},
-          std::pair{std::string{"/v1/http-targets"}, kHttpOnly}}) {
+    for (const auto& [prefix, flavor] : {std::pair{std::string{"/v1/targets"}, kAllKinds},
+                                         std::pair{std::string{"/v1/http-targets"}, kHttpOnly}}) {
         table.add({"GET", prefix, Access::needs(Role::reader),
                    [&api, flavor](const RouteRequest& r, Respond respond) {
                        list(api, r, std::move(respond), flavor);

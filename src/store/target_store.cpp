@@ -15,7 +15,7 @@ using namespace codec;
 namespace {
 
 constexpr std::string_view kSigningSecretField = "signing_secret";
-constexpr std::string_view kHeaderField = "header:";      // + the header's name
+constexpr std::string_view kHeaderField = "header:";          // + the header's name
 constexpr std::string_view kCredentialField = "credential:";  // + the credential's name
 
 std::string header_field(std::string_view header) {
@@ -124,7 +124,8 @@ TargetRecord decode_target(const pqxx::row& r, const util::SecretBox* box) {
     const auto credential_values = pg::parse_text_array(r[20]);
     if (option_names.size() != option_values.size() ||
         credential_names.size() != credential_values.size()) {
-        throw DecodeError("target '" + t.name + "': option or credential names and values differ in number");
+        throw DecodeError("target '" + t.name +
+                          "': option or credential names and values differ in number");
     }
     for (std::size_t i = 0; i < option_names.size(); ++i) {
         t.options.emplace(option_names[i], option_values[i]);

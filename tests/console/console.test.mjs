@@ -596,6 +596,41 @@ step('an admin reads the audit log: the changes above, newest first, a page at a
   await waitFor('page 1 again', async () => JSON.stringify(await ids()) === JSON.stringify(expected.slice(0, 2).map((e) => e[0])));
 });
 
+step('targets view: every kind, its route, this node\'s state, never a secret', async () => {
+  // Documentation addresses (TEST-NET-3): public, so allowed, and never answering.
+  const hook = await call('PUT', '/v1/targets/console-hook', { namespace: 'billing',
+    activity_types: ['charge'], url: 'https://203.0.113.10/hook?token=console-query-token',
+    signing_secret: 'console-signing-secret' });
+  assert.equal(hook.status, 200, JSON.stringify(hook.body));
+  const events = await call('PUT', '/v1/targets/console-events', { kind: 'nats', namespace: 'billing',
+    activity_types: ['charge'], url: 'nats://console:console-nats-password@203.0.113.11:4222',
+    subject: 'billing.{activity_type}' });
+  assert.equal(events.status, 200, JSON.stringify(events.body));
+  await clickIn(tid('nav-targets'));
+  const rows = () => page.$$eval(tid('target-row'), (trs) => Object.fromEntries(trs.map((tr) => {
+    const cell = (id) => tr.querySelector(`[data-testid="${id}"]`).textContent;
+    return [tr.dataset.target, { kind: cell('target-kind'), route: cell('target-route'),
+      where: cell('target-where'), state: cell('target-state') }];
+  })));
+  const shown = await waitFor('both targets', async () => {
+    const now = await rows();
+    return now['console-hook']?.state === 'connected' && now['console-events'] && now;
+  });
+  assert.deepEqual(shown['console-hook'], { kind: 'http', route: 'billing · default · charge',
+    where: 'https://203.0.113.10/hook?…', state: 'connected' });
+  assert.deepEqual(shown['console-events'], { kind: 'nats', route: 'billing · default · charge',
+    where: 'nats://203.0.113.11:4222 · subject billing.{activity_type}', state: 'not-connected' });
+  const html = await page.content();
+  for (const secret of ['console-signing-secret', 'console-nats-password', 'console-query-token']) {
+    assert.ok(!html.includes(secret), `the page shows ${secret}`);
+  }
+  await shot('10-targets');
+  for (const name of ['console-hook', 'console-events']) {
+    assert.equal((await call('DELETE', `/v1/targets/${name}`)).status, 200);
+  }
+  await waitFor('no target', async () => visible(tid('targets-empty')));
+});
+
 step('forget the credential: the login again, also after a reload', async () => {
   where.phase = 'login';
   await clickIn(tid('forget-token'));

@@ -362,7 +362,7 @@ TEST_CASE("a target row written by plain SQL that breaks the rules is refused, n
     REQUIRE(E2eCluster::await_job_runs(node, "reconcile", 2, 10s));
     CHECK(receiver.stats()["requests"] == 0);
     CHECK(cluster.count("status = 'pending'") == 2);
-    REQUIRE(node.process->log_count("event=http_target_refused") == 1);
+    REQUIRE(node.process->log_count("event=target_refused") == 1);
 }
 
 TEST_CASE("the README's Python receiver verifies signatures and takes the rows", "[e2e][push]") {

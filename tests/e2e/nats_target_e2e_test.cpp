@@ -35,10 +35,13 @@ std::map<std::string, std::string> nats_env(const std::map<std::string, std::str
 }
 
 json nats_body(const std::string& url, json extra = json::object()) {
-    json body = {{"kind", "nats"},          {"namespace", "default"},
+    json body = {{"kind", "nats"},
+                 {"namespace", "default"},
                  {"activity_types", {"order.paid", "order.shipped"}},
-                 {"url", url},              {"subject", "orders.{activity_type}"},
-                 {"max_in_flight", 256},    {"timeout_ms", 3000}};
+                 {"url", url},
+                 {"subject", "orders.{activity_type}"},
+                 {"max_in_flight", 256},
+                 {"timeout_ms", 3000}};
     for (auto& [key, value] : extra.items()) body[key] = value;
     return body;
 }
@@ -109,10 +112,11 @@ TEST_CASE("rows published to a NATS JetStream target are done on the PubAck, wit
     CHECK(shown["kind"] == "nats");
     CHECK(shown["subject"] == "orders.{activity_type}");
     CHECK(shown["body"] == "input");
-    REQUIRE(E2eCluster::await([&] { return !get_target(node, "orders")["last_success_at"].is_null(); },
-                              5s));
+    REQUIRE(E2eCluster::await(
+        [&] { return !get_target(node, "orders")["last_success_at"].is_null(); }, 5s));
     // The alias sees HTTP targets only.
-    CHECK(json::parse(http_call(node.port, "GET", "/v1/http-targets").body)["http_targets"].empty());
+    CHECK(
+        json::parse(http_call(node.port, "GET", "/v1/http-targets").body)["http_targets"].empty());
     CHECK(http_call(node.port, "GET", "/v1/http-targets/orders").status == 404);
     CHECK(json::parse(http_call(node.port, "GET", "/v1/targets").body)["targets"].size() == 1);
 }
@@ -157,8 +161,9 @@ TEST_CASE("wrong NATS credentials are a retried error shown on the target, then 
     CHECK(test::stream_messages(nats.client_url(), "ORDERS") == 20);
 }
 
-TEST_CASE("a NATS server killed mid-run and restarted: every row done, none lost, none stored twice",
-          "[e2e][nats]") {
+TEST_CASE(
+    "a NATS server killed mid-run and restarted: every row done, none lost, none stored twice",
+    "[e2e][nats]") {
     constexpr int kRows = 20000;
     E2eCluster cluster{"nats-kill"};
     test::NatsServer nats{cluster.dir() + "/nats"};

@@ -18,21 +18,20 @@
 #include <string>
 #include <vector>
 
+#include "outboxd/broker_admin/broker_admin.hpp"
 #include "process.hpp"
 
 namespace outboxd::test {
 
-// One message as a broker stored it.
-struct StoredMessage {
-    std::string subject;  // the NATS subject, or the AMQP routing key
-    std::string data;     // the payload, byte for byte
-    // Header name → its first value. AMQP values as text: integers in decimal, booleans as
-    // true/false, nested tables and arrays as {k=v,…} and [v,…].
-    std::map<std::string, std::string> headers;
-    std::string message_id;      // AMQP message-id property; NATS: the Nats-Msg-Id header
-    int delivery_mode = 0;       // AMQP: 1 transient, 2 persistent; 0 when unset (and NATS)
-    std::uint64_t sequence = 0;  // NATS: the stream sequence; 0 for AMQP
-};
+// The brokers' administration (create_stream, declare_queue_bound, …), as the tests name it.
+using broker_admin::create_stream;
+using broker_admin::declare_exchange;
+using broker_admin::declare_queue_bound;
+using broker_admin::drain_queue;
+using broker_admin::queue_messages;
+using broker_admin::StoredMessage;
+using broker_admin::stream_contents;
+using broker_admin::stream_messages;
 
 // How clients must authenticate to a NatsServer: nothing (the default), a user and password
 // (--user/--pass), or a token (--auth). Not both.
@@ -128,31 +127,5 @@ private:
     std::unique_ptr<Process> epmd_;
     std::unique_ptr<Process> node_;
 };
-
-// JetStream administration (nats.c). `url` as NatsServer::client_url().
-
-// Creates (or, when identical, confirms) a stream with file storage on `subjects`, which
-// drops a message whose Nats-Msg-Id it stored within `duplicate_window`.
-void create_stream(const std::string& url, const std::string& stream,
-                   const std::vector<std::string>& subjects,
-                   std::chrono::milliseconds duplicate_window = std::chrono::minutes{2});
-// How many messages the stream stores now.
-[[nodiscard]] std::uint64_t stream_messages(const std::string& url, const std::string& stream);
-// Every message the stream stores, in sequence order (deleted sequences skipped).
-[[nodiscard]] std::vector<StoredMessage> stream_contents(const std::string& url,
-                                                         const std::string& stream);
-
-// AMQP administration (rabbitmq-c). `url` as RabbitMq::url().
-
-// Declares a durable exchange of `type` ("direct", "topic", "fanout", "headers").
-void declare_exchange(const std::string& url, const std::string& name, const std::string& type);
-// Declares a durable queue and binds it to `exchange` with `binding_key`.
-void declare_queue_bound(const std::string& url, const std::string& queue,
-                         const std::string& exchange, const std::string& binding_key);
-// Messages ready in the queue (a passive declare); throws when the queue does not exist.
-[[nodiscard]] std::uint64_t queue_messages(const std::string& url, const std::string& queue);
-// Takes every ready message off the queue (basic.get, auto-ack) until it is empty.
-[[nodiscard]] std::vector<StoredMessage> drain_queue(const std::string& url,
-                                                     const std::string& queue);
 
 }  // namespace outboxd::test

@@ -17,10 +17,11 @@ import * as audit from './view_audit.js';
 import * as cluster from './view_cluster.js';
 import * as namespaces from './view_namespaces.js';
 import * as deadLetters from './view_dead_letters.js';
+import * as targets from './view_targets.js';
 import * as workflows from './view_workflow.js';
 
 const POLL_MS = 2000;
-const ROUTES = { cluster, namespaces, 'dead-letters': deadLetters, workflows, audit };
+const ROUTES = { cluster, namespaces, 'dead-letters': deadLetters, workflows, targets, audit };
 
 const $ = (testid) => document.querySelector(`[data-testid="${testid}"]`);
 

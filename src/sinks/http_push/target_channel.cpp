@@ -54,7 +54,8 @@ std::shared_ptr<const Request> TargetChannel::request_for(const sinks::Task& tas
     request->body() = worker::protocol::encode(task);
     const auto now = wall_clock_();
     if (settings_.signing_secret) {
-        request->set("Outboxd-Signature", signature(*settings_.signing_secret, now, request->body()));
+        request->set("Outboxd-Signature",
+                     signature(*settings_.signing_secret, now, request->body()));
     }
     // Standard Webhooks (standardwebhooks.com): its headers beside outboxd's own, so that
     // receivers can verify with that ecosystem's libraries.
@@ -63,8 +64,9 @@ std::shared_ptr<const Request> TargetChannel::request_for(const sinks::Task& tas
         request->set("webhook-id", id);
         request->set("webhook-timestamp", std::to_string(now));
         if (settings_.signing_secret) {
-            request->set("webhook-signature", standard_webhooks_signature(
-                                                  *settings_.signing_secret, id, now, request->body()));
+            request->set(
+                "webhook-signature",
+                standard_webhooks_signature(*settings_.signing_secret, id, now, request->body()));
         }
     }
     request->keep_alive(true);
@@ -159,7 +161,7 @@ void TargetChannel::close(std::string_view) {
 
 store::TargetReport TargetChannel::take_report() {
     store::TargetReport report{settings_.name, std::exchange(unreported_error_, std::nullopt),
-                                   std::exchange(unreported_success_, false)};
+                               std::exchange(unreported_success_, false)};
     return report;
 }
 

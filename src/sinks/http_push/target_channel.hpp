@@ -46,10 +46,10 @@ public:
     using WallClock = std::function<std::time_t()>;
 
     // `tls` is the target's TLS context (https only); `policy` must outlive the channel.
-    TargetChannel(boost::asio::any_io_executor ex, store::TargetSettings settings,
-                  TargetUrl url, std::unique_ptr<boost::asio::ssl::context> tls,
-                  const HostPolicy& policy, ConnectionLimits limits, TargetMetrics metrics,
-                  AnswerSink sink, WallClock wall_clock);
+    TargetChannel(boost::asio::any_io_executor ex, store::TargetSettings settings, TargetUrl url,
+                  std::unique_ptr<boost::asio::ssl::context> tls, const HostPolicy& policy,
+                  ConnectionLimits limits, TargetMetrics metrics, AnswerSink sink,
+                  WallClock wall_clock);
     ~TargetChannel() override;
 
     [[nodiscard]] std::optional<std::string> send_task(const sinks::Task& task) override;

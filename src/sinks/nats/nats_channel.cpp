@@ -29,6 +29,11 @@ struct NatsChannel::Bridge {
     std::mutex mutex;
     std::condition_variable wake;
     bool stopping = false;
+    // What the connector made, until the channel releases it (guarded by mutex): kept here,
+    // not only posted to the loop, so that a channel released before the post runs still
+    // closes it.
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
 
     template <typename F>
     void post(F&& f) {
@@ -50,8 +55,7 @@ std::string status_text(natsStatus status) {
 }
 
 void on_connected(natsConnection* /*nc*/, void* closure) {
-    static_cast<NatsChannel::Bridge*>(closure)->post(
-        [](NatsChannel& c) { c.on_state(true, ""); });
+    static_cast<NatsChannel::Bridge*>(closure)->post([](NatsChannel& c) { c.on_state(true, ""); });
 }
 
 void on_disconnected(natsConnection* /*nc*/, void* closure) {
@@ -78,8 +82,10 @@ void on_pub_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, 
             permanent = true;
         } else {
             failure = "NATS publish failed: " + std::string{natsStatus_GetText(error->Err)};
-            if (error->ErrText != nullptr) *failure += ": " + util::sanitize_text(error->ErrText, 300);
-            if (error->ErrCode != 0) *failure += " (JetStream error " + std::to_string(error->ErrCode) + ")";
+            if (error->ErrText != nullptr)
+                *failure += ": " + util::sanitize_text(error->ErrText, 300);
+            if (error->ErrCode != 0)
+                *failure += " (JetStream error " + std::to_string(error->ErrCode) + ")";
         }
     } else if (ack != nullptr) {
         result = nlohmann::json{{"stream", ack->Stream ? ack->Stream : ""},
@@ -170,7 +176,8 @@ void NatsChannel::start() {
             return it == settings.credentials.end() ? nullptr : &it->second;
         };
         if (status == NATS_OK) {
-            status = natsOptions_SetServers(options, pointers.data(), static_cast<int>(pointers.size()));
+            status =
+                natsOptions_SetServers(options, pointers.data(), static_cast<int>(pointers.size()));
         }
         if (status == NATS_OK && option("user")) {
             const auto* password = credential("password");
@@ -188,17 +195,20 @@ void NatsChannel::start() {
             status = natsOptions_SetNKeyFromSeed(options, option("nkey")->c_str(),
                                                  option("nkey_seed_file")->c_str());
         }
-        const bool tls = std::any_of(servers.begin(), servers.end(),
-                                     [](const ServerUrl& s) { return s.tls; });
-        if (status == NATS_OK && (tls || settings.ca_file)) status = natsOptions_SetSecure(options, true);
+        const bool tls =
+            std::any_of(servers.begin(), servers.end(), [](const ServerUrl& s) { return s.tls; });
+        if (status == NATS_OK && (tls || settings.ca_file))
+            status = natsOptions_SetSecure(options, true);
         if (status == NATS_OK && settings.ca_file) {
             status = natsOptions_LoadCATrustedCertificates(options, settings.ca_file->c_str());
         }
-        if (status == NATS_OK) status = natsOptions_SetTimeout(options, std::min(settings.timeout_ms, 10000));
+        if (status == NATS_OK)
+            status = natsOptions_SetTimeout(options, std::min(settings.timeout_ms, 10000));
         if (status == NATS_OK) status = natsOptions_SetMaxReconnect(options, -1);
         if (status == NATS_OK) status = natsOptions_SetReconnectWait(options, 250);
         if (status == NATS_OK) status = natsOptions_SetPingInterval(options, 5000);
-        if (status == NATS_OK) status = natsOptions_SetDisconnectedCB(options, on_disconnected, bridge);
+        if (status == NATS_OK)
+            status = natsOptions_SetDisconnectedCB(options, on_disconnected, bridge);
         if (status == NATS_OK) status = natsOptions_SetReconnectedCB(options, on_connected, bridge);
         if (status == NATS_OK) status = natsOptions_SetClosedCB(options, on_closed, bridge);
         if (status == NATS_OK) {
@@ -222,24 +232,23 @@ void NatsChannel::start() {
         }
         if (status != NATS_OK) why = status_text(status);
         natsOptions_Destroy(options);
-        bridge->post([nc, js, up, why](NatsChannel& c) {
-            c.on_connection(nc, js);
+        {
+            std::lock_guard lock{bridge->mutex};
+            bridge->nc = nc;
+            bridge->js = js;
+        }
+        bridge->post([up, why](NatsChannel& c) {
+            c.on_connection();
             c.on_state(up, why);
         });
     });
 }
 
-void NatsChannel::on_connection(natsConnection* nc, jsCtx* js) {
-    if (closed_) {
-        if (js) jsCtx_Destroy(js);
-        if (nc) {
-            natsConnection_Close(nc);
-            natsConnection_Destroy(nc);
-        }
-        return;
-    }
-    nc_ = nc;
-    js_ = js;
+void NatsChannel::on_connection() {
+    if (closed_) return;  // release() closes what the connector made
+    std::lock_guard lock{bridge_->mutex};
+    nc_ = bridge_->nc;
+    js_ = bridge_->js;
 }
 
 void NatsChannel::on_state(bool up, std::string why) {
@@ -264,9 +273,10 @@ std::optional<std::string> NatsChannel::send_task(const sinks::Task& task) {
     }
     const auto body = whole_task_ ? worker::protocol::encode(task) : task.input_json;
     natsMsg* msg = nullptr;
-    natsStatus status = natsMsg_Create(&msg, subject.c_str(), nullptr, body.data(),
-                                       static_cast<int>(body.size()));
-    if (status == NATS_OK) status = natsMsgHeader_Set(msg, "Nats-Msg-Id", header_safe(task.dispatch_key).c_str());
+    natsStatus status =
+        natsMsg_Create(&msg, subject.c_str(), nullptr, body.data(), static_cast<int>(body.size()));
+    if (status == NATS_OK)
+        status = natsMsgHeader_Set(msg, "Nats-Msg-Id", header_safe(task.dispatch_key).c_str());
     for (const auto& [name, value] : task_headers(task)) {
         if (status == NATS_OK) status = natsMsgHeader_Set(msg, name.c_str(), value.c_str());
     }
@@ -282,7 +292,8 @@ std::optional<std::string> NatsChannel::send_task(const sinks::Task& task) {
     if (status != NATS_OK) {
         boost::asio::post(context_.loop,
                           [self = weak_from_this(), id = task.task_id, why = status_text(status)] {
-                              if (auto c = self.lock()) c->on_ack(id, "NATS publish failed: " + why, false);
+                              if (auto c = self.lock())
+                                  c->on_ack(id, "NATS publish failed: " + why, false);
                           });
     }
     return std::nullopt;
@@ -318,18 +329,21 @@ void NatsChannel::close(std::string_view reason) {
 
 void NatsChannel::release() {
     closed_ = true;
-    if (bridge_ != nullptr) {
-        {
-            std::lock_guard lock{bridge_->mutex};
-            bridge_->stopping = true;
-        }
-        bridge_->wake.notify_all();
+    if (bridge_ == nullptr) return;
+    {
+        std::lock_guard lock{bridge_->mutex};
+        bridge_->stopping = true;
     }
+    bridge_->wake.notify_all();
     if (connector_.joinable()) connector_.join();
-    if (js_ != nullptr) jsCtx_Destroy(std::exchange(js_, nullptr));
-    if (nc_ != nullptr) {
-        natsConnection_Close(nc_);
-        natsConnection_Destroy(std::exchange(nc_, nullptr));
+    // The connector is done: what it made is in the bridge, whether or not its post ran.
+    std::lock_guard lock{bridge_->mutex};
+    js_ = nullptr;
+    nc_ = nullptr;
+    if (auto* js = std::exchange(bridge_->js, nullptr)) jsCtx_Destroy(js);
+    if (auto* nc = std::exchange(bridge_->nc, nullptr)) {
+        natsConnection_Close(nc);
+        natsConnection_Destroy(nc);
     }
 }
 

@@ -14,11 +14,10 @@
 #include <string>
 #include <thread>
 
+#include <nats/nats.h>
+
 #include "outboxd/sinks/broker_state.hpp"
 #include "outboxd/sinks/targets/destination.hpp"
-
-struct __natsConnection;
-struct __jsCtx;
 
 namespace outboxd::sinks::nats::detail {
 
@@ -43,7 +42,7 @@ public:
     [[nodiscard]] bool connected() const override { return state_.connected(); }
 
     // Posted from nats.c's threads.
-    void on_connection(__natsConnection* nc, __jsCtx* js);
+    void on_connection();  // the connector is done: take what it made
     void on_state(bool up, std::string why);
 
     struct Bridge;
@@ -59,8 +58,8 @@ private:
     targets::ChannelContext context_;
     bool whole_task_ = false;
     std::thread connector_;
-    __natsConnection* nc_ = nullptr;
-    __jsCtx* js_ = nullptr;
+    natsConnection* nc_ = nullptr;
+    jsCtx* js_ = nullptr;
     std::map<std::string, std::chrono::steady_clock::time_point> pending_;  // by task id
     BrokerState state_;
     bool closed_ = false;

@@ -53,7 +53,8 @@ public:
         if (detail::servers_problem(target.url)) return;  // check says why
         std::string urls;
         for (const auto& server : detail::parse_servers(target.url)) {
-            if (server.user && !target.options.contains("user")) target.options["user"] = *server.user;
+            if (server.user && !target.options.contains("user"))
+                target.options["user"] = *server.user;
             if (server.password) target.credentials["password"] = *server.password;
             urls += (urls.empty() ? "" : ",") + server.url;
         }
@@ -77,7 +78,8 @@ public:
         const auto* subject = option(target, "subject");
         if (subject == nullptr) return problem("subject", "'subject' is required");
         if (subject->size() > kMaxSubjectBytes) {
-            return problem("subject", "subject is longer than " + std::to_string(kMaxSubjectBytes) + " bytes");
+            return problem("subject",
+                           "subject is longer than " + std::to_string(kMaxSubjectBytes) + " bytes");
         }
         if (auto why = template_problem(*subject)) return problem("subject", "subject: " + *why);
         Task sample;
@@ -85,7 +87,8 @@ public:
         if (auto why = subject_problem(expand_template(*subject, sample))) {
             return problem("subject", "subject " + *why);
         }
-        if (const auto* body = option(target, "body"); body && *body != "input" && *body != "task") {
+        if (const auto* body = option(target, "body");
+            body && *body != "input" && *body != "task") {
             return problem("body", "body must be \"input\" or \"task\"");
         }
         if (target.signing_secret) return problem("signing_secret", "NATS targets are not signed");
@@ -99,8 +102,8 @@ public:
                                          " bytes without NUL");
             }
             if (util::SecretBox::is_sealed(value)) {
-                return problem(name, name + " may not begin with '" +
-                                         std::string{util::kSealedPrefix} + "'");
+                return problem(
+                    name, name + " may not begin with '" + std::string{util::kSealedPrefix} + "'");
             }
         }
         const auto* user = option(target, "user");
@@ -110,7 +113,8 @@ public:
         if (token && user != nullptr) return problem("token", "give a token or a user, not both");
         if (auto why = path_problem(option(target, "creds_file"), "creds_file")) return why;
         if (auto why = path_problem(option(target, "nkey_seed_file"), "nkey_seed_file")) return why;
-        if (auto why = path_problem(target.ca_file ? &*target.ca_file : nullptr, "ca_file")) return why;
+        if (auto why = path_problem(target.ca_file ? &*target.ca_file : nullptr, "ca_file"))
+            return why;
         if ((option(target, "nkey") == nullptr) != (option(target, "nkey_seed_file") == nullptr)) {
             return problem("nkey", "nkey (the public key) and nkey_seed_file go together");
         }
@@ -148,7 +152,8 @@ std::optional<std::string> subject_problem(std::string_view subject) {
         if (token == "*" || token == ">") return std::string{"has a wildcard token"};
         for (const char c : token) {
             const auto byte = static_cast<unsigned char>(c);
-            if (byte <= 0x20 || byte == 0x7f) return std::string{"holds whitespace or a control byte"};
+            if (byte <= 0x20 || byte == 0x7f)
+                return std::string{"holds whitespace or a control byte"};
         }
         if (dot == std::string_view::npos) return std::nullopt;
         start = dot + 1;

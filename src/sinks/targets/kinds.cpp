@@ -18,9 +18,9 @@ std::optional<FieldProblem> problem(std::string field, std::string message) {
 }  // namespace
 
 std::span<const DestinationKind* const> kinds() {
-    static const std::array<const DestinationKind*, 3> kKinds{
+    static const std::array<const DestinationKind*, 3> known{
         &http_push::http_kind(), &nats::nats_kind(), &amqp::amqp_kind()};
-    return kKinds;
+    return known;
 }
 
 const DestinationKind* find_kind(std::string_view name) {
@@ -35,17 +35,21 @@ std::optional<FieldProblem> check_target(const store::TargetSettings& target,
     const auto* kind = find_kind(target.kind);
     if (kind == nullptr) {
         std::string known;
-        for (const auto* each : kinds()) known += (known.empty() ? "" : ", ") + std::string{each->name()};
+        for (const auto* each : kinds()) {
+            known += (known.empty() ? "" : ", ") + std::string{each->name()};
+        }
         return problem("kind", "kind must be one of " + known);
     }
     if (auto common = http_push::common_target_problem(target)) return common;
     const auto options = kind->options();
-    for (const auto& [name, value] : target.options) {
-        const auto spec = std::find_if(options.begin(), options.end(),
-                                       [&](const OptionSpec& o) { return o.name == name; });
+    for (const auto& option : target.options) {
+        const auto& [name, value] = option;
+        const auto spec =
+            std::find_if(options.begin(), options.end(),
+                         [&option](const OptionSpec& o) { return o.name == option.first; });
         if (spec == options.end()) {
-            return problem(name, "'" + name + "' is not a setting of " +
-                                     std::string{kind->name()} + " targets");
+            return problem(name, "'" + name + "' is not a setting of " + std::string{kind->name()} +
+                                     " targets");
         }
         if (spec->boolean && value != "true" && value != "false") {
             return problem(name, "'" + name + "' must be true or false");

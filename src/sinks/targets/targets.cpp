@@ -72,9 +72,8 @@ std::int32_t node_share(std::int32_t max_in_flight, const ShardCounts& owned, co
     return static_cast<std::int32_t>(std::max<std::int64_t>(1, share));
 }
 
-Targets::Targets(boost::asio::any_io_executor loop, store::AdminLane& lane,
-                         sinks::SinkPort& port, metrics::NodeMetrics& metrics,
-                 TargetsSettings settings, WallClock wall_clock)
+Targets::Targets(boost::asio::any_io_executor loop, store::AdminLane& lane, sinks::SinkPort& port,
+                 metrics::NodeMetrics& metrics, TargetsSettings settings, WallClock wall_clock)
     : loop_(std::move(loop)),
       lane_(lane),
       port_(port),
@@ -142,8 +141,8 @@ void Targets::refresh_now() {
                 return;
             }
             if (const auto failed = failures_.succeeded(); failed > 0) {
-                spdlog::info("event=targets_refresh_recovered database={} failures={}",
-                             database(), failed);
+                spdlog::info("event=targets_refresh_recovered database={} failures={}", database(),
+                             failed);
             }
             if (!stopped_) apply(listed.value);
         });
@@ -174,8 +173,8 @@ void Targets::apply(const std::vector<store::TargetRecord>& records) {
     for (const auto& [name, why] : refused) {
         const auto known = refused_.find(name);
         if (known == refused_.end() || known->second != why) {
-            spdlog::warn("event=target_refused database={} target=\"{}\" reason=\"{}\"",
-                         database(), util::log_safe(name), util::log_safe(why));
+            spdlog::warn("event=target_refused database={} target=\"{}\" reason=\"{}\"", database(),
+                         util::log_safe(name), util::log_safe(why));
             // A key missing here is this node's to fix: say so where every node's GET sees it.
             if (undecryptable.contains(name)) {
                 unsent_reports_.push_back({name, "node cannot use the target: " + why, false});
@@ -219,8 +218,8 @@ void Targets::add(const store::TargetSettings& target) {
     if (kind == nullptr) return;  // check_target passed, so never
     const auto refuse = [&](const std::string& why) {
         if (refused_[target.name] != why) {
-            spdlog::warn("event=target_refused database={} target=\"{}\" reason=\"{}\"",
-                         database(), util::log_safe(target.name), util::log_safe(why));
+            spdlog::warn("event=target_refused database={} target=\"{}\" reason=\"{}\"", database(),
+                         util::log_safe(target.name), util::log_safe(why));
         }
         refused_[target.name] = why;
         unsent_reports_.push_back({target.name, "node cannot use the target: " + why, false});
@@ -256,10 +255,10 @@ void Targets::add(const store::TargetSettings& target) {
         set_credit(it->second);
     };
     try {
-        entry.channel = kind->open(
-            target, ChannelContext{loop_, settings_.policy, metrics_, database(), std::move(answers),
-                                   settings_.max_response_bytes, settings_.max_result_bytes,
-                                   wall_clock_, ready});
+        entry.channel =
+            kind->open(target, ChannelContext{loop_, settings_.policy, metrics_, database(),
+                                              std::move(answers), settings_.max_response_bytes,
+                                              settings_.max_result_bytes, wall_clock_, ready});
     } catch (const std::exception& error) {
         refuse(util::sanitize_text(error.what(), 300));
         return;
@@ -270,17 +269,17 @@ void Targets::add(const store::TargetSettings& target) {
     spdlog::info(
         "event=target_added database={} target=\"{}\" kind={} namespace=\"{}\" "
         "task_queue=\"{}\" url=\"{}\" share={}",
-        database(), util::log_safe(target.name), target.kind,
-        util::log_safe(target.namespace_name), util::log_safe(target.task_queue),
-        util::log_safe(kind->shown_url(target.url)), std::max(0, share));
+        database(), util::log_safe(target.name), target.kind, util::log_safe(target.namespace_name),
+        util::log_safe(target.task_queue), util::log_safe(kind->shown_url(target.url)),
+        std::max(0, share));
     const auto session_id = entry.session_id;
     auto channel = entry.channel;
     const bool ready_now = entry.ready;
     active_.emplace(target.name, std::move(entry));
-    port_.attach(session_id,
-                 profile_of(target, ready_now ? share : 0, settings_.deadline_grace,
-                            settings_.database),
-                 std::move(channel));
+    port_.attach(
+        session_id,
+        profile_of(target, ready_now ? share : 0, settings_.deadline_grace, settings_.database),
+        std::move(channel));
 }
 
 std::int32_t Targets::share_of(const store::TargetSettings& target) const {

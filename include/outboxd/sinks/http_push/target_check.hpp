@@ -91,7 +91,8 @@ struct FieldProblem {
 
 // The rules every target satisfies whatever its kind: its name, route (namespace, task
 // queue, activity types) and bounds (max_in_flight, timeout_ms).
-[[nodiscard]] std::optional<FieldProblem> common_target_problem(const store::TargetSettings& target);
+[[nodiscard]] std::optional<FieldProblem> common_target_problem(
+    const store::TargetSettings& target);
 
 // Every rule an HTTP target must satisfy, the policy included; the first broken one. A signing
 // secret or header value may not begin with "enc:", which marks an encrypted value in the

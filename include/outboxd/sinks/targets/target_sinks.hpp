@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "outboxd/sinks/targets/targets.hpp"
 #include "outboxd/sinks/sink_provider.hpp"
+#include "outboxd/sinks/targets/targets.hpp"
 
 namespace outboxd::sinks::targets {
 
@@ -20,7 +20,7 @@ public:
         auto settings = settings_;
         settings.database = engine.database;
         return std::make_unique<Targets>(engine.loop, engine.admin_lane, engine.port,
-                                             engine.metrics, std::move(settings));
+                                         engine.metrics, std::move(settings));
     }
     [[nodiscard]] const HostPolicy& policy() const { return settings_.policy; }
 

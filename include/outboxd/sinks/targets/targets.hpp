@@ -37,8 +37,8 @@
 #include "outboxd/sinks/sink_port.hpp"
 #include "outboxd/sinks/sink_provider.hpp"
 #include "outboxd/sinks/targets/destination.hpp"
-#include "outboxd/store/target.hpp"
 #include "outboxd/store/lanes.hpp"
+#include "outboxd/store/target.hpp"
 #include "outboxd/util/failure_run.hpp"
 #include "outboxd/util/lifetime.hpp"
 
