@@ -58,6 +58,9 @@ struct BenchSettings {
     // HTTP push (docs/benchmarks.md, "HTTP push").
     std::int64_t http_rows = 50'000;  // per throughput run, and the WebSocket run beside it
     int http_max_in_flight = 512;     // the target's bound: concurrent requests
+    // Broker targets (docs/benchmarks.md, "Broker targets").
+    std::int64_t broker_rows = 50'000;  // per NATS and AMQP run, and the WebSocket run beside them
+    int broker_max_in_flight = 512;     // each broker target's bound: unconfirmed messages
     // Delivery controls (docs/benchmarks.md, "Delivery controls").
     std::int64_t ordered_workflows = 10'000;  // × 10 rows, ordered and unordered
     std::int64_t serial_rows = 5'000;         // one ordered workflow

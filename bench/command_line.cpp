@@ -135,6 +135,14 @@ std::optional<int> parse_command_line(int argc, char** argv, const ScenarioRegis
     app.add_option("--http-max-in-flight", s.http_max_in_flight,
                    "the HTTP push target's max_in_flight (512)")
         ->check(CLI::Range(1, 10'000));
+    auto* broker_rows =
+        app.add_option("--broker-rows", s.broker_rows,
+                       "rows per NATS and AMQP target run, and the WebSocket run beside them "
+                       "(50000; quick 20000)")
+            ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
+    app.add_option("--broker-max-in-flight", s.broker_max_in_flight,
+                   "the broker targets' max_in_flight (512)")
+        ->check(CLI::Range(1, 10'000));
     auto* ordered_workflows =
         app.add_option("--ordered-workflows", s.ordered_workflows,
                        "workflows of 10 rows of the ordered runs (10000; quick 2000)");
@@ -194,6 +202,7 @@ std::optional<int> parse_command_line(int argc, char** argv, const ScenarioRegis
         if (!*priority_backlog) s.priority_backlog = 200'000;
         s.priority_rows = 40;
         if (!*limit_rows) s.limit_rows = 3'000;
+        if (!*broker_rows) s.broker_rows = 20'000;
     }
     if (s.smoke) {
         // Every scenario still runs and reports; sizes keep each one's precondition (a backlog
@@ -215,6 +224,7 @@ std::optional<int> parse_command_line(int argc, char** argv, const ScenarioRegis
         if (!*priority_backlog) s.priority_backlog = 60'000;
         if (!*limit_rows) s.limit_rows = 1'000;
         if (!*http_rows) s.http_rows = 15'000;
+        if (!*broker_rows) s.broker_rows = 10'000;
     }
     for (const auto& entry : node_env) {
         const auto equals = entry.find('=');

@@ -15,11 +15,11 @@
 
 #include "bench_database.hpp"
 #include "child_process.hpp"
-#include "http_client.hpp"
 #include "http_sink.hpp"
 #include "node_fleet.hpp"
 #include "proc_stat.hpp"
 #include "report_format.hpp"
+#include "target_setup.hpp"
 
 namespace outboxd::bench {
 namespace {
@@ -30,58 +30,14 @@ constexpr double kTargetRatioToWebSocket = 0.4;
 constexpr double kTargetP50Ms = 5;
 constexpr double kTargetP99Ms = 20;
 
-// The settings with 127.0.0.1 added to the nodes' OUTBOXD_HTTP_ALLOWED_HOSTS: the receivers
-// listen there, a loopback address targets reach only when the allow-list holds it.
-BenchSettings with_loopback_allowed(BenchSettings settings) {
-    constexpr std::string_view kVariable = "OUTBOXD_HTTP_ALLOWED_HOSTS";
-    auto& env = settings.node_env;
-    const auto given = std::find_if(env.begin(), env.end(),
-                                    [&](const auto& entry) { return entry.first == kVariable; });
-    if (given == env.end()) {
-        env.emplace_back(kVariable, "127.0.0.1");
-    } else {
-        given->second += ",127.0.0.1";
-    }
-    return settings;
-}
-
-// A context like `base` whose nodes may push to 127.0.0.1; it holds the settings it refers to.
-struct LoopbackContext {
-    explicit LoopbackContext(const BenchContext& base)
-        : settings(with_loopback_allowed(base.settings)),
-          context{settings, base.databases, base.pg_cpu} {}
-    LoopbackContext(const LoopbackContext&) = delete;
-    LoopbackContext& operator=(const LoopbackContext&) = delete;
-
-    BenchSettings settings;
-    BenchContext context;
-};
-
 // Sets the target `bench` of namespace default (activity noop) to `url` on the first node,
 // and waits until that node serves it.
-void put_target(NodeFleet& fleet, const std::string& url, int max_in_flight) {
-    const auto& node = fleet.http_urls().front();
+void put_http_target(NodeFleet& fleet, const std::string& url, int max_in_flight) {
     const nlohmann::json body = {{"activity_types", {"noop"}},
                                  {"url", url},
                                  {"max_in_flight", max_in_flight},
                                  {"timeout_ms", 30000}};
-    const auto put = http_request(node, "PUT", "/v1/http-targets/bench", body.dump());
-    if (put.status != 200) {
-        throw std::runtime_error{"PUT /v1/http-targets/bench answered " +
-                                 std::to_string(put.status) + ": " + put.body};
-    }
-    const auto deadline = std::chrono::steady_clock::now() + kReadyTimeout;
-    for (;;) {
-        const auto got = nlohmann::json::parse(
-            http_request(node, "GET", "/v1/http-targets/bench").body, nullptr, false);
-        if (got.is_object() && got["node"]["share"].is_number() && got["node"]["share"] > 0) {
-            return;
-        }
-        if (std::chrono::steady_clock::now() > deadline) {
-            throw std::runtime_error{"the node never served the HTTP target"};
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds{5});
-    }
+    put_target(fleet, "/v1/http-targets/bench", body, TargetReady::served);
 }
 
 // outboxd-receiver on a free port; its port, once it listens.
@@ -128,8 +84,8 @@ E2eResult run_http_push(const BenchContext& base, const std::string& tag) {
 
     DrainOptions options;
     options.consume = [&](NodeFleet& fleet) {
-        put_target(fleet, "http://127.0.0.1:" + std::to_string(port) + "/hook",
-                   settings.http_max_in_flight);
+        put_http_target(fleet, "http://127.0.0.1:" + std::to_string(port) + "/hook",
+                        settings.http_max_in_flight);
         const auto before = process_cpu_seconds(receiver.pid());
         return std::function<double()>{
             [&receiver, before] { return process_cpu_seconds(receiver.pid()) - before; }};
@@ -147,8 +103,8 @@ LatencyResult run_http_latency(const BenchContext& base) {
     return measure_latency(
         context, "http_latency", [&settings](NodeFleet& fleet, const Arrival& arrived) {
             auto sink = std::make_shared<HttpSink>(arrived);
-            put_target(fleet, "http://127.0.0.1:" + std::to_string(sink->port()) + "/hook",
-                       settings.http_max_in_flight);
+            put_http_target(fleet, "http://127.0.0.1:" + std::to_string(sink->port()) + "/hook",
+                            settings.http_max_in_flight);
             return std::function<void()>{[sink]() mutable { sink.reset(); }};
         });
 }

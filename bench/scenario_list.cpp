@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "access_scenario.hpp"
+#include "broker_scenario.hpp"
 #include "client_workers_scenario.hpp"
 #include "controls_scenario.hpp"
 #include "databases_scenario.hpp"
@@ -28,9 +29,10 @@ namespace outboxd::bench {
 namespace {
 
 // Every scenario, one line each, in run order: each repetition runs their repeat() in this
-// order (floor, e2e with idle_routes right after its 1-node run, http_push, results,
+// order (floor, e2e with idle_routes right after its 1-node run, http_push, brokers, results,
 // clients, tenants), then their once() in this order (limit, latency, wake, history,
-// weighted, quiet_tenant, heartbeats, http_push, controls, access, databases, failover).
+// weighted, quiet_tenant, heartbeats, http_push, brokers, controls, access, databases,
+// failover).
 // --help lists them so.
 std::vector<std::unique_ptr<Scenario>> scenarios() {
     std::vector<std::unique_ptr<Scenario>> list;
@@ -45,6 +47,7 @@ std::vector<std::unique_ptr<Scenario>> scenarios() {
     list.push_back(std::make_unique<QuietTenantScenario>());
     list.push_back(std::make_unique<HeartbeatScenario>());
     list.push_back(std::make_unique<HttpPushScenario>());
+    list.push_back(std::make_unique<BrokerScenario>());
     list.push_back(std::make_unique<ResultsScenario>());
     list.push_back(std::make_unique<ClientWorkersScenario>());
     list.push_back(std::make_unique<TenantsScenario>());
@@ -64,7 +67,9 @@ std::vector<TableGroup> layout() {
         {kRoutesHeading,
          false,
          {"one_route", "idle_routes", "tenants", "weighted", "quiet_tenant"}},
-        {"", false, {"http_push", "controls", "results", "heartbeats", "clients", "limit_grid"}},
+        {"",
+         false,
+         {"http_push", "brokers", "controls", "results", "heartbeats", "clients", "limit_grid"}},
     };
 }
 

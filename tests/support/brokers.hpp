@@ -2,7 +2,8 @@
 
 // Message brokers of a test's own, for multi-process tests: Debian's nats-server (JetStream,
 // file storage) and rabbitmq-server, each a child process of the test on free 127.0.0.1
-// ports below 32768, with every file of its own under the directory it is given. They never
+// ports below 32768, with every file of its own under the directory it is given (the
+// command lines of broker_servers.hpp, which the benchmark starts too). They never
 // use a system instance (5672, 4222, epmd 4369) and die with the test however it ends.
 // Plus admin helpers that read what a broker stored, through the brokers' C clients
 // (nats.c, rabbitmq-c): each call opens its own connection and closes it.
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "outboxd/broker_admin/broker_admin.hpp"
+#include "outboxd/broker_admin/broker_servers.hpp"
 #include "process.hpp"
 
 namespace outboxd::test {
@@ -35,11 +37,7 @@ using broker_admin::stream_messages;
 
 // How clients must authenticate to a NatsServer: nothing (the default), a user and password
 // (--user/--pass), or a token (--auth). Not both.
-struct NatsAuth {
-    std::string user;
-    std::string password;
-    std::string token;
-};
+using NatsAuth = broker_admin::NatsServerAuth;
 
 // nats-server -js -sd <dir>/js -a 127.0.0.1 -p <port> -m <monitor port>.
 class NatsServer {
@@ -76,7 +74,6 @@ private:
 
     std::string dir_;
     NatsAuth auth_;
-    std::string binary_;
     std::uint16_t port_ = 0;
     std::uint16_t monitor_port_ = 0;
     std::unique_ptr<Process> process_;
@@ -111,16 +108,12 @@ public:
     [[nodiscard]] std::string log() const;
 
 private:
-    // Cookie, config and plugins files under dir_.
-    void write_files() const;
     // Each false when the process exited before it was ready (a port taken meanwhile);
     // start_node() throws when the node is not ready in time.
     bool start_epmd();
     bool start_node();
 
     std::string dir_;
-    std::string binary_;
-    std::string epmd_binary_;
     std::uint16_t port_ = 0;
     std::uint16_t dist_port_ = 0;
     std::uint16_t epmd_port_ = 0;
