@@ -16,8 +16,8 @@
 #include "outboxd/auth/grant.hpp"
 #include "outboxd/sinks/targets/targets.hpp"
 #include "outboxd/store/admin_store.hpp"
-#include "outboxd/store/target.hpp"
 #include "outboxd/store/schedule_store.hpp"
+#include "outboxd/store/target.hpp"
 
 namespace outboxd::http {
 

@@ -172,8 +172,10 @@ void put(const ApiContext& api, const RouteRequest& r, Respond respond, Flavor f
 
 void add_target_routes(RouteTable& table, const ApiContext& api) {
     using auth::Role;
-    for (const auto& [prefix, flavor] : {std::pair{std::string{"/v1/targets"}, kAllKinds},
-                                         std::pair{std::string{"/v1/http-targets"}, kHttpOnly}}) {
+    for (const auto& route : {std::pair{std::string{"/v1/targets"}, kAllKinds},
+                              std::pair{std::string{"/v1/http-targets"}, kHttpOnly}}) {
+        const auto& prefix = route.first;
+        const auto flavor = route.second;
         table.add({"GET", prefix, Access::needs(Role::reader),
                    [&api, flavor](const RouteRequest& r, Respond respond) {
                        list(api, r, std::move(respond), flavor);

@@ -222,9 +222,9 @@ TEST_CASE(
             if (stranded.contains(key)) continue;
             ++elsewhere;
             INFO("delivered " << count << " times: " << key << "; on the survivors: "
-                               << survivors_said("event=cluster_tick_failed") << " failed ticks, "
-                               << survivors_said("event=shards_changed") << " shard changes, "
-                               << survivors_said("event=claims_rearmed") << " re-arms");
+                              << survivors_said("event=cluster_tick_failed") << " failed ticks, "
+                              << survivors_said("event=shards_changed") << " shard changes, "
+                              << survivors_said("event=claims_rearmed") << " re-arms");
             CHECK(sessions_lost > 0);
         }
     }

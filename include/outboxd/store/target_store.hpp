@@ -6,9 +6,9 @@
 // one checks it first (http_push::check_target), since plain SQL may have written it.
 //
 // Secrets at rest (README, "Secrets at rest"): with a SecretBox, the signing secret, every
-// header value and every credential are written encrypted, bound to the target's name and the field, in the
-// columns they always had; without one, in clear. Reads take both: a value in clear (written
-// before a key was set) reads as it is and is encrypted on its next write. A value that
+// header value and every credential are written encrypted, bound to the target's name and the
+// field, in the columns they always had; without one, in clear. Reads take both: a value in clear
+// (written before a key was set) reads as it is and is encrypted on its next write. A value that
 // cannot be decrypted does not fail the read: the record says why (SecretsAtRest::problem).
 
 #include <memory>
@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "outboxd/store/target.hpp"
 #include "outboxd/store/outbox_session.hpp"
+#include "outboxd/store/target.hpp"
 #include "outboxd/util/secret_box.hpp"
 
 namespace outboxd::store {

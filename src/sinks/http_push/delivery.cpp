@@ -150,7 +150,7 @@ std::string standard_webhooks_signature(std::string_view secret, std::string_vie
     message.reserve(id.size() + stamp.size() + 2 + body.size());
     message.append(id).append(".").append(stamp).append(".").append(body);
     const auto digest = hmac_sha256(secret, message);
-    std::string encoded(4 * ((digest.length + 2) / 3), '\0');
+    std::string encoded(std::size_t{4} * ((digest.length + 2) / 3), '\0');
     const int written = ::EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
                                           digest.bytes.data(), static_cast<int>(digest.length));
     encoded.resize(static_cast<std::size_t>(std::max(written, 0)));

@@ -163,10 +163,9 @@ void NatsChannel::start() {
         natsConnection* nc = nullptr;
         jsCtx* js = nullptr;
         natsStatus status = natsOptions_Create(&options);
-        std::vector<std::string> urls;
-        for (const auto& server : servers) urls.push_back(server.url);
         std::vector<const char*> pointers;
-        for (const auto& url : urls) pointers.push_back(url.c_str());
+        pointers.reserve(servers.size());
+        for (const auto& server : servers) pointers.push_back(server.url.c_str());
         const auto option = [&](const char* name) -> const std::string* {
             const auto it = settings.options.find(name);
             return it == settings.options.end() ? nullptr : &it->second;
@@ -225,7 +224,8 @@ void NatsChannel::start() {
             jsOptions js_options;
             jsOptions_Init(&js_options);
             js_options.Wait = settings.timeout_ms;
-            js_options.PublishAsync.MaxPending = 2 * 10000;
+            // Above any share of max_in_flight (at most 10,000): the credit bounds what is out.
+            js_options.PublishAsync.MaxPending = std::int64_t{2} * 10000;
             js_options.PublishAsync.AckHandler = on_pub_ack;
             js_options.PublishAsync.AckHandlerClosure = bridge;
             status = natsConnection_JetStream(&js, nc, &js_options);
@@ -251,7 +251,7 @@ void NatsChannel::on_connection() {
     js_ = bridge_->js;
 }
 
-void NatsChannel::on_state(bool up, std::string why) {
+void NatsChannel::on_state(bool up, const std::string& why) {
     if (closed_) return;
     up = up && js_ != nullptr;
     if (state_.set_connected(up, why) && context_.ready) context_.ready(up);

@@ -43,7 +43,7 @@ public:
 
     // Posted from nats.c's threads.
     void on_connection();  // the connector is done: take what it made
-    void on_state(bool up, std::string why);
+    void on_state(bool up, const std::string& why);
 
     struct Bridge;
     // `result`: the PubAck as the task's result ({"stream","sequence","duplicate"}).

@@ -88,7 +88,8 @@ TEST_CASE("a node's share of a target follows its shards and sums to the bound",
     const outboxd::sinks::ShardCounts three{{"a", 341}, {"b", 341}, {"c", 342}};
     for (const int bound : {3, 5, 6, 7, 64, 100, 1000}) {
         INFO(bound);
-        const auto sum = outboxd::sinks::targets::node_share(bound, three, "a") + outboxd::sinks::targets::node_share(bound, three, "b") +
+        const auto sum = outboxd::sinks::targets::node_share(bound, three, "a") +
+                         outboxd::sinks::targets::node_share(bound, three, "b") +
                          outboxd::sinks::targets::node_share(bound, three, "c");
         CHECK(sum == bound);
     }
