@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -31,6 +33,11 @@ constexpr const char* kStream = "BENCH";
 constexpr const char* kStreamSubjects = "bench.>";
 constexpr const char* kExchange = "bench";
 constexpr const char* kQueue = "bench";
+// What the targets publish: the subject and routing key of activity noop, and the body of a
+// row staged without input (jsonb 'null').
+constexpr const char* kSubject = "bench.noop";
+constexpr const char* kRoutingKey = "noop";
+constexpr const char* kBody = "null";
 constexpr int kTargetTimeoutMs = 30000;
 
 nlohmann::json target_body(const BenchSettings& settings, const std::string& kind,
@@ -82,6 +89,10 @@ std::string broker_dir(const BenchSettings& settings, const std::string& tag) {
     return settings.work_dir + "/" + tag;
 }
 
+double rate(std::int64_t rows, double seconds) {
+    return seconds > 0 ? static_cast<double>(rows) / seconds : 0;
+}
+
 LatencyResult run_nats_latency(const BenchContext& base) {
     const LoopbackContext loopback{base};
     const auto& context = loopback.context;
@@ -119,11 +130,34 @@ std::string ratio_line(const char* what, const BrokerRun* run, const E2eResult* 
                 kTargetRatioToWebSocket, verdict(ratio >= kTargetRatioToWebSocket).c_str());
 }
 
-// The keys `prefix`_rows_per_s, _runs, _complete, _stored, _ratio_to_ws of one broker.
+// The median of the runs' limits; none without runs.
+std::optional<double> median_limit(const std::vector<BrokerRun>& runs) {
+    std::vector<double> limits;
+    for (const auto& run : runs) limits.push_back(run.limit_rows_per_s);
+    return median(limits);
+}
+
+// The broker's own limit and the target's share of it.
+std::string limit_line(const char* what, const BrokerRun& run, const std::vector<BrokerRun>& runs) {
+    const auto limit = median_limit(runs);
+    if (!limit || *limit <= 0) return {};
+    std::string each;
+    for (const auto& r : runs)
+        each += (each.empty() ? "" : ", ") + strf("%.0f", r.limit_rows_per_s);
+    return strf(
+        "  %s limit (the driver alone publishing as the target does, same window): %.0f "
+        "msgs/s (runs %s); target / limit: %.3f\n",
+        what, *limit, each.c_str(), run.rows_per_s() / *limit);
+}
+
+// The keys `prefix`_rows_per_s, _runs, _complete, _stored, _ratio_to_ws, _limit_rows_per_s,
+// _limit_runs, _ratio_to_limit of one broker.
 void add_broker_json(const std::string& prefix, const std::vector<BrokerRun>& runs,
                      const E2eResult* ws, nlohmann::json& out) {
     out[prefix + "_rows_per_s"] = nullptr;
     out[prefix + "_ratio_to_ws"] = nullptr;
+    out[prefix + "_limit_rows_per_s"] = nullptr;
+    out[prefix + "_ratio_to_limit"] = nullptr;
     const auto* median = median_run(runs);
     if (!median) return;
     out[prefix + "_rows_per_s"] = json_rate(median->rows_per_s());
@@ -131,6 +165,7 @@ void add_broker_json(const std::string& prefix, const std::vector<BrokerRun>& ru
     for (const auto& run : runs) {
         out[prefix + "_runs"].push_back(json_rate(run.rows_per_s()));
         out[prefix + "_stored"].push_back(run.stored);
+        out[prefix + "_limit_runs"].push_back(json_rate(run.limit_rows_per_s));
         complete = complete && run.drain.complete;
     }
     out[prefix + "_complete"] = complete;
@@ -140,6 +175,10 @@ void add_broker_json(const std::string& prefix, const std::vector<BrokerRun>& ru
         json_fine(per_10k(median->drain.worker_cpu_s, median->drain.rows));
     if (ws && ws->rows_per_s() > 0) {
         out[prefix + "_ratio_to_ws"] = json_fine(median->rows_per_s() / ws->rows_per_s());
+    }
+    if (const auto limit = median_limit(runs); limit && *limit > 0) {
+        out[prefix + "_limit_rows_per_s"] = json_rate(*limit);
+        out[prefix + "_ratio_to_limit"] = json_fine(median->rows_per_s() / *limit);
     }
 }
 
@@ -158,9 +197,17 @@ void BrokerScenario::repeat(const Turn& turn) {
     {
         const NatsProcess nats{broker_dir(settings, nats_tag + "-server")};
         broker_admin::create_stream(nats.url(), kStream, {kStreamSubjects});
+        // The broker's own limit first, then purged: the stream holds only the drain's.
+        const double limit_rate =
+            rate(settings.broker_rows,
+                 broker_admin::nats_publish_acked(nats.url(), kSubject, settings.broker_rows, kBody,
+                                                  settings.broker_max_in_flight));
+        broker_admin::purge_stream(nats.url(), kStream);
+        spdlog::info("{}: limit {:.0f} msgs/s", nats_tag, limit_rate);
         BrokerRun run{
             drain_to_broker(context, nats_tag, nats.pid(), nats_target(settings, nats.url()))};
         run.stored = broker_admin::stream_messages(nats.url(), kStream);
+        run.limit_rows_per_s = limit_rate;
         nats_runs_.push_back(run);
     }
     spdlog::info("{}: {:.0f} rows/s, {} messages in the stream", nats_tag,
@@ -171,9 +218,20 @@ void BrokerScenario::repeat(const Turn& turn) {
         const RabbitMqProcess rabbit{broker_dir(settings, amqp_tag + "-server")};
         broker_admin::declare_exchange(rabbit.url(), kExchange, "topic");
         broker_admin::declare_queue_bound(rabbit.url(), kQueue, kExchange, "#");
+        const double limit_rate = rate(
+            settings.broker_rows, broker_admin::amqp_publish_confirmed(
+                                      rabbit.url(), kExchange, kRoutingKey, settings.broker_rows,
+                                      kBody, settings.broker_max_in_flight));
+        const auto purged = broker_admin::purge_queue(rabbit.url(), kQueue);
+        if (std::cmp_not_equal(purged, settings.broker_rows)) {
+            spdlog::warn("{}: the limit run left {} messages in the queue, not {}", amqp_tag,
+                         purged, settings.broker_rows);
+        }
+        spdlog::info("{}: limit {:.0f} msgs/s", amqp_tag, limit_rate);
         BrokerRun run{
             drain_to_broker(context, amqp_tag, rabbit.pid(), amqp_target(settings, rabbit.url()))};
         run.stored = broker_admin::queue_messages(rabbit.url(), kQueue);
+        run.limit_rows_per_s = limit_rate;
         amqp_runs_.push_back(run);
     }
     spdlog::info("{}: {:.0f} rows/s, {} messages in the queue", amqp_tag,
@@ -199,11 +257,13 @@ void BrokerScenario::render_table(const BenchSettings& settings,
         out += broker_line("a NATS JetStream stream (file storage)", settings.broker_rows, *nats,
                            nats_runs_);
         out += ratio_line("NATS", nats, ws);
+        out += limit_line("NATS", *nats, nats_runs_);
     }
     if (amqp) {
         out += broker_line("a RabbitMQ exchange (durable queue, persistent, confirms)",
                            settings.broker_rows, *amqp, amqp_runs_);
         out += ratio_line("AMQP", amqp, ws);
+        out += limit_line("AMQP", *amqp, amqp_runs_);
     }
     if (nats_latency_) {
         const auto& l = *nats_latency_;

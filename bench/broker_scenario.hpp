@@ -4,8 +4,12 @@
 // drained over WebSocket to the usual outboxd-worker processes, then the same rows by one node
 // into a NATS JetStream stream (a target of kind nats) and into a RabbitMQ exchange with a
 // bound durable queue (kind amqp), each broker a child process of its run's own:
-// nats_ratio_to_ws, amqp_ratio_to_ws. Then, once, the latency of a NATS target at a steady
-// rate (latency_probe.hpp), COMMIT -> message received by a core subscriber in the driver.
+// nats_ratio_to_ws, amqp_ratio_to_ws. Before each drain, on the same broker, the broker's own
+// limit: as many messages as the drain's rows, like the target's, published by the driver
+// alone (broker_admin::nats_publish_acked, amqp_publish_confirmed; no outboxd, no PostgreSQL)
+// and then purged: nats_/amqp_limit_rows_per_s, _ratio_to_limit. Then, once, the latency of a NATS
+// target at a steady rate (latency_probe.hpp), COMMIT -> message received by a core subscriber in
+// the driver.
 
 #include <cstdint>
 #include <optional>
@@ -22,7 +26,8 @@ namespace outboxd::bench {
 // One drain into a broker, and what the broker held after it.
 struct BrokerRun {
     E2eResult drain;
-    std::uint64_t stored = 0;  // messages in the stream or queue
+    std::uint64_t stored = 0;     // messages in the stream or queue
+    double limit_rows_per_s = 0;  // the driver alone, same broker, same count, before the drain
 
     [[nodiscard]] double rows_per_s() const { return drain.rows_per_s(); }
 };

@@ -18,7 +18,8 @@ for key in e2e_rows_per_s_1node e2e_rows_per_s_3nodes sql_floor_rows_per_s sql_l
            old_snapshot_rows_per_s idle_routes_ratio tenants_100_ratio fairness_max_dev \
            quiet_tenant_p99_ms http_push_rows_per_s http_push_ratio_to_ws http_push_latency_p50_ms \
            http_push_latency_p99_ms ordered_ratio ordered_serial_rows_per_s rate_limit_err \
-           priority_p99_ms concurrency_limit_max_seen result_cost; do
+           priority_p99_ms concurrency_limit_max_seen result_cost nats_limit_rows_per_s \
+           nats_ratio_to_limit amqp_limit_rows_per_s amqp_ratio_to_limit; do
   # A number may be negative: in a run this short, noise can make the wake cost one.
   [[ $last =~ \"$key\":-?[0-9] ]] || missing+=("$key")
 done

@@ -1,8 +1,11 @@
 #include "outboxd/broker_admin/broker_admin.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -104,6 +107,45 @@ StoredMessage stored_nats_message(natsMsg* message) {
         stored.message_id = id->second;
     }
     return stored;
+}
+
+// The headers of the benchmark's limit runs: those of a target's message (task_headers.hpp),
+// with values of the same length as the benchmark's rows give them.
+std::vector<std::pair<std::string, std::string>> limit_headers(std::int64_t i) {
+    const auto n = std::to_string(i);
+    return {{"Outboxd-Dispatch-Key", "limit-" + n},
+            {"Outboxd-Attempt", "1"},
+            {"Outboxd-Delivery", "1"},
+            {"Outboxd-Namespace", "default"},
+            {"Outboxd-Workflow-Id", "limit-wf-" + n},
+            {"Outboxd-Activity-Type", "noop"},
+            {"Outboxd-Database", "bench_limit"},
+            {"Outboxd-Task-Id", n}};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What nats_publish_acked's acknowledgement handler counts (on nats.c's thread).
+struct AckTally {
+    std::atomic<std::int64_t> acked{0};
+    std::atomic<std::int64_t> failed{0};
+    std::atomic<int> first_error{0};  // a jsErrCode, or a natsStatus negated
+};
+
+void count_ack(jsCtx* /*js*/, natsMsg* message, jsPubAck* ack, jsPubAckErr* error, void* closure) {
+    auto* tally = static_cast<AckTally*>(closure);
+    if (ack != nullptr && error == nullptr) {
+        tally->acked.fetch_add(1, std::memory_order_relaxed);
+    } else {
+        tally->failed.fetch_add(1, std::memory_order_relaxed);
+        int code = 0;
+        if (error != nullptr) code = error->ErrCode != 0 ? error->ErrCode : -error->Err;
+        int none = 0;
+        tally->first_error.compare_exchange_strong(none, code);
+    }
+    natsMsg_Destroy(message);
 }
 
 // ---- rabbitmq-c ----
@@ -289,6 +331,7 @@ void create_stream(const std::string& url, const std::string& stream,
     const std::string what = "create_stream " + stream;
     const JetStream js{url, what};
     std::vector<const char*> subject_pointers;
+    subject_pointers.reserve(subjects.size());
     for (const auto& subject : subjects) subject_pointers.push_back(subject.c_str());
     jsStreamConfig config;
     jsStreamConfig_Init(&config);
@@ -327,6 +370,62 @@ std::vector<StoredMessage> stream_contents(const std::string& url, const std::st
         messages.push_back(stored_nats_message(message.get()));
     }
     return messages;
+}
+
+void purge_stream(const std::string& url, const std::string& stream) {
+    const std::string what = "purge_stream " + stream;
+    const JetStream js{url, what};
+    jsErrCode js_error{};
+    check_nats(js_PurgeStream(js.get(), stream.c_str(), nullptr, &js_error), what, js_error);
+}
+
+double nats_publish_acked(const std::string& url, const std::string& subject, std::int64_t count,
+                          const std::string& body, int window) {
+    const std::string what = "nats_publish_acked " + subject;
+    const auto connection = connect_nats(url, what);
+    AckTally tally;
+    jsOptions options;
+    jsOptions_Init(&options);
+    options.Wait = kNatsApiTimeoutMs;
+    options.PublishAsync.MaxPending = window;
+    options.PublishAsync.AckHandler = count_ack;
+    options.PublishAsync.AckHandlerClosure = &tally;
+    options.PublishAsync.StallWait = kNatsApiTimeoutMs;
+    jsCtx* raw_js = nullptr;
+    check_nats(natsConnection_JetStream(&raw_js, connection.get(), &options),
+               what + ": JetStream context");
+    const NatsPtr<jsCtx> js{raw_js};
+    const auto start = std::chrono::steady_clock::now();
+    for (std::int64_t i = 1; i <= count; ++i) {
+        natsMsg* raw = nullptr;
+        check_nats(natsMsg_Create(&raw, subject.c_str(), nullptr, body.data(),
+                                  static_cast<int>(body.size())),
+                   what + ": message");
+        NatsPtr<natsMsg> message{raw};
+        check_nats(
+            natsMsgHeader_Set(message.get(), "Nats-Msg-Id", ("limit-" + std::to_string(i)).c_str()),
+            what + ": header");
+        for (const auto& [key, value] : limit_headers(i)) {
+            check_nats(natsMsgHeader_Set(message.get(), key.c_str(), value.c_str()),
+                       what + ": header");
+        }
+        raw = message.release();
+        const natsStatus status = js_PublishMsgAsync(js.get(), &raw, nullptr);
+        message.reset(raw);  // still ours when the publish failed
+        check_nats(status, what + ": publish " + std::to_string(i));
+    }
+    jsPubOptions complete;
+    jsPubOptions_Init(&complete);
+    complete.MaxWait = 60'000;
+    check_nats(js_PublishAsyncComplete(js.get(), &complete), what + ": waiting for acks");
+    const double seconds = seconds_since(start);
+    if (tally.failed.load() > 0 || tally.acked.load() != count) {
+        throw std::runtime_error(what + ": " + std::to_string(tally.acked.load()) + " of " +
+                                 std::to_string(count) + " acknowledged, " +
+                                 std::to_string(tally.failed.load()) + " refused (first error " +
+                                 std::to_string(tally.first_error.load()) + ")");
+    }
+    return seconds;
 }
 
 // ---- AMQP administration ----
@@ -395,6 +494,107 @@ std::vector<StoredMessage> drain_queue(const std::string& url, const std::string
         messages.push_back(std::move(stored));
     }
     return messages;
+}
+
+std::uint64_t purge_queue(const std::string& url, const std::string& queue) {
+    AmqpSession session{url, "purge_queue " + queue};
+    const auto* purged =
+        amqp_queue_purge(session.get(), kAmqpChannel, amqp_cstring_bytes(queue.c_str()));
+    session.check(amqp_get_rpc_reply(session.get()), "queue.purge");
+    return purged->message_count;
+}
+
+double amqp_publish_confirmed(const std::string& url, const std::string& exchange,
+                              const std::string& routing_key, std::int64_t count,
+                              const std::string& body, int window) {
+    AmqpSession session{url, "amqp_publish_confirmed " + exchange};
+    amqp_confirm_select(session.get(), kAmqpChannel);
+    session.check(amqp_get_rpc_reply(session.get()), "confirm.select");
+    // Delivery tags 1..count; acked[tag] once confirmed. Tags below `low` are all confirmed.
+    std::vector<char> acked(static_cast<std::size_t>(count) + 1, 0);
+    std::uint64_t low = 1;
+    std::int64_t confirmed = 0;
+    std::int64_t sent = 0;
+    const auto confirm = [&](std::uint64_t tag) {
+        if (tag == 0 || tag > static_cast<std::uint64_t>(sent)) {
+            session.fail("basic.ack", "unknown delivery tag " + std::to_string(tag));
+        }
+        if (acked[tag] == 0) {
+            acked[tag] = 1;
+            ++confirmed;
+        }
+    };
+    const auto bytes = [](const std::string& text) {
+        return amqp_bytes_t{text.size(), const_cast<char*>(text.data())};
+    };
+    const auto start = std::chrono::steady_clock::now();
+    while (confirmed < count) {
+        while (sent < count && sent - confirmed < window) {
+            const auto id = "limit-" + std::to_string(sent + 1);
+            const auto headers = limit_headers(sent + 1);
+            std::vector<amqp_table_entry_t> entries(headers.size());
+            for (std::size_t i = 0; i < headers.size(); ++i) {
+                entries[i].key = bytes(headers[i].first);
+                entries[i].value.kind = AMQP_FIELD_KIND_UTF8;
+                entries[i].value.value.bytes = bytes(headers[i].second);
+            }
+            amqp_basic_properties_t properties{};
+            properties._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+                                AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_HEADERS_FLAG;
+            properties.content_type = amqp_cstring_bytes("application/json");
+            properties.delivery_mode = AMQP_DELIVERY_PERSISTENT;
+            properties.message_id = bytes(id);
+            properties.headers = {static_cast<int>(entries.size()), entries.data()};
+            const int status =
+                amqp_basic_publish(session.get(), kAmqpChannel, bytes(exchange), bytes(routing_key),
+                                   /*mandatory=*/1, /*immediate=*/0, &properties, bytes(body));
+            if (status != AMQP_STATUS_OK) {
+                session.fail("publish " + std::to_string(sent + 1), amqp_error_string2(status));
+            }
+            ++sent;
+            // Take whatever acks already arrived, without waiting.
+            if (amqp_data_in_buffer(session.get()) == 0 &&
+                amqp_frames_enqueued(session.get()) == 0) {
+                continue;
+            }
+            break;
+        }
+        // Wait for a frame only when the window is full or everything is sent.
+        const bool must_wait = sent == count || sent - confirmed >= window;
+        timeval timeout{must_wait ? kAmqpTimeoutSeconds : 0, 0};
+        amqp_frame_t frame;
+        const int status = amqp_simple_wait_frame_noblock(session.get(), &frame, &timeout);
+        if (status == AMQP_STATUS_TIMEOUT) {
+            if (must_wait) session.fail("waiting for confirms", "timed out");
+            continue;
+        }
+        if (status != AMQP_STATUS_OK)
+            session.fail("waiting for confirms", amqp_error_string2(status));
+        if (frame.frame_type != AMQP_FRAME_METHOD) continue;
+        switch (frame.payload.method.id) {
+            case AMQP_BASIC_ACK_METHOD: {
+                const auto* ack = static_cast<amqp_basic_ack_t*>(frame.payload.method.decoded);
+                if (ack->multiple) {
+                    for (auto tag = low; tag <= ack->delivery_tag; ++tag) confirm(tag);
+                } else {
+                    confirm(ack->delivery_tag);
+                }
+                while (low <= static_cast<std::uint64_t>(sent) && acked[low] != 0) ++low;
+                break;
+            }
+            case AMQP_BASIC_NACK_METHOD:
+                session.fail("confirms", "the broker nacked a message");
+            case AMQP_BASIC_RETURN_METHOD:
+                session.fail("confirms", "the broker returned a message (no queue bound?)");
+            case AMQP_CHANNEL_CLOSE_METHOD:
+            case AMQP_CONNECTION_CLOSE_METHOD:
+                session.fail("confirms", "the broker closed the channel or connection");
+            default:
+                break;
+        }
+        amqp_maybe_release_buffers(session.get());
+    }
+    return seconds_since(start);
 }
 
 }  // namespace outboxd::broker_admin

@@ -41,6 +41,16 @@ void create_stream(const std::string& url, const std::string& stream,
 // Every message the stream stores, in sequence order (deleted sequences skipped).
 [[nodiscard]] std::vector<StoredMessage> stream_contents(const std::string& url,
                                                          const std::string& stream);
+// Removes every message the stream stores.
+void purge_stream(const std::string& url, const std::string& stream);
+
+// The broker's own rate, for the benchmark (bench/broker_scenario.cpp): `count` messages of
+// `body`, each with the headers a NATS target sets (Nats-Msg-Id, distinct per message, and 8
+// Outboxd-* headers), published to `subject` over one connection with js_PublishMsgAsync, at
+// most `window` unacknowledged. Returns the seconds from the first publish to the last
+// acknowledgement; throws when a publish fails or the stream refuses a message.
+[[nodiscard]] double nats_publish_acked(const std::string& url, const std::string& subject,
+                                        std::int64_t count, const std::string& body, int window);
 
 // AMQP administration (rabbitmq-c). `url`: amqp://user:password@host:port/vhost.
 
@@ -57,5 +67,17 @@ void declare_queue_bound(const std::string& url, const std::string& queue,
 // Takes every ready message off the queue (basic.get, auto-ack) until it is empty.
 [[nodiscard]] std::vector<StoredMessage> drain_queue(const std::string& url,
                                                      const std::string& queue);
+// Removes every ready message from the queue; returns how many it removed.
+std::uint64_t purge_queue(const std::string& url, const std::string& queue);
+
+// The broker's own rate, for the benchmark: `count` messages of `body` published as an AMQP
+// target publishes them (persistent, mandatory, a distinct message_id, content type
+// application/json, 8 Outboxd-* headers) to `exchange` with `routing_key` over one connection
+// in confirm mode, at most `window` unconfirmed (acks read with `multiple`). Returns the
+// seconds from the first publish to the last confirm; throws on a nack, a returned message or
+// a broken connection.
+[[nodiscard]] double amqp_publish_confirmed(const std::string& url, const std::string& exchange,
+                                            const std::string& routing_key, std::int64_t count,
+                                            const std::string& body, int window);
 
 }  // namespace outboxd::broker_admin
