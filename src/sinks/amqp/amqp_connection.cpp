@@ -134,40 +134,6 @@ void Stopper::attach(int socket_fd) {
     if (stopping_ && socket_fd_ >= 0) ::shutdown(socket_fd_, SHUT_RDWR);
 }
 
-CheckedAddresses checked_addresses(const AmqpUrl& url, const targets::HostPolicy& policy) {
-    http_push::TargetUrl target;
-    target.host = url.host;
-    target.port = url.port;
-    target.tls = url.tls;
-    target.host_is_address = http_push::address_bytes(url.host).has_value();
-    CheckedAddresses out;
-    ::addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = target.host_is_address ? AI_NUMERICHOST : 0;
-    ::addrinfo* found = nullptr;
-    const auto port = std::to_string(url.port);
-    if (const int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-        out.problem =
-            "cannot resolve '" + util::sanitize_text(url.host, 200) + "': " + ::gai_strerror(rc);
-        return out;
-    }
-    for (auto* at = found; at != nullptr && !out.problem; at = at->ai_next) {
-        std::array<char, NI_MAXHOST> text{};
-        if (::getnameinfo(at->ai_addr, at->ai_addrlen, text.data(), text.size(), nullptr, 0,
-                          NI_NUMERICHOST) != 0) {
-            continue;
-        }
-        out.problem = policy.address_problem(target, text.data());
-        sockaddr_storage address{};
-        std::memcpy(&address, at->ai_addr, std::min<std::size_t>(at->ai_addrlen, sizeof address));
-        out.addresses.push_back(address);
-    }
-    ::freeaddrinfo(found);
-    if (!out.problem && out.addresses.empty())
-        out.problem = "'" + util::sanitize_text(url.host, 200) + "' has no address";
-    return out;
-}
-
 AmqpConnection::AmqpConnection(Stopper& stopper)
     : stopper_(stopper), conn_(amqp_new_connection()) {}
 

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "amqp_url.hpp"
+#include "outboxd/sinks/broker/broker_rules.hpp"
 #include "outboxd/sinks/targets/destination.hpp"
 #include "outboxd/sinks/task_headers.hpp"
 
@@ -59,16 +60,6 @@ struct ConnectSettings {
     std::chrono::milliseconds timeout{10000};
     std::string connection_name;  // what the broker's tools show for the connection
 };
-
-// The addresses of `url`'s host, each allowed by the policy (OUTBOXD_HTTP_ALLOWED_HOSTS), or
-// why the channel may not connect: an address the policy refuses, a name that does not
-// resolve.
-struct CheckedAddresses {
-    std::vector<sockaddr_storage> addresses;
-    std::optional<std::string> problem;
-};
-[[nodiscard]] CheckedAddresses checked_addresses(const AmqpUrl& url,
-                                                 const targets::HostPolicy& policy);
 
 // One message to publish.
 struct OutMessage {

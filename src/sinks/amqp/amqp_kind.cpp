@@ -4,11 +4,12 @@
 
 #include "amqp_channel.hpp"
 #include "amqp_url.hpp"
+#include "outboxd/sinks/broker/broker_rules.hpp"
 #include "outboxd/sinks/task_headers.hpp"
-#include "outboxd/util/secret_box.hpp"
 
 namespace outboxd::sinks::amqp {
 
+using broker::option;
 using targets::FieldProblem;
 using targets::HostPolicy;
 namespace {
@@ -16,7 +17,6 @@ namespace {
 // A template may be longer than what it expands to is allowed to be ("{workflow_id}" is
 // checked when expanded), but not without bound.
 constexpr std::size_t kMaxTemplateBytes = 1024;
-constexpr std::size_t kMaxCredentialBytes = 4096;
 
 constexpr std::array<targets::OptionSpec, 4> kOptions{
     targets::OptionSpec{"exchange"}, targets::OptionSpec{"routing_key"},
@@ -25,11 +25,6 @@ constexpr std::array<std::string_view, 1> kCredentials{"password"};
 
 std::optional<FieldProblem> problem(std::string field, std::string message) {
     return FieldProblem{std::move(field), std::move(message)};
-}
-
-const std::string* option(const store::TargetSettings& target, const std::string& name) {
-    const auto it = target.options.find(name);
-    return it == target.options.end() ? nullptr : &it->second;
 }
 
 // A template and what it makes of a task whose fields are all "x": the literal part is what
@@ -46,30 +41,6 @@ std::optional<FieldProblem> template_field_problem(
     sample.namespace_name = sample.task_queue = sample.activity_type = sample.workflow_id = "x";
     if (auto why = name_problem(expand_template(text, sample))) {
         return problem(field, field + " " + *why);
-    }
-    return std::nullopt;
-}
-
-std::optional<FieldProblem> credentials_problem(const store::TargetSettings& target) {
-    for (const auto& [name, value] : target.credentials) {
-        if (value.empty() || value.size() > kMaxCredentialBytes ||
-            value.find('\0') != std::string::npos) {
-            return problem(name, name + " must be 1 to " + std::to_string(kMaxCredentialBytes) +
-                                     " bytes without NUL");
-        }
-        if (util::SecretBox::is_sealed(value)) {
-            return problem(name,
-                           name + " may not begin with '" + std::string{util::kSealedPrefix} + "'");
-        }
-    }
-    const auto* user = option(target, "user");
-    if (user != nullptr &&
-        (user->empty() || user->size() > kMaxNameBytes || user->find('\0') != std::string::npos)) {
-        return problem("user",
-                       "user must be 1 to " + std::to_string(kMaxNameBytes) + " bytes without NUL");
-    }
-    if (target.credentials.contains("password") && user == nullptr) {
-        return problem("password", "a password needs a user");
     }
     return std::nullopt;
 }
@@ -104,12 +75,9 @@ public:
         if (url->user || url->password) {
             return problem("url", "url holds credentials: give them as user and password");
         }
-        http_push::TargetUrl checked;
-        checked.host = url->host;
-        checked.port = url->port;
-        checked.tls = url->tls;
-        checked.host_is_address = http_push::address_bytes(url->host).has_value();
-        if (auto why = policy.host_problem(checked)) return problem("url", "url " + *why);
+        if (auto why = broker::host_problem({url->host, url->port, url->tls}, policy)) {
+            return problem("url", "url " + *why);
+        }
 
         const auto* exchange = option(target, "exchange");
         if (exchange == nullptr) return problem("exchange", "'exchange' is required");
@@ -120,23 +88,8 @@ public:
                 routing_key_problem)) {
             return why;
         }
-        if (const auto* body = option(target, "body");
-            body && *body != "input" && *body != "task") {
-            return problem("body", "body must be \"input\" or \"task\"");
-        }
-        if (target.signing_secret) return problem("signing_secret", "AMQP targets are not signed");
-        if (!target.headers.empty()) {
-            return problem("headers", "AMQP targets send the task's headers only");
-        }
-        if (auto why = credentials_problem(target)) return why;
-        if (target.ca_file) {
-            if (!url->tls) return problem("ca_file", "ca_file needs an amqps:// url");
-            const auto& path = *target.ca_file;
-            if (path.empty() || path.front() != '/' || path.size() > http_push::kMaxPathBytes ||
-                path.find('\0') != std::string::npos) {
-                return problem("ca_file", "ca_file must be an absolute path");
-            }
-        }
+        if (auto why = broker::settings_problem(target, "AMQP")) return why;
+        if (target.ca_file && !url->tls) return problem("ca_file", "ca_file needs an amqps:// url");
         return std::nullopt;
     }
 

@@ -95,7 +95,8 @@ void AmqpPublisher::run() {
 std::optional<std::string> AmqpPublisher::serve(bool& up) {
     published_ = 0;
     exchanges_.clear();
-    const auto checked = checked_addresses(settings_.url, policy_);
+    const auto checked = broker::checked_addresses(
+        {settings_.url.host, settings_.url.port, settings_.url.tls}, policy_);
     if (checked.problem) return "url " + *checked.problem;
     AmqpConnection connection{stopper_};
     if (auto why = connection.open(settings_, checked.addresses)) {

@@ -3,14 +3,12 @@
 #include <condition_variable>
 #include <mutex>
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <boost/asio/post.hpp>
 #include <nats/nats.h>
 #include <nlohmann/json.hpp>
 
 #include "nats_url.hpp"
+#include "outboxd/sinks/broker/broker_rules.hpp"
 #include "outboxd/sinks/nats/nats_kind.hpp"
 #include "outboxd/sinks/task_headers.hpp"
 #include "outboxd/util/untrusted_text.hpp"
@@ -102,34 +100,6 @@ void on_pub_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, 
         });
 }
 
-// Why the channel may not connect to `server`: an address of it the policy refuses, or a name
-// that does not resolve.
-std::optional<std::string> address_problem(const ServerUrl& server, const HostPolicy& policy) {
-    http_push::TargetUrl url;
-    url.host = server.host;
-    url.port = server.port;
-    url.tls = server.tls;
-    url.host_is_address = http_push::address_bytes(server.host).has_value();
-    if (url.host_is_address) return policy.address_problem(url, server.host);
-    ::addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    ::addrinfo* found = nullptr;
-    if (const int rc = ::getaddrinfo(server.host.c_str(), nullptr, &hints, &found); rc != 0) {
-        return "cannot resolve '" + server.host + "': " + ::gai_strerror(rc);
-    }
-    std::optional<std::string> problem;
-    for (auto* at = found; at != nullptr && !problem; at = at->ai_next) {
-        char text[NI_MAXHOST] = {};
-        if (::getnameinfo(at->ai_addr, at->ai_addrlen, text, sizeof text, nullptr, 0,
-                          NI_NUMERICHOST) != 0) {
-            continue;
-        }
-        problem = policy.address_problem(url, text);
-    }
-    ::freeaddrinfo(found);
-    return problem;
-}
-
 }  // namespace
 
 NatsChannel::NatsChannel(store::TargetSettings settings, targets::ChannelContext context)
@@ -151,7 +121,9 @@ void NatsChannel::start() {
         while (true) {
             std::optional<std::string> problem;
             for (const auto& server : servers) {
-                if ((problem = address_problem(server, *policy))) break;
+                problem = broker::checked_addresses({server.host, server.port, server.tls}, *policy)
+                              .problem;
+                if (problem) break;
             }
             if (!problem) break;
             bridge->post([why = "url " + *problem](NatsChannel& c) { c.on_state(false, why); });

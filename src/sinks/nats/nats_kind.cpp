@@ -4,17 +4,18 @@
 
 #include "nats_channel.hpp"
 #include "nats_url.hpp"
+#include "outboxd/sinks/broker/broker_rules.hpp"
 #include "outboxd/sinks/task_headers.hpp"
-#include "outboxd/util/secret_box.hpp"
 
 namespace outboxd::sinks::nats {
 
+using broker::option;
+using broker::path_problem;
 using targets::FieldProblem;
 using targets::HostPolicy;
 namespace {
 
 constexpr std::size_t kMaxSubjectBytes = 1024;
-constexpr std::size_t kMaxCredentialBytes = 4096;
 
 constexpr std::array<targets::OptionSpec, 6> kOptions{
     targets::OptionSpec{"subject"}, targets::OptionSpec{"body"},
@@ -24,20 +25,6 @@ constexpr std::array<std::string_view, 2> kCredentials{"password", "token"};
 
 std::optional<FieldProblem> problem(std::string field, std::string message) {
     return FieldProblem{std::move(field), std::move(message)};
-}
-
-const std::string* option(const store::TargetSettings& target, const std::string& name) {
-    const auto it = target.options.find(name);
-    return it == target.options.end() ? nullptr : &it->second;
-}
-
-std::optional<FieldProblem> path_problem(const std::string* path, const char* field) {
-    if (path == nullptr) return std::nullopt;
-    if (path->empty() || path->front() != '/' || path->size() > 4096 ||
-        path->find('\0') != std::string::npos) {
-        return problem(field, std::string{field} + " must be an absolute path");
-    }
-    return std::nullopt;
 }
 
 class NatsKind final : public targets::DestinationKind {
@@ -68,12 +55,9 @@ public:
             if (server.user || server.password) {
                 return problem("url", "url holds credentials: give them as user and password");
             }
-            http_push::TargetUrl url;
-            url.host = server.host;
-            url.port = server.port;
-            url.tls = server.tls;
-            url.host_is_address = http_push::address_bytes(server.host).has_value();
-            if (auto why = policy.host_problem(url)) return problem("url", "url " + *why);
+            if (auto why = broker::host_problem({server.host, server.port, server.tls}, policy)) {
+                return problem("url", "url " + *why);
+            }
         }
         const auto* subject = option(target, "subject");
         if (subject == nullptr) return problem("subject", "'subject' is required");
@@ -87,34 +71,13 @@ public:
         if (auto why = subject_problem(expand_template(*subject, sample))) {
             return problem("subject", "subject " + *why);
         }
-        if (const auto* body = option(target, "body");
-            body && *body != "input" && *body != "task") {
-            return problem("body", "body must be \"input\" or \"task\"");
-        }
-        if (target.signing_secret) return problem("signing_secret", "NATS targets are not signed");
-        if (!target.headers.empty()) {
-            return problem("headers", "NATS targets send the task's headers only");
-        }
-        for (const auto& [name, value] : target.credentials) {
-            if (value.empty() || value.size() > kMaxCredentialBytes ||
-                value.find('\0') != std::string::npos) {
-                return problem(name, name + " must be 1 to " + std::to_string(kMaxCredentialBytes) +
-                                         " bytes without NUL");
-            }
-            if (util::SecretBox::is_sealed(value)) {
-                return problem(
-                    name, name + " may not begin with '" + std::string{util::kSealedPrefix} + "'");
-            }
-        }
+        if (auto why = broker::settings_problem(target, "NATS")) return why;
         const auto* user = option(target, "user");
-        const bool password = target.credentials.contains("password");
-        const bool token = target.credentials.contains("token");
-        if (password && user == nullptr) return problem("password", "a password needs a user");
-        if (token && user != nullptr) return problem("token", "give a token or a user, not both");
+        if (target.credentials.contains("token") && user != nullptr) {
+            return problem("token", "give a token or a user, not both");
+        }
         if (auto why = path_problem(option(target, "creds_file"), "creds_file")) return why;
         if (auto why = path_problem(option(target, "nkey_seed_file"), "nkey_seed_file")) return why;
-        if (auto why = path_problem(target.ca_file ? &*target.ca_file : nullptr, "ca_file"))
-            return why;
         if ((option(target, "nkey") == nullptr) != (option(target, "nkey_seed_file") == nullptr)) {
             return problem("nkey", "nkey (the public key) and nkey_seed_file go together");
         }
