@@ -18,22 +18,17 @@
 
 #include "brokers.hpp"
 #include "e2e_cluster.hpp"
+#include "target_e2e.hpp"
 
 using namespace outboxd;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using test::E2eCluster;
+using test::get_target;
 using test::http_call;
+using test::put_connected;
 
 namespace {
-
-std::map<std::string, std::string> amqp_env() {
-    return {{"OUTBOXD_BACKOFF_BASE_MS", "50"},
-            {"OUTBOXD_BACKOFF_MAX_MS", "300"},
-            {"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"},
-            {"OUTBOXD_POLL_INTERVAL_MS", "100"},
-            {"OUTBOXD_HTTP_ALLOWED_HOSTS", "127.0.0.1"}};
-}
 
 json amqp_body(const std::string& url, json extra = json::object()) {
     json body = {{"kind", "amqp"},
@@ -45,28 +40,6 @@ json amqp_body(const std::string& url, json extra = json::object()) {
                  {"timeout_ms", 5000}};
     for (auto& [key, value] : extra.items()) body[key] = value;
     return body;
-}
-
-json get_target(const test::NodeHandle& node, const std::string& name) {
-    return json::parse(http_call(node.port, "GET", "/v1/targets/" + name).body);
-}
-
-// PUT a target, then wait until `node` is connected to its broker.
-void put_connected(const test::NodeHandle& node, const std::string& name, const json& body) {
-    const auto put = http_call(node.port, "PUT", "/v1/targets/" + name, body.dump());
-    INFO(put.body);
-    REQUIRE(put.status == 200);
-    REQUIRE(E2eCluster::await([&] { return get_target(node, name)["node"]["connected"] == true; },
-                              15s));
-}
-
-void stage(E2eCluster& cluster, int rows, const std::string& type = "order.paid",
-           const std::string& prefix = "r") {
-    cluster.db.exec(
-        "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, input) "
-        "SELECT '" +
-        prefix + "-' || g, 'order-' || g, 0, '" + type +
-        "', jsonb_build_object('n', g) FROM generate_series(1, " + std::to_string(rows) + ") g");
 }
 
 // A topic exchange "orders" whose queue "orders-q" takes every "order.*" key.
@@ -85,10 +58,10 @@ TEST_CASE(
     E2eCluster cluster{"amqp-basic"};
     test::RabbitMq rabbit{cluster.dir() + "/rabbit"};
     declare_orders(rabbit);
-    auto& node = cluster.start_node("node-1", amqp_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     put_connected(node, "orders", amqp_body(rabbit.url()));
-    stage(cluster, kRows);
-    stage(cluster, 1, "order.shipped", "s");
+    test::stage_rows(cluster, kRows, "order.paid");
+    test::stage_rows(cluster, 1, "order.shipped", "s");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows + 1; }, 60s));
     CHECK(test::queue_messages(rabbit.url(), "orders-q") == kRows + 1);
 
@@ -167,7 +140,7 @@ TEST_CASE("an unroutable AMQP message and a missing exchange make dead letters",
     E2eCluster cluster{"amqp-dead"};
     test::RabbitMq rabbit{cluster.dir() + "/rabbit"};
     declare_orders(rabbit);
-    auto& node = cluster.start_node("node-1", amqp_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     // The exchange exists, but no queue is bound for "lost.*" keys.
     put_connected(node, "stray",
                   amqp_body(rabbit.url(), {{"activity_types", {"order.lost"}},
@@ -175,8 +148,8 @@ TEST_CASE("an unroutable AMQP message and a missing exchange make dead letters",
     put_connected(node, "ghost",
                   amqp_body(rabbit.url(), {{"activity_types", {"order.ghost"}},
                                            {"exchange", "ghost-{activity_type}"}}));
-    stage(cluster, 5, "order.lost", "lost");
-    stage(cluster, 5, "order.ghost", "ghost");
+    test::stage_rows(cluster, 5, "order.lost", "lost");
+    test::stage_rows(cluster, 5, "order.ghost", "ghost");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 10; }, 30s));
     CHECK(cluster.count("dispatch_key LIKE 'lost-%' AND last_error LIKE '%312 NO_ROUTE%'") == 5);
     CHECK(cluster.count("dispatch_key LIKE 'ghost-%' AND last_error LIKE "
@@ -192,11 +165,11 @@ TEST_CASE("a wrong AMQP password is an error shown on the target, then fixed", "
     E2eCluster cluster{"amqp-auth"};
     test::RabbitMq rabbit{cluster.dir() + "/rabbit"};
     declare_orders(rabbit);
-    auto& node = cluster.start_node("node-1", amqp_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     const auto url = "amqp://127.0.0.1:" + std::to_string(rabbit.port()) + "/%2f";
     auto body = amqp_body(url, {{"user", "guest"}, {"password", wrong}});
     REQUIRE(http_call(node.port, "PUT", "/v1/targets/orders", body.dump()).status == 200);
-    stage(cluster, 20);
+    test::stage_rows(cluster, 20, "order.paid");
     REQUIRE(E2eCluster::await(
         [&] {
             const auto shown = get_target(node, "orders");
@@ -222,9 +195,9 @@ TEST_CASE("an AMQP broker killed mid-run and restarted: every row done, none los
     E2eCluster cluster{"amqp-kill"};
     test::RabbitMq rabbit{cluster.dir() + "/rabbit"};
     declare_orders(rabbit);
-    auto& node = cluster.start_node("node-1", amqp_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     put_connected(node, "orders", amqp_body(rabbit.url()));
-    stage(cluster, kRows);
+    test::stage_rows(cluster, kRows, "order.paid");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > kRows / 10; }, 60s));
     rabbit.kill();
     CHECK(cluster.count("status = 'done'") < kRows);  // killed mid-run
@@ -246,7 +219,7 @@ TEST_CASE("an AMQP broker killed mid-run and restarted: every row done, none los
 
 TEST_CASE("AMQP targets: validated field by field, credentials never shown", "[e2e][amqp]") {
     E2eCluster cluster{"amqp-api"};
-    auto& node = cluster.start_node("node-1", amqp_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     const auto put = [&](const json& body) {
         return http_call(node.port, "PUT", "/v1/targets/t", body.dump());
     };

@@ -15,24 +15,17 @@
 
 #include "brokers.hpp"
 #include "e2e_cluster.hpp"
+#include "target_e2e.hpp"
 
 using namespace outboxd;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using test::E2eCluster;
+using test::get_target;
 using test::http_call;
+using test::put_connected;
 
 namespace {
-
-std::map<std::string, std::string> nats_env(const std::map<std::string, std::string>& extra = {}) {
-    std::map<std::string, std::string> env{{"OUTBOXD_BACKOFF_BASE_MS", "50"},
-                                           {"OUTBOXD_BACKOFF_MAX_MS", "300"},
-                                           {"OUTBOXD_QUOTA_CACHE_TTL_MS", "200"},
-                                           {"OUTBOXD_POLL_INTERVAL_MS", "100"},
-                                           {"OUTBOXD_HTTP_ALLOWED_HOSTS", "127.0.0.1"}};
-    for (const auto& [key, value] : extra) env[key] = value;
-    return env;
-}
 
 json nats_body(const std::string& url, json extra = json::object()) {
     json body = {{"kind", "nats"},
@@ -46,28 +39,6 @@ json nats_body(const std::string& url, json extra = json::object()) {
     return body;
 }
 
-json get_target(const test::NodeHandle& node, const std::string& name) {
-    return json::parse(http_call(node.port, "GET", "/v1/targets/" + name).body);
-}
-
-// PUT a target, then wait until `node` is connected to its server.
-void put_connected(const test::NodeHandle& node, const std::string& name, const json& body) {
-    const auto put = http_call(node.port, "PUT", "/v1/targets/" + name, body.dump());
-    INFO(put.body);
-    REQUIRE(put.status == 200);
-    REQUIRE(E2eCluster::await([&] { return get_target(node, name)["node"]["connected"] == true; },
-                              15s));
-}
-
-void stage(E2eCluster& cluster, int rows, const std::string& type = "order.paid",
-           const std::string& prefix = "r") {
-    cluster.db.exec(
-        "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, input) "
-        "SELECT '" +
-        prefix + "-' || g, 'order-' || g, 0, '" + type +
-        "', jsonb_build_object('n', g) FROM generate_series(1, " + std::to_string(rows) + ") g");
-}
-
 }  // namespace
 
 TEST_CASE("rows published to a NATS JetStream target are done on the PubAck, with their headers",
@@ -76,10 +47,10 @@ TEST_CASE("rows published to a NATS JetStream target are done on the PubAck, wit
     E2eCluster cluster{"nats-basic"};
     test::NatsServer nats{cluster.dir() + "/nats"};
     test::create_stream(nats.url(), "ORDERS", {"orders.>"});
-    auto& node = cluster.start_node("node-1", nats_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     put_connected(node, "orders", nats_body(nats.url()));
-    stage(cluster, kRows);
-    stage(cluster, 1, "order.shipped", "s");
+    test::stage_rows(cluster, kRows, "order.paid");
+    test::stage_rows(cluster, 1, "order.shipped", "s");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == kRows + 1; }, 60s));
     CHECK(test::stream_messages(nats.url(), "ORDERS") == kRows + 1);
 
@@ -126,9 +97,9 @@ TEST_CASE("a NATS subject no stream is bound to makes dead letters with the brok
     E2eCluster cluster{"nats-nostream"};
     test::NatsServer nats{cluster.dir() + "/nats"};
     test::create_stream(nats.url(), "ORDERS", {"orders.>"});
-    auto& node = cluster.start_node("node-1", nats_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     put_connected(node, "stray", nats_body(nats.url(), {{"subject", "nowhere.{activity_type}"}}));
-    stage(cluster, 5);
+    test::stage_rows(cluster, 5, "order.paid");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 5; }, 30s));
     CHECK(cluster.count("last_error LIKE '%no JetStream stream is bound to subject%'") == 5);
     CHECK(test::stream_messages(nats.url(), "ORDERS") == 0);
@@ -139,10 +110,10 @@ TEST_CASE("wrong NATS credentials are a retried error shown on the target, then 
     E2eCluster cluster{"nats-auth"};
     test::NatsServer nats{cluster.dir() + "/nats", {"app", "right", ""}};
     test::create_stream(nats.client_url(), "ORDERS", {"orders.>"});
-    auto& node = cluster.start_node("node-1", nats_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     auto body = nats_body(nats.url(), {{"user", "app"}, {"password", "wrong"}});
     REQUIRE(http_call(node.port, "PUT", "/v1/targets/orders", body.dump()).status == 200);
-    stage(cluster, 20);
+    test::stage_rows(cluster, 20, "order.paid");
     REQUIRE(E2eCluster::await(
         [&] {
             const auto shown = get_target(node, "orders");
@@ -168,9 +139,9 @@ TEST_CASE(
     E2eCluster cluster{"nats-kill"};
     test::NatsServer nats{cluster.dir() + "/nats"};
     test::create_stream(nats.url(), "ORDERS", {"orders.>"});
-    auto& node = cluster.start_node("node-1", nats_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     put_connected(node, "orders", nats_body(nats.url()));
-    stage(cluster, kRows);
+    test::stage_rows(cluster, kRows, "order.paid");
     REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") > kRows / 10; }, 60s));
     nats.kill();
     std::this_thread::sleep_for(2s);
@@ -193,7 +164,7 @@ TEST_CASE(
     E2eCluster cluster{"nats-cluster"};
     test::NatsServer nats{cluster.dir() + "/nats"};
     test::create_stream(nats.url(), "ORDERS", {"orders.>"});
-    const auto env = nats_env({{"OUTBOXD_LEASE_TTL_MS", "1500"}});
+    const auto env = test::target_env({{"OUTBOXD_LEASE_TTL_MS", "1500"}});
     auto& first = cluster.start_node("node-1", env);
     auto& victim = cluster.start_node("node-2", env);
     cluster.start_node("node-3", env);
@@ -209,7 +180,7 @@ TEST_CASE(
             },
             10s));
     }
-    stage(cluster, kRows);
+    test::stage_rows(cluster, kRows, "order.paid");
     // Sampled while it runs: no node is ever past its share, so the cluster is never past the
     // bound.
     int busiest = 0;
@@ -241,7 +212,7 @@ TEST_CASE("NATS: an ordered namespace's workflows reach the stream in order", "[
     E2eCluster cluster{"nats-order"};
     test::NatsServer nats{cluster.dir() + "/nats"};
     test::create_stream(nats.url(), "ORDERS", {"orders.>"});
-    auto& node = cluster.start_node("node-1", nats_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     REQUIRE(http_call(node.port, "PUT", "/v1/namespaces/default", R"({"ordering":"workflow"})")
                 .status == 200);
     put_connected(node, "orders", nats_body(nats.url()));
@@ -268,7 +239,7 @@ TEST_CASE("NATS: an ordered namespace's workflows reach the stream in order", "[
 
 TEST_CASE("NATS targets: validated field by field, credentials never shown", "[e2e][nats]") {
     E2eCluster cluster{"nats-api"};
-    auto& node = cluster.start_node("node-1", nats_env());
+    auto& node = cluster.start_node("node-1", test::target_env());
     const auto put = [&](const json& body) {
         return http_call(node.port, "PUT", "/v1/targets/t", body.dump());
     };
