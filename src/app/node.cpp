@@ -81,8 +81,9 @@ std::size_t connection_cap(std::size_t configured) {
 std::shared_ptr<const util::SecretBox> secret_box(const config::Config& c) {
     if (!c.secrets_key) {
         spdlog::warn(
-            "event=target_secrets_in_clear reason=\"OUTBOXD_SECRETS_KEY is not set: HTTP push "
-            "targets' signing secrets and header values are stored in clear in the database\"");
+            "event=target_secrets_in_clear reason=\"OUTBOXD_SECRETS_KEY is not set: targets' "
+            "signing secrets, header values and broker credentials are stored in clear in the "
+            "database\"");
         return nullptr;
     }
     auto box = std::make_shared<const util::SecretBox>(util::SecretBox::parse(*c.secrets_key));

@@ -84,7 +84,8 @@ bool accepts_tcp(std::uint16_t port) {
 }
 
 ServerCommand nats_server_command(const std::string& dir, std::uint16_t port,
-                                  std::uint16_t monitor_port, const NatsServerAuth& auth) {
+                                  std::uint16_t monitor_port, const NatsServerAuth& auth,
+                                  const NatsServerTls& tls) {
     if (!auth.token.empty() && !auth.user.empty()) {
         throw std::runtime_error("nats-server: a token or a user, not both");
     }
@@ -104,6 +105,10 @@ ServerCommand nats_server_command(const std::string& dir, std::uint16_t port,
         command.argv.insert(command.argv.end(), {"--user", auth.user, "--pass", auth.password});
     }
     if (!auth.token.empty()) command.argv.insert(command.argv.end(), {"--auth", auth.token});
+    if (!tls.cert_file.empty()) {
+        command.argv.insert(command.argv.end(),
+                            {"--tls", "--tlscert", tls.cert_file, "--tlskey", tls.key_file});
+    }
     return command;
 }
 

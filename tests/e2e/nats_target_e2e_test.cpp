@@ -16,6 +16,7 @@
 #include "brokers.hpp"
 #include "e2e_cluster.hpp"
 #include "target_e2e.hpp"
+#include "tls_files.hpp"
 
 using namespace outboxd;
 using namespace std::chrono_literals;
@@ -289,4 +290,34 @@ TEST_CASE("NATS targets: validated field by field, credentials never shown", "[e
               .status == 409);
     CHECK(http_call(node.port, "DELETE", "/v1/http-targets/t").status == 404);
     CHECK(http_call(node.port, "DELETE", "/v1/targets/t").status == 200);
+}
+
+TEST_CASE("a NATS target over TLS trusts its CA file, and only it", "[e2e][nats]") {
+    E2eCluster cluster{"nats-tls"};
+    const auto tls = test::make_test_certificates(cluster.dir());
+    test::NatsServer nats{cluster.dir() + "/nats", {}, {tls.cert_file, tls.key_file}};
+    auto& node = cluster.start_node("node-1", test::target_env());
+    // The server's certificate names 127.0.0.1, signed by the test's CA: with it as the
+    // target's ca_file the connection is made and verified. No stream is bound to the
+    // subject: the row is a dead letter in JetStream's words, which came over that
+    // connection.
+    put_connected(node, "secure", nats_body(nats.url(), {{"ca_file", tls.ca_file}}));
+    CHECK(get_target(node, "secure")["url"] == nats.url());
+    test::stage_rows(cluster, 1, "order.paid", "tls");
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'failed'") == 1; }, 30s));
+    CHECK(cluster.count("last_error LIKE '%no JetStream stream is bound to subject%'") == 1);
+
+    // Without it, the system's trust store does not know that CA: never connected, why on the
+    // target, and no row claimed meanwhile.
+    REQUIRE(http_call(node.port, "DELETE", "/v1/targets/secure").status == 200);
+    REQUIRE(
+        http_call(node.port, "PUT", "/v1/targets/untrusted", nats_body(nats.url()).dump()).status ==
+        200);
+    test::stage_rows(cluster, 3, "order.paid", "untrusted");
+    REQUIRE(E2eCluster::await(
+        [&] { return !get_target(node, "untrusted")["node"]["last_error"].is_null(); }, 20s));
+    const auto shown = get_target(node, "untrusted");
+    INFO(shown.dump());
+    CHECK(shown["node"]["connected"] == false);
+    CHECK(cluster.count("status = 'pending' AND attempt = 0") == 3);
 }

@@ -56,8 +56,8 @@ void kill_process(Process& process) {
 
 // ---- NatsServer ----
 
-NatsServer::NatsServer(std::string dir, NatsAuth auth)
-    : dir_(std::move(dir)), auth_(std::move(auth)) {
+NatsServer::NatsServer(std::string dir, NatsAuth auth, NatsTls tls)
+    : dir_(std::move(dir)), auth_(std::move(auth)), tls_(std::move(tls)) {
     if (!auth_.token.empty() && !auth_.user.empty()) {
         throw std::runtime_error("NatsServer: a token or a user, not both");
     }
@@ -76,7 +76,10 @@ NatsServer::~NatsServer() {
     if (process_) stop_process(*process_);
 }
 
-std::string NatsServer::url() const { return broker_admin::nats_url(port_); }
+std::string NatsServer::url() const {
+    const auto plain = broker_admin::nats_url(port_);
+    return tls_.cert_file.empty() ? plain : "tls" + plain.substr(plain.find("://"));
+}
 
 std::string NatsServer::client_url() const { return broker_admin::nats_url(port_, auth_); }
 
@@ -101,7 +104,7 @@ void NatsServer::restart() {
 std::string NatsServer::log() const { return read_file(dir_ + "/nats-server.log"); }
 
 bool NatsServer::start() {
-    auto command = broker_admin::nats_server_command(dir_, port_, monitor_port_, auth_);
+    auto command = broker_admin::nats_server_command(dir_, port_, monitor_port_, auth_, tls_);
     process_ =
         std::make_unique<Process>(std::move(command.argv), command.env, dir_ + "/nats-server.log");
     const auto deadline = std::chrono::steady_clock::now() + kNatsStartTimeout;
@@ -121,6 +124,7 @@ bool NatsServer::jetstream_ready() const {
         if (answer.status != 200) return false;
         const auto jsz = nlohmann::json::parse(answer.body);
         if (jsz.value("disabled", false) || !jsz.contains("config")) return false;
+        if (!tls_.cert_file.empty()) return broker_admin::accepts_tcp(port_);
         // The client port too, with the configured credentials.
         broker_admin::nats_ping(client_url());
         return true;

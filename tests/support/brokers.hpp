@@ -38,12 +38,15 @@ using broker_admin::stream_messages;
 // How clients must authenticate to a NatsServer: nothing (the default), a user and password
 // (--user/--pass), or a token (--auth). Not both.
 using NatsAuth = broker_admin::NatsServerAuth;
+using NatsTls = broker_admin::NatsServerTls;
 
 // nats-server -js -sd <dir>/js -a 127.0.0.1 -p <port> -m <monitor port>.
 class NatsServer {
 public:
     // Starts the server and returns once it accepts clients and JetStream answers (/jsz).
-    explicit NatsServer(std::string dir, NatsAuth auth = {});
+    // With `tls`, every client must speak TLS: url() is tls://…, and the helpers below, which
+    // do not, cannot reach it (readiness is then judged from /jsz and the port alone).
+    explicit NatsServer(std::string dir, NatsAuth auth = {}, NatsTls tls = {});
     // Stops it (SIGTERM, then SIGKILL after a grace period).
     ~NatsServer();
     NatsServer(const NatsServer&) = delete;
@@ -74,6 +77,7 @@ private:
 
     std::string dir_;
     NatsAuth auth_;
+    NatsTls tls_;
     std::uint16_t port_ = 0;
     std::uint16_t monitor_port_ = 0;
     std::unique_ptr<Process> process_;

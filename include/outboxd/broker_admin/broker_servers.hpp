@@ -38,11 +38,19 @@ struct NatsServerAuth {
     std::string token;
 };
 
+// A nats-server's TLS: its certificate and key (PEM files); none: plain TCP.
+struct NatsServerTls {
+    std::string cert_file;
+    std::string key_file;
+};
+
 // nats-server -js -sd <dir>/js -a 127.0.0.1 -p <port> -m <monitor_port>, with --user/--pass
-// or --auth from `auth`; creates <dir>/js (file storage survives a restart on the same dir).
+// or --auth from `auth`, and TLS required of every client with `tls`; creates <dir>/js (file
+// storage survives a restart on the same dir).
 [[nodiscard]] ServerCommand nats_server_command(const std::string& dir, std::uint16_t port,
                                                 std::uint16_t monitor_port,
-                                                const NatsServerAuth& auth = {});
+                                                const NatsServerAuth& auth = {},
+                                                const NatsServerTls& tls = {});
 // nats://[user:password@ | token@]127.0.0.1:<port>: what nats.c and the admin calls take.
 [[nodiscard]] std::string nats_url(std::uint16_t port, const NatsServerAuth& auth = {});
 

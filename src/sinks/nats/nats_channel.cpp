@@ -190,7 +190,16 @@ void NatsChannel::start() {
         if (status == NATS_OK) {
             status = natsConnection_Connect(&nc, options);
             up = status == NATS_OK;
-            if (status == NATS_NOT_YET_CONNECTED) status = NATS_OK;
+            if (status == NATS_NOT_YET_CONNECTED) {
+                // nats.c keeps trying in the background: say why the first try failed.
+                const char* text = nullptr;
+                const auto last = natsConnection_GetLastError(nc, &text);
+                why = "not connected yet, retrying: " +
+                      (text != nullptr && *text != '\0'
+                           ? util::sanitize_text(text, 300)
+                           : std::string{natsStatus_GetText(last == NATS_OK ? status : last)});
+                status = NATS_OK;
+            }
         }
         if (status == NATS_OK) {
             jsOptions js_options;
