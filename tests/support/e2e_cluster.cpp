@@ -134,11 +134,15 @@ NodeHandle& E2eCluster::start_node_with(const std::string& name,
 }
 
 void E2eCluster::audit_claims() {
-    // One event per claim and one per end of a claim (outcome, re-arm, release, cancel).
+    // One event per claim and one per end of a claim (outcome, re-arm, release, cancel), at
+    // the start of the statement that made it: every row of one claim at the same instant, as
+    // the claim's limits (a rate limit's tokens) were decided for them together, not spread
+    // over the time the statement takes to update them one by one (hundreds of milliseconds on
+    // a loaded machine, which made windows look fuller than the limit let them be).
     db.exec(R"SQL(
         CREATE TABLE claim_audit (
             seq bigserial PRIMARY KEY, kind text, row_id bigint, dispatch_key text, shard int,
-            claimed_by text, token bigint, at timestamptz DEFAULT clock_timestamp());
+            claimed_by text, token bigint, at timestamptz DEFAULT statement_timestamp());
         CREATE FUNCTION audit_claim() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             IF NEW.status = 'claimed' THEN
