@@ -321,3 +321,43 @@ TEST_CASE("a NATS target over TLS trusts its CA file, and only it", "[e2e][nats]
     CHECK(shown["node"]["connected"] == false);
     CHECK(cluster.count("status = 'pending' AND attempt = 0") == 3);
 }
+
+TEST_CASE("hostile target bodies: NUL, 1 MB strings, deep nesting, huge numbers change nothing",
+          "[e2e][nats]") {
+    E2eCluster cluster{"nats-hostile"};
+    auto& node = cluster.start_node("node-1", test::target_env());
+    const auto put = [&](const std::string& raw) {
+        return http_call(node.port, "PUT", "/v1/targets/t", raw);
+    };
+    const std::string url = "nats://127.0.0.1:4222";
+    const std::string mega(1 << 20, 'a');
+    for (const auto& body : {
+             nats_body(url, {{"subject", std::string{"orders.\0x", 9}}}),
+             nats_body(url, {{"subject", "orders." + mega}}),
+             nats_body("nats://" + mega + ":4222"),
+             nats_body(url, {{"user", "app"}, {"password", std::string{"p\0w", 3}}}),
+             nats_body(url, {{"user", "app"}, {"password", mega}}),
+             nats_body(url, {{"token", mega}}),
+             nats_body(url, {{"creds_file", std::string{"/etc/x\0y", 8}}}),
+             nats_body(url, {{"max_in_flight", 1e300}}),
+             nats_body(url, {{"timeout_ms", 99999999999LL}}),
+             json({{"kind", "amqp"},
+                   {"activity_types", {"x"}},
+                   {"exchange", mega},
+                   {"url", "amqp://127.0.0.1:5672/%2f"}}),
+             json({{"kind", "amqp"},
+                   {"activity_types", {"x"}},
+                   {"exchange", "e"},
+                   {"url", "amqp://127.0.0.1:5672/" + mega}}),
+         }) {
+        const auto answer = put(body.dump());
+        INFO(answer.body.substr(0, 300));
+        CHECK(answer.status == 400);
+    }
+    std::string deep(10000, '[');
+    deep += std::string(10000, ']');
+    CHECK(put(R"({"kind":"nats","subject":)" + deep + "}").status == 400);
+    CHECK(put("{\"kind\":\"nats\",\"subject\":\"\xff\xfe\"}").status == 400);  // not UTF-8
+    CHECK(json::parse(http_call(node.port, "GET", "/v1/targets").body)["targets"].empty());
+    CHECK(node.process->running());
+}

@@ -2,6 +2,7 @@
 
 #include <boost/url/parse.hpp>
 
+#include "outboxd/sinks/http_push/target_check.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::sinks::amqp::detail {
@@ -66,6 +67,9 @@ std::optional<AmqpUrl> parse(std::string_view text, std::string* why) {
 }  // namespace
 
 std::optional<std::string> url_problem(std::string_view text) {
+    if (text.size() > http_push::kMaxUrlBytes) {
+        return "is longer than " + std::to_string(http_push::kMaxUrlBytes) + " bytes";
+    }
     std::string why;
     if (!parse(text, &why)) return why;
     return std::nullopt;

@@ -2,6 +2,7 @@
 
 #include <boost/url/parse.hpp>
 
+#include "outboxd/sinks/http_push/target_check.hpp"
 #include "outboxd/util/untrusted_text.hpp"
 
 namespace outboxd::sinks::nats::detail {
@@ -62,6 +63,9 @@ std::optional<ServerUrl> parse_one(std::string_view text, std::string* why) {
 }  // namespace
 
 std::optional<std::string> servers_problem(std::string_view text) {
+    if (text.size() > http_push::kMaxUrlBytes) {
+        return "is longer than " + std::to_string(http_push::kMaxUrlBytes) + " bytes";
+    }
     const auto parts = split(text);
     if (parts.size() > kMaxServers) {
         return "lists more than " + std::to_string(kMaxServers) + " servers";
