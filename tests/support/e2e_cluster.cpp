@@ -133,13 +133,13 @@ NodeHandle& E2eCluster::start_node_with(const std::string& name,
     return node;
 }
 
-void E2eCluster::audit_claims() {
+const std::string& claim_audit_sql() {
     // One event per claim and one per end of a claim (outcome, re-arm, release, cancel), at
     // the start of the statement that made it: every row of one claim at the same instant, as
     // the claim's limits (a rate limit's tokens) were decided for them together, not spread
     // over the time the statement takes to update them one by one (hundreds of milliseconds on
     // a loaded machine, which made windows look fuller than the limit let them be).
-    db.exec(R"SQL(
+    static const std::string sql = R"SQL(
         CREATE TABLE claim_audit (
             seq bigserial PRIMARY KEY, kind text, row_id bigint, dispatch_key text, shard int,
             claimed_by text, token bigint, at timestamptz DEFAULT statement_timestamp());
@@ -156,8 +156,11 @@ void E2eCluster::audit_claims() {
         END $$;
         CREATE TRIGGER audit_claim AFTER UPDATE ON outbox FOR EACH ROW
             WHEN ((NEW.status = 'claimed') <> (OLD.status = 'claimed'))
-            EXECUTE FUNCTION audit_claim();)SQL");
+            EXECUTE FUNCTION audit_claim();)SQL";
+    return sql;
 }
+
+void E2eCluster::audit_claims() { db.exec(claim_audit_sql()); }
 
 std::int64_t E2eCluster::overlapping_claims() const {
     // A claim that follows another claim of the same row with no end in between.

@@ -40,6 +40,10 @@ struct NodeHandle {
                                                       const std::vector<std::string>& urls,
                                                       const std::vector<std::string>& flags);
 
+// SQL installing a trigger that records every claim and every end of a claim (row,
+// claimer, token, statement clock) in claim_audit.
+[[nodiscard]] const std::string& claim_audit_sql();
+
 // The `dispatch_key:attempt` lines outboxd-worker --received-log appended, in order.
 [[nodiscard]] std::vector<std::string> received(const std::string& path);
 
