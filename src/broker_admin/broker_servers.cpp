@@ -101,10 +101,17 @@ ServerCommand nats_server_command(const std::string& dir, std::uint16_t port,
                     std::to_string(port),
                     "-m",
                     std::to_string(monitor_port)};
-    if (!auth.user.empty()) {
+    if (!auth.config.empty()) {
+        const auto path = dir + "/server.conf";
+        std::ofstream file{path, std::ios::trunc};
+        file << auth.config;
+        if (!file) throw std::runtime_error("nats-server: cannot write " + path);
+        command.argv.insert(command.argv.end(), {"-c", path});
+    } else if (!auth.user.empty()) {
         command.argv.insert(command.argv.end(), {"--user", auth.user, "--pass", auth.password});
+    } else if (!auth.token.empty()) {
+        command.argv.insert(command.argv.end(), {"--auth", auth.token});
     }
-    if (!auth.token.empty()) command.argv.insert(command.argv.end(), {"--auth", auth.token});
     if (!tls.cert_file.empty()) {
         command.argv.insert(command.argv.end(),
                             {"--tls", "--tlscert", tls.cert_file, "--tlskey", tls.key_file});
@@ -132,7 +139,8 @@ ServerCommand epmd_kill_command(std::uint16_t port) {
 }
 
 ServerCommand rabbitmq_command(const std::string& dir, std::uint16_t amqp_port,
-                               std::uint16_t dist_port, std::uint16_t epmd_port) {
+                               std::uint16_t dist_port, std::uint16_t epmd_port,
+                               const RabbitTls& tls) {
     const auto binary = find_binary(kRabbitBinaries, "rabbitmq-server");
     for (const char* sub : {"/home", "/mnesia", "/log"}) fs::create_directories(dir + sub);
     // The Erlang cookie must be readable by its owner only, or the VM refuses it.
@@ -146,7 +154,15 @@ ServerCommand rabbitmq_command(const std::string& dir, std::uint16_t amqp_port,
     // Stands in for /etc/rabbitmq/rabbitmq-env.conf, which the server script would read.
     write_file(dir + "/rabbitmq-env.conf", "");
     // CI disks may be nearly full: the default 50 MB limit would block publishers.
-    write_file(dir + "/rabbitmq.conf", "disk_free_limit.absolute = 10MB\n");
+    std::string config = "disk_free_limit.absolute = 10MB\n";
+    if (tls.port != 0) {
+        config += "listeners.ssl.1 = 127.0.0.1:" + std::to_string(tls.port) +
+                  "\nssl_options.cacertfile = " + tls.ca_file +
+                  "\nssl_options.certfile = " + tls.cert_file +
+                  "\nssl_options.keyfile = " + tls.key_file +
+                  "\nssl_options.verify = verify_none\nssl_options.fail_if_no_peer_cert = false\n";
+    }
+    write_file(dir + "/rabbitmq.conf", config);
     ServerCommand command;
     command.argv = {binary};
     command.env = {

@@ -124,7 +124,12 @@ bool NatsServer::jetstream_ready() const {
         if (answer.status != 200) return false;
         const auto jsz = nlohmann::json::parse(answer.body);
         if (jsz.value("disabled", false) || !jsz.contains("config")) return false;
-        if (!tls_.cert_file.empty()) return broker_admin::accepts_tcp(port_);
+        // Over TLS, or with a configuration that grants the helpers no login (an operator's
+        // accounts): the port accepting connections is all a helper can see.
+        if (!tls_.cert_file.empty() ||
+            (!auth_.config.empty() && auth_.user.empty() && auth_.token.empty())) {
+            return broker_admin::accepts_tcp(port_);
+        }
         // The client port too, with the configured credentials.
         broker_admin::nats_ping(client_url());
         return true;
@@ -135,13 +140,16 @@ bool NatsServer::jetstream_ready() const {
 
 // ---- RabbitMq ----
 
-RabbitMq::RabbitMq(std::string dir) : dir_(std::move(dir)) {
+RabbitMq::RabbitMq(std::string dir, broker_admin::RabbitTls tls)
+    : dir_(std::move(dir)), tls_(std::move(tls)) {
     fs::create_directories(dir_);
+    const bool with_tls = !tls_.cert_file.empty();
     for (int attempt = 1;; ++attempt) {
-        const auto ports = broker_admin::free_ports(3);
+        const auto ports = broker_admin::free_ports(with_tls ? 4 : 3);
         port_ = ports[0];
         dist_port_ = ports[1];
         epmd_port_ = ports[2];
+        if (with_tls) tls_.port = ports[3];
         if (start_epmd() && start_node()) return;
         if (node_) kill_process(*node_);
         epmd_.reset();
@@ -164,6 +172,12 @@ RabbitMq::~RabbitMq() {
 }
 
 std::string RabbitMq::url() const { return broker_admin::rabbitmq_url(port_); }
+
+std::string RabbitMq::tls_url() const {
+    if (tls_.port == 0) throw std::logic_error("RabbitMq: started without TLS");
+    const auto plain = broker_admin::rabbitmq_url(tls_.port);
+    return "amqps" + plain.substr(plain.find("://"));
+}
 
 bool RabbitMq::running() { return node_ && node_->running(); }
 
@@ -203,14 +217,14 @@ bool RabbitMq::start_epmd() {
 }
 
 bool RabbitMq::start_node() {
-    auto command = broker_admin::rabbitmq_command(dir_, port_, dist_port_, epmd_port_);
+    auto command = broker_admin::rabbitmq_command(dir_, port_, dist_port_, epmd_port_, tls_);
     node_ = std::make_unique<Process>(std::move(command.argv), command.env, dir_ + "/rabbitmq.log");
     const auto deadline = std::chrono::steady_clock::now() + kRabbitStartTimeout;
     while (std::chrono::steady_clock::now() < deadline) {
         if (!node_->running()) return false;
         try {
             broker_admin::amqp_ping(url());
-            return true;
+            if (tls_.port == 0 || broker_admin::accepts_tcp(tls_.port)) return true;
         } catch (const std::exception&) {
         }
         std::this_thread::sleep_for(kPollInterval * 2);

@@ -91,7 +91,8 @@ class RabbitMq {
 public:
     // Starts epmd and the node; returns once the node accepts an AMQP login (a first start
     // takes several seconds; gives up after 60 s).
-    explicit RabbitMq(std::string dir);
+    // With `tls` (its files; the port is chosen here), an AMQPS listener too: tls_url().
+    explicit RabbitMq(std::string dir, broker_admin::RabbitTls tls = {});
     // Stops the node (SIGTERM, then SIGKILL after a grace period) and its epmd.
     ~RabbitMq();
     RabbitMq(const RabbitMq&) = delete;
@@ -99,6 +100,8 @@ public:
 
     // amqp://guest:guest@127.0.0.1:<port>/%2f
     [[nodiscard]] std::string url() const;
+    // amqps://guest:guest@127.0.0.1:<TLS port>/%2f (with `tls` only).
+    [[nodiscard]] std::string tls_url() const;
     [[nodiscard]] std::uint16_t port() const { return port_; }
     [[nodiscard]] bool running();
     // SIGTERM: a clean shutdown (queues and persistent messages written); returns once the
@@ -118,6 +121,7 @@ private:
     bool start_node();
 
     std::string dir_;
+    broker_admin::RabbitTls tls_;
     std::uint16_t port_ = 0;
     std::uint16_t dist_port_ = 0;
     std::uint16_t epmd_port_ = 0;

@@ -28,6 +28,19 @@ void put_connected(const NodeHandle& node, const std::string& name, const nlohma
                               15s));
 }
 
+nlohmann::json await_refused(const NodeHandle& node, const std::string& name) {
+    nlohmann::json shown;
+    const auto refused = E2eCluster::await(
+        [&] {
+            shown = get_target(node, name);
+            return shown["node"]["connected"] == false && !shown["node"]["last_error"].is_null();
+        },
+        20s);
+    INFO(shown.dump());
+    REQUIRE(refused);
+    return shown;
+}
+
 void stage_rows(E2eCluster& cluster, int rows, const std::string& type, const std::string& prefix) {
     cluster.db.exec(
         "INSERT INTO outbox (dispatch_key, workflow_id, ordinal, activity_type, input) "

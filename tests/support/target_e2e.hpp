@@ -25,6 +25,11 @@ namespace outboxd::test {
 // the target (node.connected).
 void put_connected(const NodeHandle& node, const std::string& name, const nlohmann::json& body);
 
+// Waits until `node` reports the target down with the reason (node.connected false,
+// node.last_error set) — a connection refused or failed — and returns the target as GET shows
+// it then. Fails the test after 20 s.
+nlohmann::json await_refused(const NodeHandle& node, const std::string& name);
+
 // `rows` pending rows of activity `type` in namespace default: dispatch keys
 // "<prefix>-<n>", workflow ids "order-<n>", input {"n": n}.
 void stage_rows(E2eCluster& cluster, int rows, const std::string& type,

@@ -36,6 +36,11 @@ struct NatsServerAuth {
     std::string user;
     std::string password;
     std::string token;
+    // nats-server configuration text (its own syntax) written beside the store and given with
+    // -c: NKey users, or an operator and its accounts. With it, user/password/token are not
+    // passed on the command line (which would override the file's authorization): they name
+    // the login the file grants the helpers, if any.
+    std::string config;
 };
 
 // A nats-server's TLS: its certificate and key (PEM files); none: plain TCP.
@@ -45,8 +50,8 @@ struct NatsServerTls {
 };
 
 // nats-server -js -sd <dir>/js -a 127.0.0.1 -p <port> -m <monitor_port>, with --user/--pass
-// or --auth from `auth`, and TLS required of every client with `tls`; creates <dir>/js (file
-// storage survives a restart on the same dir).
+// or --auth from `auth` (or -c <dir>/server.conf holding auth.config), and TLS required of every
+// client with `tls`; creates <dir>/js (file storage survives a restart on the same dir).
 [[nodiscard]] ServerCommand nats_server_command(const std::string& dir, std::uint16_t port,
                                                 std::uint16_t monitor_port,
                                                 const NatsServerAuth& auth = {},
@@ -66,8 +71,17 @@ struct NatsServerTls {
 // whose files it writes (an existing cookie is kept, so that a restart on the same mnesia
 // directory is the same node). The node itself is the process (no wrapper shell): SIGTERM
 // stops it cleanly, SIGKILL kills it. The guest user may log in from 127.0.0.1.
+// With `tls` (a port), an AMQPS listener too on 127.0.0.1:<tls.port>, presenting
+// tls.cert_file and tls.key_file (PEM; clients' certificates not asked for).
+struct RabbitTls {
+    std::uint16_t port = 0;
+    std::string cert_file;
+    std::string key_file;
+    std::string ca_file;  // the CA of cert_file
+};
 [[nodiscard]] ServerCommand rabbitmq_command(const std::string& dir, std::uint16_t amqp_port,
-                                             std::uint16_t dist_port, std::uint16_t epmd_port);
+                                             std::uint16_t dist_port, std::uint16_t epmd_port,
+                                             const RabbitTls& tls = {});
 // amqp://guest:guest@127.0.0.1:<amqp_port>/%2f
 [[nodiscard]] std::string rabbitmq_url(std::uint16_t amqp_port);
 

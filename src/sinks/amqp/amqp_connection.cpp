@@ -8,11 +8,13 @@
 #include <amqp.h>
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -40,6 +42,13 @@ std::string text_of(amqp_bytes_t bytes, std::size_t max = 300) {
 
 amqp_bytes_t bytes_of(const std::string& text) {
     return {text.size(), const_cast<char*>(text.data())};
+}
+
+// Whether `host` is an IPv4 or IPv6 address rather than a name.
+bool is_ip_literal(const std::string& host) {
+    in6_addr address{};
+    return ::inet_pton(AF_INET, host.c_str(), &address) == 1 ||
+           ::inet_pton(AF_INET6, host.c_str(), &address) == 1;
 }
 
 timeval timeval_of(std::chrono::milliseconds ms) {
@@ -212,7 +221,18 @@ std::optional<std::string> AmqpConnection::open(const ConnectSettings& settings,
         amqp_socket_t* socket = amqp_ssl_socket_new(conn_);
         if (socket == nullptr) return std::string{"cannot make a TLS socket"};
         amqp_ssl_socket_set_verify_peer(socket, 1);
-        amqp_ssl_socket_set_verify_hostname(socket, 1);
+        auto* context = static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket));
+        if (is_ip_literal(settings.url.host)) {
+            // rabbitmq-c matches the host against DNS names only: an address is checked by
+            // OpenSSL against the certificate's IP addresses while it verifies the chain.
+            amqp_ssl_socket_set_verify_hostname(socket, 0);
+            if (X509_VERIFY_PARAM_set1_ip_asc(SSL_CTX_get0_param(context),
+                                              settings.url.host.c_str()) != 1) {
+                return std::string{"cannot check the broker's certificate against its address"};
+            }
+        } else {
+            amqp_ssl_socket_set_verify_hostname(socket, 1);
+        }
         if (settings.ca_file) {
             if (const int rc = amqp_ssl_socket_set_cacert(socket, settings.ca_file->c_str());
                 rc != AMQP_STATUS_OK) {
@@ -221,8 +241,7 @@ std::optional<std::string> AmqpConnection::open(const ConnectSettings& settings,
             }
         } else {
             // rabbitmq-c's context trusts nothing until told: the system's store, as HTTPS does.
-            SSL_CTX_set_default_verify_paths(
-                static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket)));
+            SSL_CTX_set_default_verify_paths(context);
         }
         if (const int rc = amqp_socket_open_noblock(socket, settings.url.host.c_str(),
                                                     settings.url.port, &timeout);
