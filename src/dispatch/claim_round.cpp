@@ -143,13 +143,20 @@ std::vector<SubClaim> sub_claims(const store::ClaimScope& scope,
     base.ordered = controls.ordering == store::Ordering::workflow;
     base.block_on_dead_letter = controls.on_dead_letter == store::OnDeadLetter::block;
     base.namespace_rate = controls.rate_limit;
+    // A scope of any type (a target that lists none) claims each limited type of the
+    // namespace apart, and the rest without them.
+    const bool any_type = scope.activity_types.empty();
+    std::vector<std::string> types = scope.activity_types;
+    if (any_type) {
+        for (const auto& [type, policy] : controls.activities) types.push_back(type);
+    }
     auto rest = scope;
     rest.activity_types.clear();
-    for (const auto& type : scope.activity_types) {
+    for (const auto& type : types) {
         const auto policy = controls.activities.find(type);
         if (policy == controls.activities.end() ||
             (!policy->second.max_in_flight && !policy->second.rate_limit)) {
-            rest.activity_types.push_back(type);
+            if (!any_type) rest.activity_types.push_back(type);
             continue;
         }
         SubClaim sub{scope, base};
@@ -158,8 +165,9 @@ std::vector<SubClaim> sub_claims(const store::ClaimScope& scope,
         sub.controls.max_in_flight = policy->second.max_in_flight;
         sub.controls.type_rate = policy->second.rate_limit;
         out.push_back(std::move(sub));
+        if (any_type) rest.excluded_types.push_back(type);
     }
-    if (!rest.activity_types.empty()) out.push_back({std::move(rest), base});
+    if (any_type || !rest.activity_types.empty()) out.push_back({std::move(rest), base});
     return out;
 }
 
@@ -236,12 +244,17 @@ bool has_limits(const ClaimRequest& request, const store::ClaimScope& scope) {
     if (it == request.controls.end()) return false;
     const auto& controls = it->second;
     if (controls.rate_limit) return true;
-    return std::any_of(scope.activity_types.begin(), scope.activity_types.end(),
-                       [&controls](const std::string& type) {
-                           const auto policy = controls.activities.find(type);
-                           return policy != controls.activities.end() &&
-                                  (policy->second.max_in_flight || policy->second.rate_limit);
-                       });
+    const auto limited = [&controls](const std::string& type) {
+        const auto policy = controls.activities.find(type);
+        return policy != controls.activities.end() &&
+               (policy->second.max_in_flight || policy->second.rate_limit);
+    };
+    // Any type: limited when the namespace limits one.
+    if (scope.activity_types.empty()) {
+        return std::any_of(controls.activities.begin(), controls.activities.end(),
+                           [&limited](const auto& entry) { return limited(entry.first); });
+    }
+    return std::any_of(scope.activity_types.begin(), scope.activity_types.end(), limited);
 }
 
 // Whether `scope` was held back by a limit this round (its rows are not all claimed).

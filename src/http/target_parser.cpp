@@ -112,14 +112,13 @@ std::variant<TargetRequest, TargetBodyError> parse_target_request(
         }
         target.namespace_name = text(request, "namespace", false, "default");
         target.task_queue = text(request, "task_queue", false, "default");
-        const auto types = request.find("activity_types");
-        if (types == request.end() || types->is_null()) {
-            throw Bad{"activity_types", "'activity_types' is required"};
-        }
-        if (!types->is_array()) {
+        // Left out (or null, or []): every type of the namespace and task queue.
+        auto types = request.find("activity_types");
+        if (types != request.end() && !types->is_null() && !types->is_array()) {
             throw Bad{"activity_types", "'activity_types' must be an array of strings"};
         }
-        for (const auto& type : *types) {
+        if (types == request.end() || types->is_null()) types = request.end();
+        for (const auto& type : types == request.end() ? nlohmann::json::array() : *types) {
             if (!type.is_string()) {
                 throw Bad{"activity_types", "'activity_types' must be an array of strings"};
             }

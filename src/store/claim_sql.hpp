@@ -73,14 +73,15 @@ namespace outboxd::store::sql {
 // priority rows takes only those; the next one takes the rest). Both LIMITs are the plain
 // parameter: an expression there makes the planner cost the whole backlog's scan (and, over
 // jit_above_cost, compile the statement: 30 ms a claim).
-#define OUTBOXD_CLAIM_SCOPED(after)                                                      \
+#define OUTBOXD_CLAIM_SCOPED(after) OUTBOXD_CLAIM_SCOPED_ON(OUTBOXD_ONE_ROUTE, after)
+#define OUTBOXD_CLAIM_SCOPED_ON(route, after)                                            \
     "WITH " OUTBOXD_CLAIM_TOKEN                                                         \
     " prio AS MATERIALIZED (SELECT o.id FROM outbox o WHERE " OUTBOXD_PRIORITY_GATE      \
-    "   AND " OUTBOXD_CLAIMABLE OUTBOXD_ONE_ROUTE " AND o.priority > 0"                  \
+    "   AND " OUTBOXD_CLAIMABLE route " AND o.priority > 0"                              \
     "   ORDER BY o.namespace, o.task_queue, o.priority DESC, o.visible_after, o.id"      \
     "   LIMIT $7 FOR UPDATE OF o SKIP LOCKED),"                                          \
     " rest AS MATERIALIZED (SELECT o.id FROM outbox o WHERE NOT EXISTS (SELECT 1 FROM prio)" \
-    "   AND " OUTBOXD_CLAIMABLE OUTBOXD_ONE_ROUTE after                                   \
+    "   AND " OUTBOXD_CLAIMABLE route after                                               \
     "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id"                      \
     "   LIMIT $7 FOR UPDATE OF o SKIP LOCKED),"                                          \
     " picked AS (SELECT id FROM prio UNION ALL SELECT id FROM rest) "                   \
@@ -92,10 +93,11 @@ namespace outboxd::store::sql {
 // claimable index until an outcome write or the maintenance sweep lets it go), the others
 // are claimed. Checked inside the statement on the rows themselves, so that it holds
 // whichever node claimed the earlier row.
-#define OUTBOXD_CLAIM_ORDERED(after)                                                     \
+#define OUTBOXD_CLAIM_ORDERED(after) OUTBOXD_CLAIM_ORDERED_ON(OUTBOXD_ONE_ROUTE, after)
+#define OUTBOXD_CLAIM_ORDERED_ON(route, after)                                           \
     "WITH " OUTBOXD_CLAIM_TOKEN                                                         \
     " cand AS MATERIALIZED (SELECT o.id, NOT " OUTBOXD_HAS_EARLIER("o", "$9") " AS head" \
-    "   FROM outbox o WHERE " OUTBOXD_CLAIMABLE OUTBOXD_ONE_ROUTE after                  \
+    "   FROM outbox o WHERE " OUTBOXD_CLAIMABLE route after                              \
     "   ORDER BY o.namespace, o.task_queue, o.visible_after, o.id"                      \
     "   LIMIT $7 FOR UPDATE OF o SKIP LOCKED),"                                          \
     " parked AS (UPDATE outbox o SET waiting = true FROM cand c"                        \
@@ -127,6 +129,23 @@ inline constexpr Statement kClaimOrderedAfter{"outbox_claim_ordered_after",
     OUTBOXD_CLAIM_ORDERED(" AND (o.visible_after, o.id) >"
                           " (" OUTBOXD_SQL_INSTANT("$10::bigint") ","
                           "  $11::bigint)"),
+    Plan::generic};
+
+// A route that serves any activity type but those claimed apart under their own limits (a
+// namespace's per-type limits, when a target takes every type): the scoped and ordered
+// claims, with the types to leave out as the last parameter ($11, $12) and the claim
+// position ($9/$10, $10/$11) NULL for a claim from the front. Rare: one statement each for
+// both (a generic plan's position bound then starts from the front).
+#define OUTBOXD_POSITION_OR_FRONT(us, id)                                                \
+    " AND (o.visible_after, o.id) > (coalesce(" OUTBOXD_SQL_INSTANT(us) ","             \
+    " '-infinity'::timestamptz), coalesce(" id ", 0))"
+inline constexpr Statement kClaimScopedExcluding{"outbox_claim_scoped_excluding",
+    OUTBOXD_CLAIM_SCOPED_ON(OUTBOXD_ONE_ROUTE " AND o.activity_type <> ALL ($11::text[])",
+                            OUTBOXD_POSITION_OR_FRONT("$9::bigint", "$10::bigint")),
+    Plan::generic};
+inline constexpr Statement kClaimOrderedExcluding{"outbox_claim_ordered_excluding",
+    OUTBOXD_CLAIM_ORDERED_ON(OUTBOXD_ONE_ROUTE " AND o.activity_type <> ALL ($12::text[])",
+                             OUTBOXD_POSITION_OR_FRONT("$10::bigint", "$11::bigint")),
     Plan::generic};
 
 // Claims of several routes in one statement (one round trip, however many routes have work):
@@ -232,7 +251,8 @@ inline constexpr Statement kSpendTokens{"outbox_spend_tokens",
 
 // Every statement a claims lane prepares.
 inline constexpr std::array kClaimStatements{
-    kClaimScoped, kClaimScopedAfter, kClaimOrdered, kClaimOrderedAfter, kClaimRoutes,
+    kClaimScoped, kClaimScopedAfter, kClaimOrdered, kClaimOrderedAfter, kClaimScopedExcluding,
+    kClaimOrderedExcluding, kClaimRoutes,
     kRoutesWithDueRows, kReleaseClaimsAfter, kCountClaimedByNamespace, kLockActivity,
     kCountClaimedOfType, kTakeTokens, kSpendTokens};
 

@@ -33,6 +33,16 @@ struct RouteArrays {
 
 namespace {
 
+// The statement of one claim of `scope`: ordered or not, from the front or after a
+// position, and, for a scope that leaves types out, the statement that does.
+const Statement& claim_statement(const ClaimScope& scope, bool after, bool ordered) {
+    if (!scope.excluded_types.empty()) {
+        return ordered ? sql::kClaimOrderedExcluding : sql::kClaimScopedExcluding;
+    }
+    if (ordered) return after ? sql::kClaimOrderedAfter : sql::kClaimOrdered;
+    return after ? sql::kClaimScopedAfter : sql::kClaimScoped;
+}
+
 // One claim of `scope` in `tx`, ordered or not: what claim_scoped and claim_controlled run.
 std::vector<OutboxRow> claim_in(pqxx::transaction_base& tx, const Owner& owner,
                                 const ClaimScope& scope, std::int32_t limit,
@@ -43,10 +53,19 @@ std::vector<OutboxRow> claim_in(pqxx::transaction_base& tx, const Owner& owner,
     const auto node = scope.node ? std::optional{text_param(*scope.node)} : std::nullopt;
     const auto types = pg::text_array(scope.activity_types);
     const auto ranges = owner.ranges.to_multirange();
+    const std::string name{claim_statement(scope, after.has_value(), ordered).name};
     pqxx::result result;
-    if (ordered) {
-        const auto& statement = after ? sql::kClaimOrderedAfter : sql::kClaimOrdered;
-        const std::string name{statement.name};
+    if (!scope.excluded_types.empty()) {
+        const auto excluded = pg::text_array(scope.excluded_types);
+        const auto at = after ? std::optional{pg::to_micros(after->visible_after)} : std::nullopt;
+        const auto id = after ? std::optional{after->id} : std::nullopt;
+        result = ordered ? tx.exec_prepared(name, owner.incarnation, ranges, namespace_name,
+                                            task_queue, node, types, limit, scope.include_unpinned,
+                                            block, at, id, excluded)
+                         : tx.exec_prepared(name, owner.incarnation, ranges, namespace_name,
+                                            task_queue, node, types, limit, scope.include_unpinned,
+                                            at, id, excluded);
+    } else if (ordered) {
         result = after
                      ? tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
                                         node, types, limit, scope.include_unpinned, block,
@@ -54,8 +73,6 @@ std::vector<OutboxRow> claim_in(pqxx::transaction_base& tx, const Owner& owner,
                      : tx.exec_prepared(name, owner.incarnation, ranges, namespace_name, task_queue,
                                         node, types, limit, scope.include_unpinned, block);
     } else {
-        const auto& statement = after ? sql::kClaimScopedAfter : sql::kClaimScoped;
-        const std::string name{statement.name};
         result = after ? tx.exec_prepared(name, owner.incarnation, ranges, namespace_name,
                                           task_queue, node, types, limit, scope.include_unpinned,
                                           pg::to_micros(after->visible_after), after->id)
@@ -72,7 +89,7 @@ std::vector<OutboxRow> ClaimStore::claim_scoped(const Owner& owner, const ClaimS
                                                 std::optional<ClaimPosition> after) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    const auto& statement = after ? sql::kClaimScopedAfter : sql::kClaimScoped;
+    const auto& statement = claim_statement(scope, after.has_value(), false);
     return session_.pg().autocommit(statement, [&](pqxx::nontransaction& tx) {
         return claim_in(tx, owner, scope, limit, after, false, false);
     });
@@ -85,9 +102,7 @@ ClaimStore::ControlledClaim ClaimStore::claim_controlled(const Owner& owner,
                                                          const ClaimControls& controls) {
     check_limit(limit);
     if (limit == 0 || owner.ranges.empty()) return {};
-    const auto& statement = controls.ordered
-                                ? (after ? sql::kClaimOrderedAfter : sql::kClaimOrdered)
-                                : (after ? sql::kClaimScopedAfter : sql::kClaimScoped);
+    const auto& statement = claim_statement(scope, after.has_value(), controls.ordered);
     if (!controls.limited()) {
         return session_.pg().autocommit(statement, [&](pqxx::nontransaction& tx) {
             return ControlledClaim{claim_in(tx, owner, scope, limit, after, controls.ordered,

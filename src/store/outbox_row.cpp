@@ -41,8 +41,10 @@ bool ClaimScope::admits(const OutboxRow& row) const {
     if (row.namespace_name != namespace_name || row.task_queue != task_queue) return false;
     // Unpinned rows are servable by any pool; a pinned row only by a pool with its label.
     if (row.node ? row.node != node : !include_unpinned) return false;
-    return activity_types.empty() || std::find(activity_types.begin(), activity_types.end(),
-                                               row.activity_type) != activity_types.end();
+    const auto lists = [&row](const std::vector<std::string>& types) {
+        return std::find(types.begin(), types.end(), row.activity_type) != types.end();
+    };
+    return activity_types.empty() ? !lists(excluded_types) : lists(activity_types);
 }
 
 }  // namespace outboxd::store

@@ -22,7 +22,7 @@ bool labelled_in(const WorkerEntry& worker, const std::vector<std::string>& labe
 bool WorkerEntry::serves(const std::string& ns) const { return namespaces_.contains(ns); }
 
 bool WorkerEntry::runs(const std::string& activity_type) const {
-    return types_.contains(activity_type);
+    return types_.empty() || types_.contains(activity_type);  // none listed: any (a target)
 }
 
 WorkerEntry& WorkerRegistry::add(std::string session_id, sinks::SinkProfile profile,
@@ -180,6 +180,18 @@ std::vector<Route> WorkerRegistry::routes(const PlacementLookup& placement, std:
             if (found == placements.end()) found = placements.emplace(ns, placement(ns)).first;
             const auto& queue = worker.profile.task_queue;
             const auto& node = worker.profile.node;
+            if (types.empty()) {
+                // Any type (a target that lists none): unpinned rows only where the
+                // namespace's placement lets this worker take every type of them.
+                const auto& placed = found->second;
+                if (placed.mode == store::PlacementMode::unplaced ||
+                    labelled_in(worker, placed.nodes)) {
+                    pools[{ns, queue, node, types, true}].push_back(pool);
+                } else if (node) {
+                    pools[{ns, queue, node, types, false}].push_back(pool);
+                }
+                continue;
+            }
             const auto open = unpinned_types(worker, ns, found->second);
             if (open == types) {
                 pools[{ns, queue, node, types, true}].push_back(pool);

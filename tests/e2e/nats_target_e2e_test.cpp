@@ -94,6 +94,42 @@ TEST_CASE("rows published to a NATS JetStream target are done on the PubAck, wit
     CHECK(json::parse(http_call(node.port, "GET", "/v1/targets").body)["targets"].size() == 1);
 }
 
+TEST_CASE(
+    "a NATS target that lists no activity types takes every type, each limited type under its "
+    "limit",
+    "[e2e][nats]") {
+    E2eCluster cluster{"nats-any"};
+    test::NatsServer nats{cluster.dir() + "/nats"};
+    test::create_stream(nats.url(), "ORDERS", {"orders.>"});
+    auto& node = cluster.start_node("node-1", test::target_env());
+    // One type of the namespace has a rate limit of its own: 20 a second, 1 at once.
+    REQUIRE(http_call(node.port, "PUT", "/v1/namespaces/default",
+                      R"({"activities":{"order.slow":{"rate_limit":{"per_second":20,"burst":1}}}})")
+                .status == 200);
+    auto body = nats_body(nats.url());
+    body.erase("activity_types");
+    put_connected(node, "everything", body);
+    CHECK(get_target(node, "everything")["activity_types"] == json::array());
+    test::stage_rows(cluster, 40, "order.slow", "slow");
+    test::stage_rows(cluster, 500, "order.paid", "paid");
+    test::stage_rows(cluster, 500, "invoice.issued", "invoice");
+    // The unlimited types are not held behind the limited one.
+    REQUIRE(E2eCluster::await(
+        [&] { return cluster.count("status = 'done' AND activity_type <> 'order.slow'") == 1000; },
+        30s));
+    CHECK(cluster.count("status = 'done' AND activity_type = 'order.slow'") < 40);
+    REQUIRE(E2eCluster::await([&] { return cluster.count("status = 'done'") == 1040; }, 30s));
+    CHECK(test::stream_messages(nats.url(), "ORDERS") == 1040);
+    // 40 rows at 20 a second from a bucket of 1: their publishes span some 2 s.
+    const auto spread =
+        cluster.db
+            .exec(
+                "SELECT extract(epoch FROM max(finished_at) - min(finished_at)) FROM outbox "
+                "WHERE activity_type = 'order.slow'")[0][0]
+            .as<double>();
+    CHECK(spread >= 1.7);
+}
+
 TEST_CASE("a NATS subject no stream is bound to makes dead letters with the broker's words",
           "[e2e][nats]") {
     E2eCluster cluster{"nats-nostream"};

@@ -117,7 +117,10 @@ struct ClaimScope {
     std::string namespace_name{kDefaultRoute};
     std::string task_queue{kDefaultRoute};
     std::optional<std::string> node;
-    std::vector<std::string> activity_types;
+    std::vector<std::string> activity_types;  // empty: any
+    // With no activity_types: types this scope leaves out (claimed apart, under the
+    // namespace's per-type limits).
+    std::vector<std::string> excluded_types{};
     bool include_unpinned = true;
 
     // The same predicate the claim SQL applies, for in-memory routing decisions.

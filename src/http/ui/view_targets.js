@@ -51,7 +51,7 @@ function row(t) {
     h('td', { class: 'mono', testid: 'target-name' }, t.name),
     h('td', { testid: 'target-kind' }, t.kind),
     h('td', { testid: 'target-route' },
-      `${t.namespace} · ${t.task_queue} · ${(t.activity_types ?? []).join(', ')}`),
+      `${t.namespace} · ${t.task_queue} · ${(t.activity_types ?? []).join(', ') || 'any type'}`),
     h('td', { class: 'mono', testid: 'target-where' }, where(t)),
     h('td', { testid: 'target-state' }, badge(state)),
     h('td', { class: 'num', testid: 'target-share' }, String(node.share ?? 0)),

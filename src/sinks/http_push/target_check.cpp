@@ -335,8 +335,9 @@ std::optional<FieldProblem> common_target_problem(const store::TargetSettings& t
     if (auto why = util::identifier_problem(target.task_queue, util::kMaxIdentifierBytes)) {
         return problem("task_queue", "task_queue " + *why);
     }
-    if (target.activity_types.empty() || target.activity_types.size() > kMaxActivityTypes) {
-        return problem("activity_types", "activity_types must list 1 to " +
+    // None listed: every type of the namespace and task queue.
+    if (target.activity_types.size() > kMaxActivityTypes) {
+        return problem("activity_types", "activity_types may list at most " +
                                              std::to_string(kMaxActivityTypes) + " types");
     }
     for (const auto& type : target.activity_types) {

@@ -447,4 +447,52 @@ TEST_CASE("only ordered claims enter the workflow-order index; they still hold t
     CHECK(f.store.cancel_workflow("o") == std::vector<std::string>{"o:0", "o:1"});
 }
 
+TEST_CASE("a scope of any type but some leaves those out, scoped and ordered, from any position",
+          "[pg][store][controls]") {
+    test::StoreFixture f;
+    std::vector<store::NewRow> rows;
+    for (const auto* type : {"charge", "email", "refund", "email", "charge"}) {
+        auto row = new_row(std::string{type} + "-" + std::to_string(rows.size()), 0);
+        row.activity_type = type;
+        rows.push_back(row);
+    }
+    f.store.append(rows);
+    auto& claims = f.store.claims;
+    ClaimScope any_but_email;  // no activity types: any, but email
+    any_but_email.excluded_types = {"email"};
+    const auto types_of = [](const std::vector<OutboxRow>& claimed) {
+        std::vector<std::string> out;
+        for (const auto& row : claimed) out.push_back(row.activity_type);
+        return out;
+    };
+
+    SECTION("scoped: from the front, then after a position") {
+        const auto first = claims.claim_scoped(f.owner, any_but_email, 2);
+        CHECK(types_of(first) == std::vector<std::string>{"charge", "refund"});
+        const store::ClaimPosition after{first.back().visible_after, first.back().id};
+        const auto next = claims.claim_scoped(f.owner, any_but_email, 10, after);
+        CHECK(types_of(next) == std::vector<std::string>{"charge"});
+        CHECK(claims.claim_scoped(f.owner, any_but_email, 10).empty());
+    }
+    SECTION("ordered, and through claim_controlled") {
+        const auto claimed =
+            claims.claim_controlled(f.owner, any_but_email, 10, std::nullopt, ordered());
+        CHECK(types_of(claimed.rows) == std::vector<std::string>{"charge", "refund", "charge"});
+    }
+    SECTION("the left-out types stay for a scope that names them") {
+        (void)claims.claim_scoped(f.owner, any_but_email, 10);
+        ClaimScope email;
+        email.activity_types = {"email"};
+        CHECK(types_of(claims.claim_scoped(f.owner, email, 10)) ==
+              std::vector<std::string>{"email", "email"});
+    }
+    // The same predicate in memory.
+    OutboxRow row;
+    row.namespace_name = row.task_queue = "default";
+    row.activity_type = "email";
+    CHECK_FALSE(any_but_email.admits(row));
+    row.activity_type = "refund";
+    CHECK(any_but_email.admits(row));
+}
+
 }  // namespace outboxd

@@ -228,7 +228,12 @@ TEST_CASE("every field of a target is checked and the first bad one named", "[un
     t.namespace_name = std::string("a\0b", 3);
     CHECK(field_of(t) == "namespace");
     t = valid_target();
-    t.activity_types.clear();
+    t.activity_types.clear();  // none: every type
+    CHECK(field_of(t).empty());
+    t.activity_types.assign(257, "charge");
+    CHECK(field_of(t) == "activity_types");
+    t = valid_target();
+    t.activity_types = {"ok", std::string("a\0b", 3)};
     CHECK(field_of(t) == "activity_types");
     t = valid_target();
     t.url = "gopher://x";
