@@ -253,36 +253,14 @@ TEST_CASE(
     E2eCluster cluster{"amqp-cluster"};
     test::RabbitMq rabbit{cluster.dir() + "/rabbit"};
     declare_orders(rabbit);
-    const auto env = test::target_env({{"OUTBOXD_LEASE_TTL_MS", "1500"}});
-    auto& first = cluster.start_node("node-1", env);
-    auto& victim = cluster.start_node("node-2", env);
-    cluster.start_node("node-3", env);
-    REQUIRE(E2eCluster::await([&] { return test::balanced_over(first, 3); }, 20s));
-    REQUIRE(http_call(first.port, "PUT", "/v1/targets/orders",
-                      amqp_body(rabbit.url(), {{"max_in_flight", kBound}}).dump())
-                .status == 200);
-    for (auto& node : cluster.nodes) {
-        REQUIRE(E2eCluster::await(
-            [&] {
-                const auto shown = get_target(node, "orders");
-                return shown["node"]["share"] == kShare && shown["node"]["connected"] == true;
-            },
-            20s));
-    }
+    const auto nodes = test::three_nodes_serving(
+        cluster, test::target_env({{"OUTBOXD_LEASE_TTL_MS", "1500"}}), "orders",
+        amqp_body(rabbit.url(), {{"max_in_flight", kBound}}), kShare);
+    auto& victim = *nodes[1];
     test::stage_rows(cluster, kRows, "order.paid");
     // Sampled while it runs: no node is ever past its share, so the cluster is never past the
     // bound.
-    int busiest = 0;
-    while (cluster.count("status = 'done'") < kRows / 3) {
-        int sum = 0;
-        for (auto& node : cluster.nodes) {
-            const auto out = E2eCluster::metric(
-                node, R"(outboxd_target_inflight{database="default",kind="amqp",target="orders"})");
-            CHECK(out.value_or(0) <= kShare);
-            sum += static_cast<int>(out.value_or(0));
-        }
-        busiest = std::max(busiest, sum);
-    }
+    const int busiest = test::busiest_in_flight(cluster, "amqp", "orders", kShare, kRows / 3);
     CHECK(busiest <= kBound);
     CHECK(busiest > 0);
 

@@ -1,5 +1,7 @@
 #include "target_e2e.hpp"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 namespace outboxd::test {
@@ -39,6 +41,44 @@ nlohmann::json await_refused(const NodeHandle& node, const std::string& name) {
     INFO(shown.dump());
     REQUIRE(refused);
     return shown;
+}
+
+std::vector<NodeHandle*> three_nodes_serving(E2eCluster& cluster,
+                                             const std::map<std::string, std::string>& env,
+                                             const std::string& name, const nlohmann::json& body,
+                                             int share) {
+    std::vector<NodeHandle*> nodes;
+    for (const auto* id : {"node-1", "node-2", "node-3"})
+        nodes.push_back(&cluster.start_node(id, env));
+    REQUIRE(E2eCluster::await([&] { return balanced_over(*nodes.front(), 3); }, 20s));
+    REQUIRE(http_call(nodes.front()->port, "PUT", "/v1/targets/" + name, body.dump()).status ==
+            200);
+    for (auto* node : nodes) {
+        REQUIRE(E2eCluster::await(
+            [&] {
+                const auto shown = get_target(*node, name);
+                return shown["node"]["share"] == share && shown["node"]["connected"] == true;
+            },
+            20s));
+    }
+    return nodes;
+}
+
+int busiest_in_flight(E2eCluster& cluster, const std::string& kind, const std::string& name,
+                      int share, std::int64_t done) {
+    const auto series = R"(outboxd_target_inflight{database="default",kind=")" + kind +
+                        R"(",target=")" + name + R"("})";
+    int busiest = 0;
+    while (cluster.count("status = 'done'") < done) {
+        int sum = 0;
+        for (auto& node : cluster.nodes) {
+            const auto out = E2eCluster::metric(node, series);
+            CHECK(out.value_or(0) <= share);
+            sum += static_cast<int>(out.value_or(0));
+        }
+        busiest = std::max(busiest, sum);
+    }
+    return busiest;
 }
 
 void stage_rows(E2eCluster& cluster, int rows, const std::string& type, const std::string& prefix) {

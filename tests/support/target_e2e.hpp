@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,19 @@ void put_connected(const NodeHandle& node, const std::string& name, const nlohma
 // node.last_error set) — a connection refused or failed — and returns the target as GET shows
 // it then. Fails the test after 20 s.
 nlohmann::json await_refused(const NodeHandle& node, const std::string& name);
+
+// Three nodes started with `env` ("node-1", "node-2", "node-3"), their shards balanced, the
+// target `name` PUT through the first with `body`, and every node holding `share` of its
+// max_in_flight and connected. Returns the nodes in that order.
+std::vector<NodeHandle*> three_nodes_serving(E2eCluster& cluster,
+                                             const std::map<std::string, std::string>& env,
+                                             const std::string& name, const nlohmann::json& body,
+                                             int share);
+
+// Samples every node's outboxd_target_inflight for target `name` of `kind` until `done` rows
+// are done, checking that none is past `share`; returns the largest sum over the nodes seen.
+int busiest_in_flight(E2eCluster& cluster, const std::string& kind, const std::string& name,
+                      int share, std::int64_t done);
 
 // `rows` pending rows of activity `type` in namespace default: dispatch keys
 // "<prefix>-<n>", workflow ids "order-<n>", input {"n": n}.
