@@ -235,6 +235,10 @@ TEST_CASE("every field of a target is checked and the first bad one named", "[un
     t = valid_target();
     t.activity_types = {"ok", std::string("a\0b", 3)};
     CHECK(field_of(t) == "activity_types");
+    t.activity_types = {std::string(std::size_t{1} << 20, 'a')};  // 1 MB
+    CHECK(field_of(t) == "activity_types");
+    t.activity_types = {"bad\xff\xfe"};  // not UTF-8
+    CHECK(field_of(t) == "activity_types");
     t = valid_target();
     t.url = "gopher://x";
     CHECK(field_of(t) == "url");
